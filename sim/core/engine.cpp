@@ -1,0 +1,488 @@
+#include "core/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+
+#include "core/event_queue.hpp"
+#include "core/pipe_sharing.hpp"
+
+namespace attnsim {
+namespace {
+
+enum EventType : uint32_t {
+  kWarpResume,    // a = warp
+  kComputeDone,   // a = warp, b = version
+  kTensorDone,    // tensor core finished the job at its head
+  kTmaDone,       // TMA finished the job at its head
+  kBarrierArrive, // a = barrier, b = count (delayed arrive: tcgen05.commit)
+  kTxComplete,    // a = barrier, b = bytes (TMA load landed)
+  kStoreDone,     // a = warp (TMA store finished reading SMEM)
+};
+
+// Priorities among events at the same time: completions before resumptions, so a
+// warp resuming at t sees every arrival that happened at t.
+constexpr int32_t kPrioCompletion = 0;
+constexpr int32_t kPrioResume = 1;
+
+enum class WarpState : uint8_t { Ready, Waiting, Computing, Storing, Done };
+
+struct Warp {
+  size_t pc = 0;
+  WarpState state = WarpState::Ready;
+  double since = 0;     // start of the current span
+  int wait_barrier = -1;
+  int wait_parity = 0;
+  int64_t version = 0;  // invalidates stale kComputeDone events
+  int smsp = 0;
+};
+
+struct Barrier {
+  int pending = 0;     // arrivals still missing in this phase
+  double tx = 0;       // transaction bytes still missing
+  int phase_bit = 0;   // flips when a phase completes
+  std::vector<int> waiters;
+};
+
+struct Job {  // work queued on the tensor core or the TMA engine
+  const Op* op = nullptr;
+  int warp = 0;
+};
+
+class Engine {
+ public:
+  Engine(const Hardware& hw, const CtaProgram& prog, const EngineOptions& opt)
+      : hw_(hw), prog_(prog), opt_(opt), pipes_(hw, static_cast<int>(prog.warps.size())) {
+    warps_.resize(prog.warps.size());
+    stats_.resize(prog.warps.size());
+    for (size_t w = 0; w < warps_.size(); ++w) {
+      warps_[w].smsp = prog.warps[w].warp % hw.smsp_per_sm;
+      stats_[w].wait_by_barrier.assign(prog.barriers.size(), 0.0);
+    }
+    barriers_.resize(prog.barriers.size());
+    for (size_t b = 0; b < barriers_.size(); ++b) barriers_[b].pending = prog.barriers[b].expected;
+    tma_rate_ = hw.tma_bytes_per_clk_sm;
+    if (hw.l2_bytes_per_clk > 0)
+      tma_rate_ = std::min(tma_rate_, hw.l2_bytes_per_clk / std::max(1, opt.active_sms));
+    if (opt_.record_spans) {
+      tl_.clock_ghz = hw.clock_ghz;
+      for (size_t w = 0; w < warps_.size(); ++w)
+        tl_.warps.push_back({prog.warps[w].warp, warps_[w].smsp, prog.warps[w].role, {}});
+      tl_.units.push_back({"tensor_core", {}});
+      tl_.units.push_back({"tma", {}});
+      for (const auto& b : prog.barriers) {  // labels 2b, 2b+1: barrier b awaited with parity 0/1
+        tl_.labels.push_back(b.named ? b.name : b.name + " phase 0");
+        tl_.labels.push_back(b.named ? b.name : b.name + " phase 1");
+      }
+    }
+  }
+
+  SimResult run() {
+    for (size_t w = 0; w < warps_.size(); ++w) q_.push(0, kPrioResume, kWarpResume, static_cast<int>(w));
+    uint64_t events = 0;
+    while (!q_.empty()) {
+      Event e = q_.pop();
+      if (++events > opt_.max_events)
+        throw ProgramError(fmt::format("simulation exceeded {} events; aborting", opt_.max_events));
+      now_ = e.time;
+      dispatch(e);
+    }
+    for (size_t w = 0; w < warps_.size(); ++w)
+      if (warps_[w].state != WarpState::Done) report_deadlock();
+    SimResult r;
+    r.end_cycles = 0;
+    for (const auto& s : stats_) r.end_cycles = std::max(r.end_cycles, s.end);
+    r.end_cycles = std::max(r.end_cycles, units_end_);
+    tl_.end_cycles = r.end_cycles;
+    r.timeline = std::move(tl_);
+    r.warps = std::move(stats_);
+    units_.pipe_consumed.assign(pipes_.consumed().begin(), pipes_.consumed().end());
+    units_.pipe_capacity.assign(pipes_.capacity().begin(), pipes_.capacity().end());
+    r.units = units_;
+    r.events = events;
+    r.tma_bytes_per_clk = tma_rate_;
+    return r;
+  }
+
+ private:
+  void dispatch(const Event& e) {
+    switch (e.type) {
+      case kWarpResume: resume(e.a); break;
+      case kComputeDone:
+        if (e.b == warps_[e.a].version && warps_[e.a].state == WarpState::Computing) compute_done(e.a);
+        break;
+      case kTensorDone: tensor_done(); break;
+      case kTmaDone: tma_done(); break;
+      case kBarrierArrive: arrive(e.a, static_cast<int>(e.b), 0, -1); break;
+      case kTxComplete: complete_tx(e.a, static_cast<double>(e.b)); break;
+      case kStoreDone: {
+        Warp& w = warps_[e.a];
+        close_span(e.a, SpanKind::Wait, ATTNSIM_OP_STORE_O, -1);
+        w.state = WarpState::Ready;
+        ++w.pc;
+        run_warp(e.a);
+        break;
+      }
+    }
+  }
+
+  const Op& op_at(int w) const { return prog_.warps[w].ops[warps_[w].pc]; }
+
+  void resume(int w) {
+    Warp& ws = warps_[w];
+    if (ws.state == WarpState::Waiting) {
+      // Woken by a phase completion: the wait op is now satisfied.
+      close_span(w, SpanKind::Wait, ATTNSIM_OP_WAIT, 2 * ws.wait_barrier + ws.wait_parity);
+      ws.state = WarpState::Ready;
+      ++ws.pc;
+    }
+    run_warp(w);
+  }
+
+  // Executes ops of warp w at time now_ until one takes time or blocks.
+  void run_warp(int w) {
+    Warp& ws = warps_[w];
+    const auto& ops = prog_.warps[w].ops;
+    while (ws.pc < ops.size()) {
+      const Op& op = ops[ws.pc];
+      switch (op.kind) {
+        case OpKind::Wait: {
+          const Barrier& b = barriers_[op.barrier];
+          if (b.phase_bit != op.parity) { ++ws.pc; break; }
+          block_on(w, op.barrier, op.parity);
+          return;
+        }
+        case OpKind::Arrive:
+          arrive(op.barrier, op.count, 0, w);
+          ++ws.pc;
+          break;
+        case OpKind::Compute: {
+          ws.state = WarpState::Computing;
+          ws.since = now_;
+          ++ws.version;
+          pipes_.start(w, ws.smsp, op.work, now_);
+          reschedule_compute();
+          return;
+        }
+        case OpKind::TmaLoad:
+          expect_tx(op.barrier, op.bytes, w);
+          tma_q_.push_back({&op, w});
+          if (tma_q_.size() == 1) start_tma();
+          ++ws.pc;
+          break;
+        case OpKind::TmaStore:
+          ws.state = WarpState::Storing;
+          ws.since = now_;
+          tma_q_.push_back({&op, w});
+          if (tma_q_.size() == 1) start_tma();
+          return;
+        case OpKind::Mma:
+        case OpKind::MmaCommit:
+          tc_q_.push_back({&op, w});
+          if (tc_q_.size() == 1) start_tensor();
+          ++ws.pc;
+          break;
+        case OpKind::BarSync: {
+          const bool released = named_arrive(op.barrier, op.count, w);
+          if (released) { ++ws.pc; break; }
+          block_on(w, op.barrier, 0);
+          return;
+        }
+        case OpKind::BarArrive:
+          named_arrive(op.barrier, op.count, w);
+          ++ws.pc;
+          break;
+      }
+    }
+    ws.state = WarpState::Done;
+    stats_[w].end = now_;
+  }
+
+  void block_on(int w, int barrier, int parity) {
+    Warp& ws = warps_[w];
+    ws.state = WarpState::Waiting;
+    ws.since = now_;
+    ws.wait_barrier = barrier;
+    ws.wait_parity = parity;
+    barriers_[barrier].waiters.push_back(w);
+  }
+
+  void close_span(int w, SpanKind kind, int op_name, int label) {
+    Warp& ws = warps_[w];
+    const double dur = now_ - ws.since;
+    if (kind == SpanKind::Busy) stats_[w].busy += dur;
+    else {
+      stats_[w].wait += dur;
+      if (label >= 0 && ws.state == WarpState::Waiting) stats_[w].wait_by_barrier[ws.wait_barrier] += dur;
+    }
+    if (!opt_.record_spans || dur <= 0) return;
+    const Op& op = op_at(w);
+    Span s;
+    s.start = ws.since;
+    s.end = now_;
+    s.kind = kind;
+    s.op = static_cast<int16_t>(kind == SpanKind::Busy ? op.name : op_name);
+    s.stage = op.stage;
+    s.block = op.block;
+    s.tile = op.tile;
+    s.label = label;
+    tl_.warps[w].spans.push_back(s);
+  }
+
+  // --- compute blocks ---------------------------------------------------------
+  void reschedule_compute() {
+    for (size_t w = 0; w < warps_.size(); ++w) {
+      if (warps_[w].state != WarpState::Computing || !pipes_.active(static_cast<int>(w))) continue;
+      const double t = pipes_.finish_time(static_cast<int>(w));
+      ++warps_[w].version;
+      if (std::isfinite(t)) q_.push(std::max(t, now_), kPrioCompletion, kComputeDone, static_cast<int>(w), warps_[w].version);
+    }
+  }
+
+  void compute_done(int w) {
+    Warp& ws = warps_[w];
+    if (pipes_.active(w)) {
+      pipes_.finish(w, now_);
+      reschedule_compute();
+      const double latency = op_at(w).latency;
+      if (latency > 0) {  // pipe work done; the result arrives `latency` later
+        ++ws.version;
+        q_.push(now_ + latency, kPrioCompletion, kComputeDone, w, ws.version);
+        return;
+      }
+    }
+    close_span(w, SpanKind::Busy, -1, -1);
+    ws.state = WarpState::Ready;
+    ++ws.pc;
+    run_warp(w);
+  }
+
+  // --- mbarriers ----------------------------------------------------------------
+  void expect_tx(int b, double bytes, int w) {
+    barriers_[b].tx += bytes;
+    arrive(b, 1, 0, w);
+  }
+
+  void complete_tx(int b, double bytes) {
+    Barrier& bar = barriers_[b];
+    bar.tx -= bytes;
+    if (bar.tx < 1e-6 && bar.tx > -1e-6) bar.tx = 0;
+    if (bar.tx < 0)
+      throw ProgramError(fmt::format("{}: more TMA bytes completed than expected", prog_.barriers[b].name));
+    maybe_complete_phase(b);
+  }
+
+  void arrive(int b, int count, double, int by_warp) {
+    Barrier& bar = barriers_[b];
+    bar.pending -= count;
+    if (bar.pending < 0)
+      throw ProgramError(fmt::format(
+          "{}: {} arrivals in one phase but its count is {} (last arrival by {})", prog_.barriers[b].name,
+          prog_.barriers[b].expected - bar.pending, prog_.barriers[b].expected,
+          by_warp >= 0 ? fmt::format("warp {}", prog_.warps[by_warp].warp) : std::string("tcgen05.commit")));
+    maybe_complete_phase(b);
+  }
+
+  void maybe_complete_phase(int b) {
+    Barrier& bar = barriers_[b];
+    if (bar.pending > 0 || bar.tx > 0) return;
+    bar.phase_bit ^= 1;
+    bar.pending = prog_.barriers[b].expected;
+    wake(b, hw_.mbarrier_latency);
+  }
+
+  void wake(int b, double delay) {
+    Barrier& bar = barriers_[b];
+    std::vector<int> still;
+    for (int w : bar.waiters) {
+      // mbarrier: a waiter passes once the phase it awaited completed (parity differs).
+      if (prog_.barriers[b].named || bar.phase_bit != warps_[w].wait_parity)
+        q_.push(now_ + delay, kPrioResume, kWarpResume, w);
+      else
+        still.push_back(w);
+    }
+    bar.waiters.swap(still);
+  }
+
+  // Named barrier: returns true when this arrival filled it (the arriving warp passes).
+  bool named_arrive(int b, int count, int w) {
+    Barrier& bar = barriers_[b];
+    bar.pending -= count;
+    if (bar.pending < 0)
+      throw ProgramError(fmt::format("{}: more threads arrived than its count {}", prog_.barriers[b].name,
+                                     prog_.barriers[b].expected));
+    if (bar.pending > 0) return false;
+    bar.pending = prog_.barriers[b].expected;
+    bar.phase_bit ^= 1;
+    wake(b, hw_.mbarrier_latency);
+    return true;
+  }
+
+  // --- tensor core (in-order FIFO of MMA groups and commits) --------------------
+  void start_tensor() {
+    while (!tc_q_.empty()) {
+      const Job& j = tc_q_.front();
+      if (j.op->kind == OpKind::MmaCommit) {
+        // Arrives once every earlier MMA has completed (FIFO: all are done by then).
+        q_.push(std::max(now_, tc_last_complete_), kPrioCompletion, kBarrierArrive, j.op->barrier, j.op->count);
+        tc_q_.pop_front();
+        continue;
+      }
+      const double dur = std::max(j.op->flops / hw_.tensor_flops_per_clk,
+                                  hw_.smem_bytes_per_clk > 0 ? j.op->bytes / hw_.smem_bytes_per_clk : 0.0);
+      units_.tensor_busy += dur;
+      units_.tensor_flops += j.op->flops;
+      units_.mma_smem_bytes += j.op->bytes;
+      tc_last_complete_ = now_ + dur + hw_.mma_latency;
+      units_end_ = std::max(units_end_, tc_last_complete_);
+      unit_span(0, *j.op, now_, now_ + dur);
+      q_.push(now_ + dur, kPrioCompletion, kTensorDone, 0);
+      return;
+    }
+  }
+  void tensor_done() {
+    tc_q_.pop_front();
+    start_tensor();
+  }
+
+  // --- TMA engine (FIFO, bandwidth = min(per-SM port, L2 share)) ----------------
+  void start_tma() {
+    if (tma_q_.empty()) return;
+    const Job& j = tma_q_.front();
+    const double dur = j.op->bytes / tma_rate_;
+    units_.tma_busy += dur;
+    units_.tma_bytes += j.op->bytes;
+    unit_span(1, *j.op, now_, now_ + dur);
+    q_.push(now_ + dur, kPrioCompletion, kTmaDone, 0);
+  }
+  void tma_done() {
+    const Job j = tma_q_.front();
+    tma_q_.pop_front();
+    const double landed = now_ + hw_.tma_latency;
+    units_end_ = std::max(units_end_, landed);
+    if (j.op->kind == OpKind::TmaLoad)
+      q_.push(landed, kPrioCompletion, kTxComplete, j.op->barrier, static_cast<int64_t>(std::llround(j.op->bytes)));
+    else
+      q_.push(landed, kPrioCompletion, kStoreDone, j.warp);
+    start_tma();
+  }
+
+  void unit_span(int unit, const Op& op, double t0, double t1) {
+    if (!opt_.record_spans) return;
+    Span s;
+    s.start = t0;
+    s.end = t1;
+    s.op = op.name;
+    s.stage = op.stage;
+    s.block = op.block;
+    s.tile = op.tile;
+    tl_.units[unit].spans.push_back(s);
+  }
+
+  // --- deadlock -------------------------------------------------------------------
+  [[noreturn]] void report_deadlock() {
+    std::vector<BlockedWarp> blocked;
+    std::vector<int> waiting(warps_.size(), 0);
+    std::string text = fmt::format("deadlock at cycle {:.0f}: the event queue is empty but warps still wait\n", now_);
+    for (size_t w = 0; w < warps_.size(); ++w) {
+      const Warp& ws = warps_[w];
+      if (ws.state == WarpState::Done) continue;
+      BlockedWarp bw;
+      bw.warp = prog_.warps[w].warp;
+      bw.role = prog_.warps[w].role;
+      bw.op_index = static_cast<int>(ws.pc);
+      if (ws.state == WarpState::Waiting) {
+        waiting[w] = 1;
+        bw.barrier = prog_.barriers[ws.wait_barrier].name;
+        bw.parity = ws.wait_parity;
+        const Barrier& b = barriers_[ws.wait_barrier];
+        text += fmt::format("  {} w{} (op {}) waits on {} {} (missing {} of {} arrivals{})\n", bw.role, bw.warp,
+                            bw.op_index, bw.barrier,
+                            prog_.barriers[ws.wait_barrier].named ? "" : fmt::format("phase parity {}", bw.parity),
+                            b.pending, prog_.barriers[ws.wait_barrier].expected,
+                            b.tx > 0 ? fmt::format(", {:.0f} TMA bytes", b.tx) : "");
+      } else {
+        bw.barrier = "(not waiting)";
+        text += fmt::format("  {} w{} (op {}) is not waiting\n", bw.role, bw.warp, bw.op_index);
+      }
+      blocked.push_back(bw);
+    }
+    // Wait-for graph: a waiting warp waits for every unfinished warp that arrives on its barrier.
+    auto successors = [&](size_t w) {
+      std::vector<size_t> out;
+      if (!waiting[w]) return out;
+      for (int a : prog_.barriers[warps_[w].wait_barrier].arrivers)
+        if (warps_[a].state != WarpState::Done) out.push_back(static_cast<size_t>(a));
+      return out;
+    };
+    std::vector<int> cycle;
+    for (size_t start = 0; start < warps_.size() && cycle.empty(); ++start) {
+      if (!waiting[start]) continue;
+      // DFS for a cycle through `start`.
+      std::vector<size_t> path{start};
+      std::vector<std::vector<size_t>> stack{successors(start)};
+      std::vector<int> on_path(warps_.size(), 0);
+      on_path[start] = 1;
+      while (!stack.empty() && cycle.empty()) {
+        if (stack.back().empty()) {
+          on_path[path.back()] = 0;
+          path.pop_back();
+          stack.pop_back();
+          continue;
+        }
+        size_t next = stack.back().front();
+        stack.back().erase(stack.back().begin());
+        if (next == start) {
+          for (size_t p : path) cycle.push_back(static_cast<int>(p));
+          cycle.push_back(static_cast<int>(start));
+        } else if (!on_path[next] && waiting[next]) {
+          on_path[next] = 1;
+          path.push_back(next);
+          stack.push_back(successors(next));
+        }
+      }
+    }
+    if (!cycle.empty()) {
+      text += "wait-for cycle: ";
+      for (size_t i = 0; i < cycle.size(); ++i) {
+        const int w = cycle[i];
+        text += fmt::format("{}{} w{}", i ? " -> " : "", prog_.warps[w].role, prog_.warps[w].warp);
+        if (i + 1 < cycle.size()) text += fmt::format(" [{}]", prog_.barriers[warps_[w].wait_barrier].name);
+      }
+      text += "\n";
+    } else {
+      text += "no wait-for cycle: some barrier waits for an arrival that no remaining warp will make\n";
+    }
+    std::vector<int> cycle_warps;
+    for (int w : cycle) cycle_warps.push_back(prog_.warps[w].warp);
+    throw DeadlockError(text, blocked, cycle_warps, now_);
+  }
+
+  const Hardware& hw_;
+  const CtaProgram& prog_;
+  EngineOptions opt_;
+  PipeSharing pipes_;
+  EventQueue q_;
+  double now_ = 0;
+  std::vector<Warp> warps_;
+  std::vector<WarpStats> stats_;
+  std::vector<Barrier> barriers_;
+  std::deque<Job> tc_q_, tma_q_;
+  double tc_last_complete_ = 0;
+  double units_end_ = 0;
+  double tma_rate_ = 1;
+  UnitStats units_;
+  Timeline tl_;
+};
+
+}  // namespace
+
+SimResult simulate_cta(const Hardware& hw, const CtaProgram& program, const EngineOptions& options) {
+  Engine e(hw, program, options);
+  return e.run();
+}
+
+}  // namespace attnsim

@@ -1,0 +1,115 @@
+#include "core/pipe_sharing.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace attnsim {
+
+PipeSharing::PipeSharing(const Hardware& hw, int num_warps) : slots_(static_cast<size_t>(num_warps)) {
+  if (hw.smsp_per_sm > kMaxSmsp) throw std::invalid_argument("more SMSPs than the pipe model supports");
+  for (int s = 0; s < hw.smsp_per_sm; ++s) {
+    capacity_[s * kPipesPerSmsp + 0] = hw.issue_per_clk_smsp;
+    capacity_[s * kPipesPerSmsp + 1] = hw.fma_lanes_per_clk_smsp;
+    capacity_[s * kPipesPerSmsp + 2] = hw.alu_lanes_per_clk_smsp;
+    capacity_[s * kPipesPerSmsp + 3] = hw.mufu_lanes_per_clk_smsp;
+  }
+  capacity_[kTmemResource] = hw.tmem_bytes_per_clk;
+  capacity_[kSmemResource] = hw.smem_bytes_per_clk;
+}
+
+double PipeSharing::start(int warp, int smsp, const Work& w, double now) {
+  advance(now);
+  Slot& s = slots_[static_cast<size_t>(warp)];
+  s = Slot{};
+  const int base = smsp * kPipesPerSmsp;
+  s.demand[base + 0] = w.issue;
+  s.demand[base + 1] = w.fma_lanes;
+  s.demand[base + 2] = w.alu_lanes;
+  s.demand[base + 3] = w.mufu_lanes;
+  s.demand[kTmemResource] = w.tmem_bytes;
+  s.demand[kSmemResource] = w.smem_bytes;
+  for (int r = 0; r < kNumResources; ++r) {
+    if (s.demand[r] <= 0) continue;
+    if (capacity_[r] <= 0)
+      throw std::runtime_error("a compute block uses a pipe this GPU does not have (e.g. TMEM on SM90)");
+    s.standalone = std::max(s.standalone, s.demand[r] / capacity_[r]);
+    consumed_[r] += s.demand[r];
+  }
+  s.active = true;
+  s.remaining = 1;
+  s.last = now;
+  active_.push_back(warp);
+  solve();
+  return s.standalone;
+}
+
+void PipeSharing::finish(int warp, double now) {
+  advance(now);
+  slots_[static_cast<size_t>(warp)].active = false;
+  active_.erase(std::find(active_.begin(), active_.end(), warp));
+  solve();
+}
+
+void PipeSharing::rebalance(double now) {
+  advance(now);
+  solve();
+}
+
+void PipeSharing::advance(double now) {
+  for (int w : active_) {
+    Slot& s = slots_[static_cast<size_t>(w)];
+    if (s.standalone > 0) s.remaining -= (now - s.last) * s.speed / s.standalone;
+    if (s.remaining < 0) s.remaining = 0;
+    s.last = now;
+  }
+}
+
+void PipeSharing::solve() {
+  // Progressive filling over a common speed level for the unfrozen blocks.
+  std::array<double, kNumResources> used{};
+  std::vector<int> open;
+  for (int w : active_) {
+    Slot& s = slots_[static_cast<size_t>(w)];
+    if (s.standalone <= 0) { s.speed = 1; continue; }
+    s.speed = 0;
+    open.push_back(w);
+  }
+  double level = 0;
+  while (!open.empty()) {
+    std::array<double, kNumResources> load{};
+    for (int w : open) {
+      const Slot& s = slots_[static_cast<size_t>(w)];
+      for (int r = 0; r < kNumResources; ++r) load[r] += s.demand[r] / s.standalone;
+    }
+    double inc = 1 - level;
+    for (int r = 0; r < kNumResources; ++r)
+      if (load[r] > 0) inc = std::min(inc, (capacity_[r] - used[r]) / load[r]);
+    inc = std::max(inc, 0.0);
+    level += inc;
+    for (int r = 0; r < kNumResources; ++r) used[r] += inc * load[r];
+    std::vector<int> still_open;
+    for (int w : open) {
+      Slot& s = slots_[static_cast<size_t>(w)];
+      bool saturated = level >= 1 - 1e-12;
+      for (int r = 0; r < kNumResources && !saturated; ++r)
+        saturated = s.demand[r] > 0 && used[r] >= capacity_[r] * (1 - 1e-12);
+      if (saturated) s.speed = level; else still_open.push_back(w);
+    }
+    if (still_open.size() == open.size()) {  // numerical corner: freeze everything at this level
+      for (int w : open) slots_[static_cast<size_t>(w)].speed = level;
+      break;
+    }
+    open.swap(still_open);
+  }
+}
+
+double PipeSharing::finish_time(int warp) const {
+  const Slot& s = slots_[static_cast<size_t>(warp)];
+  if (s.standalone <= 0) return s.last;
+  if (s.speed <= 0) return std::numeric_limits<double>::infinity();
+  return s.last + s.remaining * s.standalone / s.speed;
+}
+
+}  // namespace attnsim

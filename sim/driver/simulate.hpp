@@ -1,0 +1,41 @@
+// Whole-problem prediction: the tile scheduler's plan (GridPlan) mapped onto CTA
+// simulations. CTAs with the same work (same tile signatures in the same order) are
+// simulated once and reused, so a full problem costs a handful of CTA simulations.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/engine.hpp"
+#include "model/hardware.hpp"
+#include "model/problem.hpp"
+#include "model/schedule.hpp"
+
+namespace attnsim {
+
+/// Options of a whole-problem prediction.
+struct PredictOptions {
+  bool record_spans = true;  ///< keep the critical CTA's timeline
+};
+
+/// Predicted time of a kernel on a problem, and the CTA that bounds it.
+struct Prediction {
+  double time_us = 0;           ///< kernel time
+  double cycles = 0;            ///< kernel time in SM cycles
+  double tflops = 0;            ///< problem FLOP / time (dense FLOP, halved when causal)
+  double flops = 0;
+  SimResult critical;           ///< the CTA that finishes last (its timeline when recorded)
+  int critical_tiles = 0;       ///< tiles that CTA processed
+  int ctas_simulated = 0;       ///< distinct CTA simulations run
+  uint64_t events = 0;          ///< engine events over all of them
+  GridPlan::Mode mode = GridPlan::Mode::Single;
+  int resident_ctas = 1;
+  int cta_group = 1;
+  size_t total_tiles = 0;
+};
+
+/// Checks `schedule` against `hw` and `problem` (throws InputError), then predicts it.
+/// Throws DeadlockError / ProgramError from the engine.
+Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& problem,
+                   const PredictOptions& options = {});
+
+}  // namespace attnsim

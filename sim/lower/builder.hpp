@@ -1,0 +1,82 @@
+// Helpers that lowering code uses to emit warp programs: a CTA builder that owns the
+// barriers and records who arrives where (for deadlock reports), and the pipeline
+// state (stage index + phase bit) that CUTLASS-style pipelines advance.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/program.hpp"
+
+namespace attnsim {
+
+/// An mbarrier ring: `stages` full barriers and `stages` empty barriers.
+struct PipelineIds {
+  std::string name;
+  int stages = 1;
+  std::vector<int> full, empty;  ///< barrier ids per stage
+};
+
+/// Position in a pipeline ring: stage index and phase bit (flips on wrap-around).
+struct PipeState {
+  int index = 0;
+  int phase = 0;
+  void advance(int stages) {
+    if (++index == stages) { index = 0; phase ^= 1; }
+  }
+};
+
+class CtaBuilder;
+
+/// Emits ops into one warp's program; stage/block/tile tags apply to the ops that follow.
+class WarpBuilder {
+ public:
+  WarpBuilder(CtaBuilder& cta, size_t slot) : cta_(&cta), slot_(slot) {}
+  WarpBuilder& tags(int stage, int block, int tile);
+  void wait(int barrier, int parity);
+  void arrive(int barrier, int count);
+  void compute(int name, const Work& work, double latency = 0);
+  void tma_load(int name, int barrier, double bytes);
+  void tma_store(int name, double bytes);
+  void mma(int name, double flops, double smem_bytes);
+  void commit(int barrier, int count);
+  void bar_sync(int barrier, int threads);
+  void bar_arrive(int barrier, int threads);
+
+  // CUTLASS-style pipeline steps (the state advances on commit / release).
+  void consumer_wait(const PipelineIds& p, const PipeState& s) { wait(p.full[s.index], s.phase); }
+  void consumer_release(const PipelineIds& p, PipeState& s, int count) {
+    arrive(p.empty[s.index], count);
+    s.advance(p.stages);
+  }
+  void producer_acquire(const PipelineIds& p, const PipeState& s) { wait(p.empty[s.index], s.phase ^ 1); }
+  void producer_commit(const PipelineIds& p, PipeState& s, int count) {
+    arrive(p.full[s.index], count);
+    s.advance(p.stages);
+  }
+  int warp() const;
+
+ private:
+  Op& push(OpKind kind, int name);
+  void note_arriver(int barrier);
+  CtaBuilder* cta_;
+  size_t slot_;
+  int stage_ = -1, block_ = -1, tile_ = -1;
+};
+
+/// Owns the CtaProgram under construction.
+class CtaBuilder {
+ public:
+  /// Declares an mbarrier (or named barrier) expecting `expected` arrivals per phase.
+  int barrier(const std::string& name, int expected, bool named = false);
+  PipelineIds pipeline(const std::string& name, int stages, int full_count, int empty_count);
+  WarpBuilder warp(int warp_index, const std::string& role);
+  /// The finished program, warps sorted by warp index (arriver lists follow).
+  CtaProgram take();
+  CtaProgram& program() { return prog_; }
+
+ private:
+  friend class WarpBuilder;
+  CtaProgram prog_;
+};
+
+}  // namespace attnsim

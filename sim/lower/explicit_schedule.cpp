@@ -1,0 +1,202 @@
+// The "explicit" family: each warp's program is written out in the JSON. Used for
+// hand-computable micro-schedules (tests/schedules/) and for trying a pipeline
+// shape before writing a family for it.
+//
+//   "pipelines": {"buf": {"stages": 2, "full_count": 1, "empty_count": 1}},
+//   "named_barriers": {"sync": {"threads": 64}},
+//   "warps": [{"warp": 0, "role": "producer", "program": [
+//       {"op": "repeat", "times": 4, "body": [
+//           {"op": "producer_acquire", "pipeline": "buf"},
+//           {"op": "compute", "fma_lanes": 3200},
+//           {"op": "producer_commit", "pipeline": "buf"}]}]}]
+//
+// Ops: producer_acquire, producer_commit, consumer_wait, consumer_release (optional
+// "count", default 1), compute (issue, fma_lanes, alu_lanes, mufu_lanes, tmem_bytes,
+// smem_bytes, latency; optional "name" from the op vocabulary), tma_load (pipeline,
+// bytes: arrive.expect_tx on the producer's stage, then the copy), tma_store (bytes),
+// mma (flops, smem_bytes), mma_commit (pipeline, side "full" | "empty"), bar_sync and
+// bar_arrive (barrier; 32 threads per warp), repeat (times, body).
+#include <fmt/format.h>
+
+#include <map>
+
+#include "lower/builder.hpp"
+#include "lower/families.hpp"
+
+namespace attnsim {
+namespace {
+
+struct PipeDecl {
+  int stages = 1, full_count = 1, empty_count = 1;
+};
+
+class ExplicitSchedule : public Schedule {
+ public:
+  explicit ExplicitSchedule(JsonReader& r) : doc_(r.json()) {
+    read_header(r);
+    if (auto p = r.optional_object("pipelines")) {
+      for (const auto& key : p->keys()) {
+        JsonReader pr = p->object(key);
+        PipeDecl d;
+        d.stages = static_cast<int>(pr.integer("stages", 1, 64));
+        d.full_count = static_cast<int>(pr.integer("full_count", 1, 4096));
+        d.empty_count = static_cast<int>(pr.integer("empty_count", 1, 4096));
+        pr.finish();
+        pipes_[key] = d;
+      }
+    }
+    if (auto n = r.optional_object("named_barriers")) {
+      for (const auto& key : n->keys()) {
+        JsonReader nr = n->object(key);
+        named_[key] = static_cast<int>(nr.integer("threads", 32, 1024));
+        if (named_[key] % 32) nr.fail_at("threads", "expected a multiple of 32 (whole warps)");
+        nr.finish();
+      }
+    }
+    const auto& warps = r.raw("warps");
+    if (!warps.is_array() || warps.empty()) r.fail_at("warps", "expected a non-empty array of warps");
+    // Parse once now so that errors surface at load time, not at lowering time.
+    CtaProgram probe = build();
+    (void)probe;
+  }
+
+  void check(const Hardware&, const Problem&) const override {}
+  GridPlan plan_grid(const Hardware&, const Problem&) const override {
+    GridPlan g;
+    g.mode = GridPlan::Mode::Single;
+    g.cta_tiles = {{TileWork{}}};
+    return g;
+  }
+  CtaProgram lower(const Hardware&, const Problem&, const std::vector<TileWork>&) const override { return build(); }
+  std::vector<std::string> knob_lines(const Hardware&, const Problem&) const override {
+    return {fmt::format("explicit programs: {} warps", doc_["warps"].size())};
+  }
+  double flops(const Problem&) const override { return 0; }
+  std::vector<std::string> roles() const override {
+    std::vector<std::string> out;
+    for (const auto& w : doc_["warps"])
+      if (w.contains("role") && std::find(out.begin(), out.end(), w["role"]) == out.end()) out.push_back(w["role"]);
+    return out;
+  }
+
+ private:
+  CtaProgram build() const {
+    CtaBuilder cta;
+    std::map<std::string, PipelineIds> ids;
+    for (const auto& [name, d] : pipes_) ids[name] = cta.pipeline(name, d.stages, d.full_count, d.empty_count);
+    std::map<std::string, int> named;
+    for (const auto& [name, threads] : named_) named[name] = cta.barrier("bar." + name, threads, true);
+    const auto& warps = doc_["warps"];
+    std::map<long long, bool> seen;
+    for (size_t i = 0; i < warps.size(); ++i) {
+      JsonReader wr(warps[i], file_, "/warps/" + std::to_string(i));
+      const long long index = wr.integer("warp", 0, 63);
+      if (seen[index]) wr.fail_at("warp", fmt::format("warp {} is listed twice", index));
+      seen[index] = true;
+      WarpBuilder wb = cta.warp(static_cast<int>(index), wr.string("role"));
+      std::map<std::string, PipeState> prod, cons;
+      const auto& prog = wr.raw("program");
+      if (!prog.is_array()) wr.fail_at("program", "expected an array of ops");
+      emit(prog, wr.child_path("program"), wb, ids, named, prod, cons);
+      wr.finish();
+    }
+    return cta.take();
+  }
+
+  void emit(const nlohmann::json& ops, const std::string& path, WarpBuilder& wb,
+            const std::map<std::string, PipelineIds>& ids, const std::map<std::string, int>& named,
+            std::map<std::string, PipeState>& prod, std::map<std::string, PipeState>& cons) const {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      JsonReader o(ops[i], file_, path + "/" + std::to_string(i));
+      const std::string kind = o.choice("op", {"repeat", "producer_acquire", "producer_commit", "consumer_wait",
+                                               "consumer_release", "compute", "tma_load", "tma_store", "mma",
+                                               "mma_commit", "bar_sync", "bar_arrive"});
+      auto pipe = [&]() -> const PipelineIds& {
+        const std::string n = o.string("pipeline");
+        auto it = ids.find(n);
+        if (it == ids.end()) o.fail_at("pipeline", fmt::format("no pipeline named \"{}\" in /pipelines", n));
+        return it->second;
+      };
+      auto bar = [&]() {
+        const std::string n = o.string("barrier");
+        auto it = named.find(n);
+        if (it == named.end()) o.fail_at("barrier", fmt::format("no barrier named \"{}\" in /named_barriers", n));
+        return it->second;
+      };
+      const int count = static_cast<int>(o.integer_or("count", 1, 1, 4096));
+      if (kind == "repeat") {
+        const long long times = o.integer("times", 0, 1000000);
+        const auto& body = o.raw("body");
+        if (!body.is_array()) o.fail_at("body", "expected an array of ops");
+        for (long long t = 0; t < times; ++t) emit(body, o.child_path("body"), wb, ids, named, prod, cons);
+      } else if (kind == "producer_acquire") {
+        const auto& p = pipe();
+        wb.producer_acquire(p, prod[p.name]);
+      } else if (kind == "producer_commit") {
+        const auto& p = pipe();
+        wb.producer_commit(p, prod[p.name], count);
+      } else if (kind == "consumer_wait") {
+        const auto& p = pipe();
+        wb.consumer_wait(p, cons[p.name]);
+      } else if (kind == "consumer_release") {
+        const auto& p = pipe();
+        wb.consumer_release(p, cons[p.name], count);
+      } else if (kind == "compute") {
+        Work w;
+        w.issue = o.number_or("issue", 0, 0, 1e12);
+        w.fma_lanes = o.number_or("fma_lanes", 0, 0, 1e12);
+        w.alu_lanes = o.number_or("alu_lanes", 0, 0, 1e12);
+        w.mufu_lanes = o.number_or("mufu_lanes", 0, 0, 1e12);
+        w.tmem_bytes = o.number_or("tmem_bytes", 0, 0, 1e12);
+        w.smem_bytes = o.number_or("smem_bytes", 0, 0, 1e12);
+        wb.compute(op_id(o), w, o.number_or("latency", 0, 0, 1e9));
+      } else if (kind == "tma_load") {
+        const auto& p = pipe();
+        PipeState& s = prod[p.name];
+        wb.tma_load(op_id(o, ATTNSIM_OP_TMA_LOAD), p.full[s.index], o.number("bytes", 1, 1e12));
+        s.advance(p.stages);
+      } else if (kind == "tma_store") {
+        wb.tma_store(op_id(o, ATTNSIM_OP_STORE_O), o.number("bytes", 1, 1e12));
+      } else if (kind == "mma") {
+        wb.mma(op_id(o, ATTNSIM_OP_MMA), o.number("flops", 1, 1e15), o.number_or("smem_bytes", 0, 0, 1e12));
+      } else if (kind == "mma_commit") {
+        const auto& p = pipe();
+        if (o.choice("side", {"full", "empty"}) == "full") {
+          PipeState& s = prod[p.name];
+          wb.commit(p.full[s.index], count);
+          s.advance(p.stages);
+        } else {
+          PipeState& s = cons[p.name];
+          wb.commit(p.empty[s.index], count);
+          s.advance(p.stages);
+        }
+      } else if (kind == "bar_sync") {
+        wb.bar_sync(bar(), 32);
+      } else if (kind == "bar_arrive") {
+        wb.bar_arrive(bar(), 32);
+      }
+      o.finish();
+    }
+  }
+
+  int op_id(JsonReader& o, int dflt = ATTNSIM_OP_COMPUTE) const {
+    if (!o.optional_raw("name")) return dflt;
+    const std::string n = o.string("name");
+    for (int i = 0; i < ATTNSIM_OP_COUNT; ++i)
+      if (n == attnsim_op_name(i)) return i;
+    o.fail_at("name", fmt::format("expected an op name from kernels/common/op_names.h, got \"{}\"", n));
+  }
+
+  nlohmann::json doc_;
+  std::map<std::string, PipeDecl> pipes_;
+  std::map<std::string, int> named_;
+};
+
+}  // namespace
+
+std::unique_ptr<Schedule> parse_explicit_schedule(JsonReader& r) {
+  auto s = std::make_unique<ExplicitSchedule>(r);
+  return s;
+}
+
+}  // namespace attnsim

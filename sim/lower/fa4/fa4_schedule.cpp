@@ -1,0 +1,470 @@
+// Parsing, "auto" resolution, resource checks and tile scheduling of the fa4_sm100
+// family. The FA4 facts used here are in ../shared/reference/fa4_sm100_schedule.md.
+#include "lower/fa4/fa4_schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "lower/families.hpp"
+
+namespace attnsim::fa4 {
+
+namespace {
+constexpr long long kKiB = 1024;
+
+bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
+
+SideDecl read_side(JsonReader& p, const std::string& key) {
+  SideDecl s;
+  auto r = p.optional_object(key);
+  if (!r) return s;
+  s.present = true;
+  s.path = r->path();
+  JsonReader a = r->object("arrivers");
+  for (const auto& role : a.keys()) s.arrivers[role] = static_cast<int>(a.integer(role, 1, 1024));
+  a.finish();
+  s.count = static_cast<int>(r->integer("count", 1, 1 << 16));
+  r->string_or("meaning", "");
+  r->boolean_or("tx", false);
+  r->finish();
+  return s;
+}
+}  // namespace
+
+Fa4Schedule::Fa4Schedule(JsonReader& r) {
+  read_header(r);
+  knob_path_ = r.file();
+  {
+    JsonReader t = r.object("tile");
+    knobs_.m_block = static_cast<int>(t.integer("m_block", 64, 128));
+    knobs_.n_block = static_cast<int>(t.integer("n_block", 32, 256));
+    if (knobs_.m_block != 128) t.fail_at("m_block", "expected 128: one softmax thread owns one row of the 128 TMEM lanes");
+    if (knobs_.n_block % 32) t.fail_at("n_block", "expected a multiple of 32 (softmax works in 32-column fragments)");
+    t.finish();
+  }
+  knobs_.q_stage = static_cast<int>(r.integer("q_stage", 1, 4));
+  auto auto_int = [&](const std::string& key, long long lo, long long hi) -> std::optional<int> {
+    const auto& v = r.raw(key);
+    if (v.is_string() && v.get<std::string>() == "auto") return std::nullopt;
+    return static_cast<int>(r.integer(key, lo, hi));
+  };
+  knobs_.kv_stage = auto_int("kv_stage", 1, 32);
+  knobs_.cta_group = auto_int("cta_group", 1, 2);
+  {
+    const auto& v = r.raw("registers");
+    if (!(v.is_string() && v.get<std::string>() == "auto")) {
+      JsonReader g = r.object("registers");
+      std::map<std::string, int> regs;
+      for (const char* k : {"softmax", "correction", "other"}) {
+        regs[k] = static_cast<int>(g.integer(k, 24, 256));
+        if (regs[k] % 8) g.fail_at(k, fmt::format("expected a multiple of 8 (setmaxnreg), got {}", regs[k]));
+      }
+      g.finish();
+      knobs_.registers = regs;
+    }
+  }
+  {
+    JsonReader w = r.object("warps");
+    for (const auto& role : w.keys()) {
+      JsonReader rr = w.object(role);
+      RoleDecl d;
+      for (long long id : rr.int_array("ids", 0, 31)) d.warps.push_back(static_cast<int>(id));
+      d.q_stage = static_cast<int>(rr.integer_or("q_stage", -1, 0, 3));
+      d.leader_only = rr.boolean_or("leader_only", false);
+      rr.string_or("does", "");
+      rr.finish();
+      roles_[role] = d;
+    }
+    static const std::vector<std::string> required = {"softmax0", "correction", "mma", "epilogue", "load"};
+    for (const auto& role : required)
+      if (!roles_.count(role)) w.fail_at(role, "missing role: the fa4_sm100 family needs softmax0.., correction, mma, epilogue, load");
+    for (const auto& [role, d] : roles_) {
+      const bool known = role == "correction" || role == "mma" || role == "epilogue" || role == "load" ||
+                         role == "empty" || (role.rfind("softmax", 0) == 0 && role.size() == 8 && isdigit(role[7]));
+      if (!known) w.fail_at(role, "unknown role: expected softmax<stage>, correction, mma, epilogue, load or empty");
+      if (d.warps.empty()) w.fail_at(role, "expected at least one warp id");
+    }
+    std::set<int> seen;
+    for (const auto& [role, d] : roles_)
+      for (int id : d.warps)
+        if (!seen.insert(id).second) w.fail_at(role, fmt::format("warp {} is given to two roles", id));
+    for (int i = 0; i < static_cast<int>(seen.size()); ++i)
+      if (!seen.count(i)) w.fail(fmt::format("warp ids must be 0..{} without gaps; {} is missing", seen.size() - 1, i));
+    for (const auto& [role, d] : roles_) {
+      if (role.rfind("softmax", 0) == 0 && d.warps.size() != 4)
+        w.fail_at(role, "expected 4 warps: a softmax warpgroup owns the 128 TMEM lanes, one row per thread");
+      if (role.rfind("softmax", 0) == 0 && d.q_stage != role[7] - '0')
+        w.fail_at(role, fmt::format("expected \"q_stage\": {} for {}", role[7] - '0', role));
+      if (role == "correction" && d.warps.size() != 4)
+        w.fail_at(role, "expected 4 warps: the correction warpgroup reaches all 128 TMEM lanes");
+      if ((role == "mma" || role == "load" || role == "epilogue") && d.warps.size() != 1)
+        w.fail_at(role, "expected exactly 1 warp");
+    }
+    for (int s = 0; s < knobs_.q_stage; ++s)
+      if (!roles_.count("softmax" + std::to_string(s)))
+        w.fail(fmt::format("q_stage is {} but no softmax{} role is declared", knobs_.q_stage, s));
+  }
+  {
+    JsonReader p = r.object("pipelines");
+    static const std::vector<std::string> names = {"pipeline_q", "pipeline_kv", "pipeline_s_p_o", "pipeline_p_lastsplit",
+                                                   "pipeline_o_acc", "pipeline_sm_stats", "pipeline_o_epi"};
+    for (const auto& n : p.keys())
+      if (std::find(names.begin(), names.end(), n) == names.end())
+        p.fail_at(n, fmt::format("unknown pipeline; expected one of [{}]", fmt::join(names, ", ")));
+    for (const auto& n : names) {
+      JsonReader pr = p.object(n);
+      PipelineDecl d;
+      d.path = pr.path();
+      const auto& st = pr.raw("stages");
+      if (st.is_string()) d.stages = pr.choice("stages", {"q_stage", "kv_stage"});
+      else d.stages = std::to_string(pr.integer("stages", 1, 32));
+      d.cluster = pr.choice("scope", {"cta", "cluster"}) == "cluster";
+      d.full = read_side(pr, "full");
+      d.empty = read_side(pr, "empty");
+      pr.string_or("meaning", "");
+      pr.finish();
+      for (const SideDecl* s : {&d.full, &d.empty})
+        for (const auto& [role, c] : s->arrivers)
+          if (!roles_.count(role))
+            throw InputError(r.file(), s->path + "/arrivers/" + role, "no such role in /warps");
+      pipelines_[n] = d;
+    }
+  }
+  {
+    JsonReader nb = r.object("named_barriers");
+    for (const char* n : {"softmax_stats", "exp_order"}) {
+      JsonReader b = nb.object(n);
+      named_threads_[n] = static_cast<int>(b.integer("threads", 32, 1024));
+      b.string_or("meaning", "");
+      b.finish();
+    }
+    nb.finish();
+    if (named_threads_["softmax_stats"] != 64)
+      nb.fail_at("softmax_stats", fmt::format("threads: expected 64 = one softmax warp (32) + one correction warp (32), got {}",
+                                              named_threads_["softmax_stats"]));
+    if (named_threads_["exp_order"] != 256)
+      nb.fail_at("exp_order", fmt::format("threads: expected 256 = two softmax warpgroups (128 + 128), got {}",
+                                          named_threads_["exp_order"]));
+  }
+  {
+    JsonReader t = r.object("tmem");
+    for (const auto& name : t.keys()) {
+      JsonReader reg = t.object(name);
+      TmemRegion tr;
+      tr.start = static_cast<int>(reg.integer("start", 0, 4096));
+      tr.columns = static_cast<int>(reg.integer("columns", 1, 4096));
+      tr.alias_of = reg.string_or("alias_of", "");
+      reg.string_or("holds", "");
+      reg.finish();
+      tmem_[name] = tr;
+    }
+    for (const auto& [name, tr] : tmem_)
+      if (!tr.alias_of.empty() && !tmem_.count(tr.alias_of))
+        t.fail_at(name, fmt::format("alias_of \"{}\": no such TMEM region", tr.alias_of));
+  }
+  {
+    JsonReader sp = r.object("split_p");
+    knobs_.split_p = sp.boolean("enabled");
+    knobs_.split_p_columns = static_cast<int>(sp.integer("first_columns", 32, 256));
+    sp.finish();
+    if (knobs_.split_p && (knobs_.split_p_columns % 32 || knobs_.split_p_columns >= knobs_.n_block))
+      sp.fail_at("first_columns", fmt::format("expected a multiple of 32 below n_block ({}), got {}", knobs_.n_block,
+                                              knobs_.split_p_columns));
+  }
+  {
+    const auto& v = r.raw("exp2_emulation");
+    if (v.is_string()) {
+      const std::string s = r.choice("exp2_emulation", {"auto", "off"});
+      if (s == "off") knobs_.ex2_emu = std::array<int, 3>{0, 0, 0};
+    } else {
+      JsonReader e = r.object("exp2_emulation");
+      const int freq = static_cast<int>(e.integer("freq", 0, 64));
+      const int res = static_cast<int>(e.integer("res", 0, 64));
+      const int frg = static_cast<int>(e.integer("start_frg", 0, 8));
+      e.finish();
+      if (freq > 0 && (res > freq)) e.fail_at("res", fmt::format("expected res <= freq ({}), got {}", freq, res));
+      if (freq > 0 && freq % 2) e.fail_at("freq", "expected an even number (elements are emulated in pairs)");
+      knobs_.ex2_emu = std::array<int, 3>{freq, res, frg};
+    }
+  }
+  {
+    JsonReader rs = r.object("rescale");
+    knobs_.conditional_rescale = rs.boolean("conditional");
+    knobs_.rescale_threshold_log2 = rs.number("threshold_log2", 0, 126);
+    rs.finish();
+  }
+  knobs_.correction_warpgroup = r.boolean("correction_warpgroup");
+  knobs_.exp_order_barrier = r.boolean("exp_order_barrier");
+  knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt"});
+  knobs_.costs_file = r.string("costs");
+  std::string costs_path = knobs_.costs_file;
+  if (!costs_path.empty() && costs_path[0] != '/') costs_path = project_root() + "/" + costs_path;
+  costs_ = CostModel::load(costs_path);
+}
+
+std::vector<std::string> Fa4Schedule::roles() const {
+  std::vector<std::string> out = {"load", "mma"};
+  for (int s = 0; s < 4; ++s)
+    if (roles_.count("softmax" + std::to_string(s))) out.push_back("softmax" + std::to_string(s));
+  for (const char* r : {"correction", "epilogue", "empty"})
+    if (roles_.count(r)) out.push_back(r);
+  return out;
+}
+
+Resolved Fa4Schedule::resolve(const Hardware& hw, const Problem& p) const {
+  Resolved k{};
+  k.m_block = knobs_.m_block;
+  k.n_block = knobs_.n_block;
+  k.q_stage = knobs_.q_stage;
+  k.head_dim = p.head_dim;
+  k.head_dim_v = p.head_dim_v;
+  // 2-CTA only for non-causal, hd in {128, 192} with hdv 128, seqlen_q > 256 (FA4 interface.py).
+  k.cta_group_auto = !knobs_.cta_group;
+  k.cta_group = knobs_.cta_group.value_or(
+      (!p.causal && (p.head_dim == 128 || p.head_dim == 192) && p.head_dim_v == 128 && p.seqlen_q > 256) ? 2 : 1);
+  const long long eb = p.elem_bytes();
+  const long long q_bytes = static_cast<long long>(k.q_stage) * k.m_block * p.head_dim * eb;
+  const long long o_bytes = static_cast<long long>(k.q_stage) * k.m_block * p.head_dim_v * eb;
+  const long long stage_bytes = static_cast<long long>(k.n_block / k.cta_group) * std::max(p.head_dim, p.head_dim_v) * eb;
+  k.kv_stage_auto = !knobs_.kv_stage;
+  // FA4: kv_stage = min((224 KiB - smem(Q) - smem(O)) / smem_per_stage, 32).
+  k.kv_stage = knobs_.kv_stage.value_or(
+      static_cast<int>(std::clamp((224 * kKiB - q_bytes - o_bytes) / stage_bytes, 1LL, 32LL)));
+  const long long stats_bytes = static_cast<long long>(k.q_stage) * 2 * k.m_block * 4;  // sScale: max and sum
+  const long long barrier_bytes = 1024;
+  k.smem_bytes = q_bytes + o_bytes + k.kv_stage * stage_bytes + stats_bytes + barrier_bytes;
+  k.registers_auto = !knobs_.registers;
+  if (knobs_.registers) {
+    k.reg_softmax = knobs_.registers->at("softmax");
+    k.reg_correction = knobs_.registers->at("correction");
+    k.reg_other = knobs_.registers->at("other");
+  } else if (p.head_dim == 128 && k.cta_group == 2 && !p.causal) {
+    k.reg_softmax = 176, k.reg_correction = 88, k.reg_other = 72;
+  } else if (p.head_dim == 128 && p.causal) {
+    k.reg_softmax = 192, k.reg_correction = 72, k.reg_other = 56;
+  } else {
+    k.reg_softmax = 192, k.reg_correction = 80, k.reg_other = 48;
+  }
+  k.split_columns = knobs_.split_p ? knobs_.split_p_columns : k.n_block;
+  k.ex2_auto = !knobs_.ex2_emu;
+  std::array<int, 3> emu{0, 0, 0};
+  if (knobs_.ex2_emu) emu = *knobs_.ex2_emu;
+  else if (k.cta_group == 2 && !p.causal && p.head_dim == 128) emu = {10, 4, 1};
+  else if (k.cta_group == 1 && p.causal && p.head_dim == 128) emu = {16, 4, 1};
+  else if (k.cta_group == 2 && !p.causal && p.head_dim == 192) emu = {16, 4, 0};
+  k.emu_freq = emu[0], k.emu_res = emu[1], k.emu_start_frg = emu[2];
+  // Pair (e, e+1) of fragment j is emulated iff e % freq >= freq - res and start_frg <= j < last fragment.
+  const int frags = k.n_block / 32;
+  double total = 0;
+  for (int j = 0; j < frags; ++j) {
+    int emulated = 0;
+    if (k.emu_freq > 0 && j >= k.emu_start_frg && j < frags - 1)
+      for (int e = 0; e < 32; e += 2)
+        if (e % k.emu_freq >= k.emu_freq - k.emu_res) emulated += 2;
+    k.emu_share_per_fragment.push_back(emulated / 32.0);
+    total += emulated;
+  }
+  k.emu_share = total / k.n_block;
+  k.persistent = knobs_.tile_scheduler == "static_persistent" || (knobs_.tile_scheduler == "auto" && !p.causal);
+  return k;
+}
+
+void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
+  const std::string& f = file_;
+  if (hw.arch != "sm100")
+    throw InputError(f, "/arch", fmt::format("this schedule needs SM100 (tcgen05.mma, TMEM, 2-CTA MMA); {} ({}) has no "
+                                             "TMEM and no tcgen05: use an SM90 schedule on it", hw.name, hw.arch));
+  const Resolved k = resolve(hw, p);
+  // MMA shape rules, tcgen05.mma kind::f16 (CUTLASS mma_sm100_umma.hpp): M = m_block * cta_group.
+  const int M = k.m_block * k.cta_group;
+  if (k.cta_group == 2 && !(M == 128 || M == 256))
+    throw InputError(f, "/cta_group", fmt::format("2-CTA MMA needs M in {{128, 256}}, got {}", M));
+  for (const auto& [what, n] : std::vector<std::pair<std::string, int>>{{"n_block (QK^T N)", k.n_block},
+                                                                         {"head_dim_v (PV N)", k.head_dim_v}}) {
+    if (n > 256 || n % 16)
+      throw InputError(f, "/tile", fmt::format("tcgen05.mma with M = 128 needs N a multiple of 16 up to 256; {} = {}", what, n));
+  }
+  if (k.head_dim % 16) throw InputError(f, "/tile", "head_dim must be a multiple of the MMA K step (16)");
+  if (k.n_block % k.cta_group)
+    throw InputError(f, "/cta_group", "n_block must split evenly across the CTAs of the cluster");
+  // SMEM
+  if (k.smem_bytes > hw.smem_bytes_per_block)
+    throw InputError(f, k.kv_stage_auto ? "/q_stage" : "/kv_stage",
+                     fmt::format("SMEM overflow: Q {} + O {} + {} K/V stages of {} B + stats/barriers = {} B > {} B per CTA on {}",
+                                 k.q_stage * k.m_block * k.head_dim * 2, k.q_stage * k.m_block * k.head_dim_v * 2,
+                                 k.kv_stage, (k.n_block / k.cta_group) * std::max(k.head_dim, k.head_dim_v) * 2,
+                                 k.smem_bytes, hw.smem_bytes_per_block, hw.name));
+  if (k.kv_stage < 2)
+    throw InputError(f, "/kv_stage", "expected at least 2 K/V stages: K_j and V_j share one ring and are in flight together");
+  // Registers (setmaxnreg): 32-bit registers per SM.
+  int softmax_warps = 0, correction_warps = 0, other_warps = 0;
+  for (const auto& [role, d] : roles_) {
+    if (role.rfind("softmax", 0) == 0) softmax_warps += static_cast<int>(d.warps.size());
+    else if (role == "correction") correction_warps += static_cast<int>(d.warps.size());
+    else other_warps += static_cast<int>(d.warps.size());
+  }
+  const long long regs = 32LL * (softmax_warps * k.reg_softmax + correction_warps * k.reg_correction + other_warps * k.reg_other);
+  if (regs > hw.registers_per_sm)
+    throw InputError(f, "/registers", fmt::format("register overflow: 32 x ({} softmax warps x {} + {} correction x {} + {} other x {}) = {} > {} per SM",
+                                                  softmax_warps, k.reg_softmax, correction_warps, k.reg_correction,
+                                                  other_warps, k.reg_other, regs, hw.registers_per_sm));
+  if (k.reg_softmax < k.n_block)
+    throw InputError(f, "/registers/softmax", fmt::format("a softmax thread holds its row of S (n_block = {} fp32) in registers; {} registers cannot",
+                                                          k.n_block, k.reg_softmax));
+  const int warps_total = softmax_warps + correction_warps + other_warps;
+  if (warps_total * 32 > 1024) throw InputError(f, "/warps", "more than 1024 threads per CTA");
+  // Named barriers: 16 per CTA, barrier 0 is __syncthreads.
+  const int named = k.q_stage * 4 + (knobs_.exp_order_barrier ? k.q_stage : 0);
+  if (named > 15) throw InputError(f, "/named_barriers", fmt::format("{} named barriers needed, 15 available", named));
+  if (knobs_.exp_order_barrier && k.q_stage != 2)
+    throw InputError(f, "/exp_order_barrier", "the exp-ordering barrier alternates two softmax warpgroups: needs q_stage 2");
+  // TMEM: regions needed for this q_stage, sizes, overlaps, allocation.
+  if (!hw.has_tmem()) throw InputError(f, "/tmem", fmt::format("{} has no tensor memory", hw.name));
+  int max_end = 0;
+  for (int s = 0; s < k.q_stage; ++s) {
+    const std::string S = "S" + std::to_string(s), P = "P" + std::to_string(s), O = "O" + std::to_string(s);
+    for (const auto& [name, need] : std::vector<std::pair<std::string, int>>{{S, k.n_block}, {P, k.n_block / 2}, {O, k.head_dim_v}}) {
+      auto it = tmem_.find(name);
+      if (it == tmem_.end())
+        throw InputError(f, "/tmem", fmt::format("q_stage {} needs a TMEM region {} ({} columns)", k.q_stage, name, need));
+      if (it->second.columns < need)
+        throw InputError(f, "/tmem/" + name + "/columns",
+                         fmt::format("expected at least {} columns ({}), got {}", need,
+                                     name[0] == 'S' ? "n_block fp32 scores" : name[0] == 'P' ? "n_block bf16 probabilities, 2 per column" : "head_dim_v fp32 accumulators",
+                                     it->second.columns));
+    }
+    if (tmem_.at(P).alias_of != S)
+      throw InputError(f, "/tmem/" + P + "/alias_of", fmt::format("expected \"{}\": P is written over the S it came from", S));
+  }
+  for (const auto& [name, r] : tmem_) {
+    max_end = std::max(max_end, r.start + r.columns);
+    if (r.start + r.columns > hw.tmem_columns)
+      throw InputError(f, "/tmem/" + name, fmt::format("TMEM overflow: columns [{}, {}) exceed the {} columns of {}", r.start,
+                                                       r.start + r.columns, hw.tmem_columns, hw.name));
+    if (!r.alias_of.empty()) {
+      const TmemRegion& base = tmem_.at(r.alias_of);
+      if (r.start < base.start || r.start + r.columns > base.start + base.columns)
+        throw InputError(f, "/tmem/" + name, fmt::format("alias of {} must lie inside it: [{}, {}) vs [{}, {})", r.alias_of,
+                                                         r.start, r.start + r.columns, base.start, base.start + base.columns));
+    }
+  }
+  for (auto a = tmem_.begin(); a != tmem_.end(); ++a)
+    for (auto b = std::next(a); b != tmem_.end(); ++b) {
+      const bool overlap = a->second.start < b->second.start + b->second.columns &&
+                           b->second.start < a->second.start + a->second.columns;
+      const bool aliased = a->second.alias_of == b->first || b->second.alias_of == a->first;
+      if (overlap && !aliased)
+        throw InputError(f, "/tmem/" + b->first,
+                         fmt::format("TMEM columns [{}, {}) overlap {} [{}, {}) and no alias is declared", b->second.start,
+                                     b->second.start + b->second.columns, a->first, a->second.start,
+                                     a->second.start + a->second.columns));
+    }
+  int alloc = 32;
+  while (alloc < max_end) alloc *= 2;
+  if (alloc > hw.tmem_columns)
+    throw InputError(f, "/tmem", fmt::format("TMEM allocation of {} columns exceeds {}", alloc, hw.tmem_columns));
+  // Pipeline arrive counts: declared count = sum over arriving roles of warps x per-warp count.
+  for (const auto& [name, d] : pipelines_) {
+    for (const SideDecl* side : {&d.full, &d.empty}) {
+      if (!side->present) continue;
+      const int stages = d.stages == "q_stage" ? k.q_stage : d.stages == "kv_stage" ? k.kv_stage : std::stoi(d.stages);
+      for (int s = 0; s < stages; ++s) {
+        int sum = 0;
+        std::vector<std::string> terms;
+        for (const auto& [role, per_warp] : side->arrivers) {
+          const RoleDecl& rd = roles_.at(role);
+          if (rd.q_stage >= 0 && d.stages == "q_stage" && rd.q_stage != s) continue;
+          sum += static_cast<int>(rd.warps.size()) * per_warp;
+          terms.push_back(fmt::format("{} {} warp{} x {}", role, rd.warps.size(), rd.warps.size() > 1 ? "s" : "", per_warp));
+        }
+        if (sum != side->count)
+          throw InputError(f, side->path + "/count",
+                           fmt::format("pipeline counts do not match the warps that arrive: stage {} receives {} = {} per phase, count says {}",
+                                       s, sum, terms.empty() ? "nothing" : fmt::format("{}", fmt::join(terms, " + ")), side->count));
+      }
+    }
+  }
+  // The lowering checks that the roles it makes arrive are exactly the declared arrivers.
+  lower(hw, p, {TileWork{0, k.m_block, 2, 0}});
+}
+
+GridPlan Fa4Schedule::plan_grid(const Hardware& hw, const Problem& p) const {
+  const Resolved k = resolve(hw, p);
+  GridPlan g;
+  g.cta_group = k.cta_group;
+  const int rows_per_cta = k.m_block * k.q_stage;
+  const int rows_per_cluster = rows_per_cta * k.cta_group;
+  const int m_tiles = (p.seqlen_q + rows_per_cluster - 1) / rows_per_cluster;
+  const int n_total = (p.seqlen_k + k.n_block - 1) / k.n_block;
+  const long long tiles = static_cast<long long>(m_tiles) * p.heads * p.batch;
+  const int clusters = hw.num_sms / k.cta_group;
+  auto tile_at = [&](int m) {
+    TileWork t;
+    t.m_block = m;
+    const int row0 = m * rows_per_cluster;
+    t.rows = std::min(k.m_block, std::max(1, (p.seqlen_q - row0) / (k.q_stage * k.cta_group)));
+    if (p.causal) {
+      // Bottom-right aligned causal mask: row r sees keys <= r + (seqlen_k - seqlen_q).
+      const int last_row = std::min(p.seqlen_q, row0 + rows_per_cluster) - 1;
+      const int last_key = last_row + (p.seqlen_k - p.seqlen_q);
+      t.n_blocks = std::min(n_total, last_key / k.n_block + 1);
+      const int first_masked = (row0 + (p.seqlen_k - p.seqlen_q)) / k.n_block;
+      t.masked_blocks = t.n_blocks - std::min(first_masked, t.n_blocks);
+    } else {
+      t.n_blocks = n_total;
+      t.masked_blocks = p.seqlen_k % k.n_block ? 1 : 0;
+    }
+    return t;
+  };
+  if (k.persistent) {
+    // Static persistent: grid = min(clusters, tiles); cluster c takes tiles c, c + grid, ...
+    // Tile index runs m-block fastest, then head, then batch; all share the same KV range.
+    g.mode = GridPlan::Mode::StaticPersistent;
+    const long long grid = std::min<long long>(clusters, tiles);
+    g.resident_ctas = static_cast<int>(grid * k.cta_group);
+    // CTAs that run the most tiles bound the kernel; non-causal tiles differ only by m-block tails.
+    for (long long c = 0; c < grid; ++c) {
+      std::vector<TileWork> list;
+      for (long long t = c; t < tiles; t += grid) list.push_back(tile_at(static_cast<int>(t % m_tiles)));
+      g.cta_tiles.push_back(std::move(list));
+    }
+  } else {
+    // LPT single-tile: one CTA per tile, longest first (m-blocks in reverse), heads grouped.
+    g.mode = GridPlan::Mode::LptSingleTile;
+    g.resident_ctas = static_cast<int>(std::min<long long>(clusters * k.cta_group, tiles * k.cta_group));
+    std::vector<TileWork> order;
+    for (int m = m_tiles - 1; m >= 0; --m)
+      for (long long bh = 0; bh < static_cast<long long>(p.heads) * p.batch; ++bh) order.push_back(tile_at(m));
+    for (auto& t : order) g.cta_tiles.push_back({t});
+  }
+  return g;
+}
+
+std::vector<std::string> Fa4Schedule::knob_lines(const Hardware& hw, const Problem& p) const {
+  const Resolved k = resolve(hw, p);
+  auto a = [](bool is_auto) { return is_auto ? " (auto)" : ""; };
+  std::vector<std::string> out;
+  out.push_back(fmt::format("tile {}x{}, q_stage {}, kv_stage {}{}, cta_group {}{}", k.m_block, k.n_block, k.q_stage,
+                            k.kv_stage, a(k.kv_stage_auto), k.cta_group, a(k.cta_group_auto)));
+  out.push_back(fmt::format("registers softmax/correction/other {}/{}/{}{}, SMEM {} B", k.reg_softmax, k.reg_correction,
+                            k.reg_other, a(k.registers_auto), k.smem_bytes));
+  out.push_back(fmt::format("split P {}, exp2 emulation {}{}, rescale {} (threshold {} log2), correction warpgroup {}, "
+                            "exp-order barrier {}, scheduler {}",
+                            knobs_.split_p ? fmt::format("at {} of {} columns", k.split_columns, k.n_block) : "off",
+                            k.emu_freq ? fmt::format("freq {} res {} start_frg {} = {:.2f}% of exp2", k.emu_freq, k.emu_res,
+                                                     k.emu_start_frg, 100 * k.emu_share)
+                                       : "off",
+                            a(k.ex2_auto), knobs_.conditional_rescale ? "conditional" : "every block",
+                            knobs_.rescale_threshold_log2, knobs_.correction_warpgroup ? "on" : "off",
+                            knobs_.exp_order_barrier ? "on" : "off", k.persistent ? "static persistent" : "LPT single-tile"));
+  return out;
+}
+
+}  // namespace attnsim::fa4
+
+namespace attnsim {
+std::unique_ptr<Schedule> parse_fa4_schedule(JsonReader& r) { return std::make_unique<fa4::Fa4Schedule>(r); }
+}  // namespace attnsim

@@ -1,0 +1,149 @@
+// FlashAttention-4's forward schedule on SM100 (family "fa4_sm100"): knobs as read
+// from schedules/fa4_sm100.json, their resolution for a problem ("auto" follows FA4's
+// own heuristics, ../shared/reference/fa4_sm100_schedule.md), resource checks, and
+// the context the role files (load.cpp, mma.cpp, softmax.cpp, correction.cpp,
+// epilogue.cpp) lower from.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lower/builder.hpp"
+#include "lower/costs.hpp"
+#include "lower/rescale_model.hpp"
+#include "model/schedule.hpp"
+
+namespace attnsim::fa4 {
+
+/// A role's warps. Roles bound to a Q stage (softmax0/1) carry it.
+struct RoleDecl {
+  std::vector<int> warps;
+  int q_stage = -1;          ///< -1: serves every stage
+  bool leader_only = false;  ///< runs in the leader CTA of a 2-CTA cluster only (the MMA warp)
+};
+
+/// One side (full or empty) of a pipeline: which roles arrive, threads per warp, count per CTA.
+struct SideDecl {
+  bool present = false;
+  std::map<std::string, int> arrivers;  ///< role -> arrive count per warp
+  int count = 0;                        ///< arrivals per phase per CTA (x cta_group for cluster scope)
+  std::string path;                     ///< JSON path, for errors
+};
+
+/// A pipeline (mbarrier ring) as declared.
+struct PipelineDecl {
+  std::string stages;  ///< "q_stage" | "kv_stage" | an integer
+  bool cluster = false;///< barriers live in the leader CTA and count both CTAs' arrivals
+  SideDecl full, empty;
+  std::string path;
+};
+
+/// A TMEM region: [start, start + columns), optionally aliasing another region.
+struct TmemRegion {
+  int start = 0, columns = 0;
+  std::string alias_of;
+};
+
+/// Knobs as written (before "auto" is resolved).
+struct Knobs {
+  int m_block = 128, n_block = 128, q_stage = 2;
+  std::optional<int> kv_stage;   ///< unset = auto
+  std::optional<int> cta_group;  ///< unset = auto
+  std::optional<std::map<std::string, int>> registers;  ///< softmax/correction/other; unset = auto
+  bool split_p = true;
+  int split_p_columns = 96;
+  std::optional<std::array<int, 3>> ex2_emu;  ///< freq, res, start_frg; unset = auto; freq 0 = off
+  bool conditional_rescale = true;
+  double rescale_threshold_log2 = 8.0;
+  bool correction_warpgroup = true;
+  bool exp_order_barrier = false;
+  std::string tile_scheduler = "auto";  ///< auto | static_persistent | lpt
+  std::string costs_file;
+};
+
+/// Knobs resolved for one problem and GPU.
+struct Resolved {
+  int m_block, n_block, q_stage, kv_stage, cta_group, head_dim, head_dim_v;
+  bool kv_stage_auto, cta_group_auto, registers_auto, ex2_auto;
+  int reg_softmax, reg_correction, reg_other;
+  int split_columns;           ///< PV waits for the last split after this many P columns (n_block = no split)
+  int emu_freq, emu_res, emu_start_frg;
+  std::vector<double> emu_share_per_fragment;  ///< fraction of each 32-column fragment's exp2 on the FMA pipe
+  double emu_share = 0;        ///< over the whole row
+  bool persistent;
+  long long smem_bytes;
+};
+
+class Fa4Schedule : public Schedule {
+ public:
+  explicit Fa4Schedule(JsonReader& r);
+  void check(const Hardware& hw, const Problem& problem) const override;
+  GridPlan plan_grid(const Hardware& hw, const Problem& problem) const override;
+  CtaProgram lower(const Hardware& hw, const Problem& problem, const std::vector<TileWork>& tiles) const override;
+  std::vector<std::string> knob_lines(const Hardware& hw, const Problem& problem) const override;
+  std::vector<std::string> roles() const override;
+
+  Resolved resolve(const Hardware& hw, const Problem& problem) const;
+  const Knobs& knobs() const { return knobs_; }
+
+ private:
+  Knobs knobs_;
+  std::map<std::string, RoleDecl> roles_;
+  std::map<std::string, PipelineDecl> pipelines_;
+  std::map<std::string, int> named_threads_;
+  std::map<std::string, TmemRegion> tmem_;
+  std::string knob_path_;  // for errors about knobs
+  CostModel costs_;
+};
+
+/// Pipeline barriers of one CTA plus the arrive counts the declaration gives each role.
+struct Pipe {
+  PipelineIds ids;
+  const PipelineDecl* decl = nullptr;
+  int cta_group = 1;
+  const std::string* file = nullptr;
+  std::map<std::string, bool>* used_full = nullptr;
+  std::map<std::string, bool>* used_empty = nullptr;
+  /// Arrive count for one warp of `role` on side full/empty, mirrored for the peer CTA on
+  /// cluster-scoped barriers; throws InputError if the declaration does not list the role.
+  int arrive_count(const std::string& role, bool full, bool leader_only) const;
+};
+
+/// Everything the role files need to emit their programs.
+struct Context {
+  const Hardware& hw;
+  const Problem& problem;
+  const Resolved& k;
+  const Knobs& knobs;
+  const CostModel& costs;
+  const std::vector<TileWork>& tiles;
+  RescaleMask rescale;  ///< per softmax warp (0..3) and KV iteration
+  Pipe q, kv, s_p_o, p_lastsplit, o_acc, sm_stats, o_epi;
+  std::vector<std::vector<int>> stats_bar;  ///< [q_stage][warp in group]: softmax -> correction named barriers
+  std::vector<int> order_bar;               ///< [q_stage]: exp-ordering named barriers (empty when off)
+  int stats_threads = 64, order_threads = 256;
+  const std::map<std::string, RoleDecl>& roles;
+
+  /// Whether softmax warp `w` (0..3) of the tile rescales O at KV iteration `i`.
+  bool rescale_at(int w, int i) const;
+  /// Role name of the softmax warpgroup serving Q stage s ("softmax0").
+  std::string softmax_role(int s) const { return "softmax" + std::to_string(s); }
+};
+
+// Role emitters (one file each).
+void emit_load(Context& c, WarpBuilder& w);
+void emit_mma(Context& c, WarpBuilder& w);
+void emit_softmax(Context& c, WarpBuilder& w, int stage, int warp_in_group);
+void emit_correction(Context& c, WarpBuilder& w, int warp_in_group);
+void emit_epilogue(Context& c, WarpBuilder& w);
+
+/// Wait-for-the-n-th-completion counters of one barrier (consumer style: first wait needs
+/// completion 0) and producer style (first wait passes at once).
+struct PhaseCounter {
+  int n = 0;
+  int consumer() { return (n++) & 1; }
+  int producer() { return ((n++) & 1) ^ 1; }
+};
+
+}  // namespace attnsim::fa4

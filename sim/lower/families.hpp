@@ -1,0 +1,15 @@
+// Parsers of the schedule families (one per implementation folder in sim/lower/).
+#pragma once
+#include <memory>
+
+#include "model/json_reader.hpp"
+#include "model/schedule.hpp"
+
+namespace attnsim {
+
+/// "explicit": warp programs written out in the JSON (sim/lower/explicit_schedule.cpp).
+std::unique_ptr<Schedule> parse_explicit_schedule(JsonReader& r);
+/// "fa4_sm100": FlashAttention-4's forward schedule and its knobs (sim/lower/fa4/).
+std::unique_ptr<Schedule> parse_fa4_schedule(JsonReader& r);
+
+}  // namespace attnsim

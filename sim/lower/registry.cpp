@@ -1,0 +1,78 @@
+// Family registry: maps the schedule's "family" field to its parser.
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+
+#include "lower/families.hpp"
+#include "model/json_reader.hpp"
+#include "model/schedule.hpp"
+
+namespace attnsim {
+
+namespace {
+using Parser = std::function<std::unique_ptr<Schedule>(JsonReader&)>;
+const std::map<std::string, Parser>& families() {
+  static const std::map<std::string, Parser> f = {
+      {"explicit", parse_explicit_schedule},
+      {"fa4_sm100", parse_fa4_schedule},
+  };
+  return f;
+}
+}  // namespace
+
+std::unique_ptr<Schedule> parse_schedule(const nlohmann::json& doc, const std::string& file) {
+  JsonReader r(doc, file);
+  const std::string family = r.string("family");
+  auto it = families().find(family);
+  if (it == families().end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, p] : families()) names.push_back(n);
+    r.fail_at("family", fmt::format("expected one of [{}], got \"{}\"", fmt::join(names, ", "), family));
+  }
+  auto s = it->second(r);
+  r.optional_raw("variants");  // applied by load_schedule
+  r.finish();
+  return s;
+}
+
+std::unique_ptr<Schedule> load_schedule(const std::string& file, const std::vector<std::string>& overrides,
+                                        const std::string& variant) {
+  nlohmann::json doc = load_json_file(file);
+  if (!variant.empty()) {
+    if (!doc.contains("variants") || !doc["variants"].is_object() || !doc["variants"].contains(variant)) {
+      std::vector<std::string> names;
+      for (const auto& [n, d] : schedule_variants(file)) names.push_back(n);
+      throw InputError(file, "/variants", fmt::format("no variant \"{}\"; expected one of [{}]", variant, fmt::join(names, ", ")));
+    }
+    JsonReader v(doc["variants"][variant], file, "/variants/" + variant);
+    v.string("description");
+    const auto& set = v.object("set").json();
+    v.finish();
+    for (auto it = set.begin(); it != set.end(); ++it) apply_override(doc, it.key() + "=" + it.value().dump(), file);
+  }
+  for (const auto& o : overrides) apply_override(doc, o, file);
+  return parse_schedule(doc, file);
+}
+
+std::vector<std::pair<std::string, std::string>> schedule_variants(const std::string& file) {
+  const nlohmann::json doc = load_json_file(file);
+  std::vector<std::pair<std::string, std::string>> out;
+  if (doc.contains("variants") && doc["variants"].is_object())
+    for (auto it = doc["variants"].begin(); it != doc["variants"].end(); ++it)
+      out.emplace_back(it.key(), it.value().value("description", ""));
+  return out;
+}
+
+}  // namespace attnsim
+
+namespace attnsim {
+void Schedule::read_header(JsonReader& r) {
+  name_ = r.string("name");
+  family_ = r.string("family");
+  arch_ = r.choice("arch", {"any", "sm80", "sm90", "sm100"});
+  description_ = r.string_or("description", "");
+  r.string_or("source", "");
+  file_ = r.file();
+}
+}  // namespace attnsim

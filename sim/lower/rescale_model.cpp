@@ -1,0 +1,91 @@
+#include "lower/rescale_model.hpp"
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <random>
+#include <tuple>
+
+namespace attnsim {
+
+bool RescaleMask::at(int warp, int iteration) const {
+  if (iteration <= 0 || iterations == 0) return false;
+  const int it = iteration < iterations ? iteration : 1 + (iteration - 1) % std::max(1, iterations - 1);
+  return need[static_cast<size_t>(it) * warps + warp] != 0;
+}
+
+double RescaleMask::rate() const {
+  if (iterations <= 1) return 0;
+  double n = 0;
+  for (int i = 1; i < iterations; ++i)
+    for (int w = 0; w < warps; ++w) n += need[static_cast<size_t>(i) * warps + w];
+  return n / ((iterations - 1.0) * warps);
+}
+
+RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, int warps, double threshold_log2) {
+  using Key = std::tuple<int, int, int, int, double>;
+  static std::mutex mu;
+  static std::map<Key, RescaleMask> cache;
+  const Key key{head_dim, seqlen_k, n_block, warps, threshold_log2};
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  const int rows = 32 * warps;
+  std::mt19937_64 rng(0x5eed2026);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  Eigen::MatrixXf q(rows, head_dim), k(seqlen_k, head_dim);
+  for (int i = 0; i < q.size(); ++i) q.data()[i] = normal(rng);
+  for (int i = 0; i < k.size(); ++i) k.data()[i] = normal(rng);
+  // Scores in log2 units: S * softmax_scale * log2(e), as the kernel's scale_log2 makes them.
+  const float scale_log2 = static_cast<float>(1.0 / std::sqrt(head_dim) / std::log(2.0));
+  const Eigen::MatrixXf s = (q * k.transpose()) * scale_log2;
+
+  RescaleMask m;
+  m.warps = warps;
+  m.iterations = (seqlen_k + n_block - 1) / n_block;
+  m.need.assign(static_cast<size_t>(m.iterations) * warps, 0);
+  std::vector<float> row_max(static_cast<size_t>(rows), -INFINITY);
+  for (int it = 0; it < m.iterations; ++it) {
+    const int blk = m.iterations - 1 - it;  // descending KV order
+    const int c0 = blk * n_block, cols = std::min(n_block, seqlen_k - c0);
+    for (int w = 0; w < warps; ++w) {
+      bool rescale = false;
+      std::vector<float> blk_max(32);
+      for (int r = 0; r < 32; ++r) {
+        const int row = w * 32 + r;
+        blk_max[r] = s.row(row).segment(c0, cols).maxCoeff();
+        // acc_scale_log2 = m_old - m_new; below -threshold the warp must rescale.
+        if (it > 0 && row_max[row] - std::max(row_max[row], blk_max[r]) < -threshold_log2) rescale = true;
+      }
+      // The decision is per warp: either every row takes its new max, or every row keeps the old one.
+      for (int r = 0; r < 32; ++r) {
+        const int row = w * 32 + r;
+        if (it == 0 || rescale) row_max[row] = std::max(row_max[row], blk_max[r]);
+      }
+      m.need[static_cast<size_t>(it) * warps + w] = rescale ? 1 : 0;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu);
+  cache.emplace(key, m);
+  return m;
+}
+
+RescaleMask rescale_from_rate(double rate, int warps, int iterations) {
+  RescaleMask m;
+  m.warps = warps;
+  m.iterations = iterations;
+  m.need.assign(static_cast<size_t>(iterations) * warps, 0);
+  long long step = 0;
+  for (int it = 1; it < iterations; ++it)
+    for (int w = 0; w < warps; ++w, ++step)
+      m.need[static_cast<size_t>(it) * warps + w] =
+          std::floor((step + 1) * rate + 1e-9) > std::floor(step * rate + 1e-9) ? 1 : 0;
+  return m;
+}
+
+RescaleMask rescale_always(int warps, int iterations) { return rescale_from_rate(1.0, warps, iterations); }
+
+}  // namespace attnsim

@@ -1,0 +1,73 @@
+// Hardware description of one GPU, read from configs/hw/*.json. Every constant in
+// those files is an object {"value": ..., "provenance": "published"|"measured"|
+// "derived"|"assumed", "source": "..."}; the loader refuses a constant without
+// provenance. Units are in the field names (cycles are SM clock cycles).
+#pragma once
+#include <map>
+#include <string>
+
+namespace attnsim {
+
+/// Where a constant came from, as written in the config.
+struct Provenance {
+  std::string kind;    ///< published | measured | derived | assumed
+  std::string source;  ///< paper/spec/microbenchmark, or the formula for "derived"
+};
+
+/// One GPU. All rates are per SM clock cycle.
+struct Hardware {
+  std::string name;  ///< "B200", "H100 SXM5", "H200"
+  std::string arch;  ///< "sm90" | "sm100"
+  std::string file;  ///< config file it was read from
+
+  // Chip
+  int num_sms = 0;              ///< SMs on the chip
+  int smsp_per_sm = 4;          ///< SM sub-partitions; warp w sits on SMSP w % smsp_per_sm
+  double clock_ghz = 0;         ///< SM clock used to turn cycles into time
+
+  // Per SMSP pipes (lane-operations per cycle; a warp instruction is 32 lane-ops)
+  double issue_per_clk_smsp = 1;     ///< warp instructions issued per cycle
+  double fma_lanes_per_clk_smsp = 0; ///< FP32 FMA lanes (FFMA: 32 lane-ops, FFMA2: 64)
+  double alu_lanes_per_clk_smsp = 0; ///< integer/logic/FMNMX lanes
+  double mufu_lanes_per_clk_smsp = 0;///< MUFU (ex2) lanes
+
+  // Per SM
+  double tensor_flops_per_clk = 0;   ///< dense bf16 FLOP per cycle per SM
+  double smem_bytes_per_clk = 0;     ///< shared-memory bandwidth
+  double tmem_bytes_per_clk = 0;     ///< TMEM <-> register datapath (tcgen05.ld/st), 0 = no TMEM
+  long long smem_bytes_per_block = 0;///< max dynamic SMEM per CTA
+  int tmem_columns = 0;              ///< 0 when the GPU has no TMEM
+  int tmem_lanes = 0;
+  int registers_per_sm = 0;          ///< 32-bit registers
+  int max_registers_per_thread = 0;
+  int max_warps_per_sm = 0;
+
+  // Memory system, shared by all SMs
+  double l2_bytes_per_clk = 0;       ///< L2 -> SM aggregate bandwidth (whole chip)
+  double hbm_bytes_per_s = 0;        ///< DRAM bandwidth
+  double tma_bytes_per_clk_sm = 0;   ///< per-SM TMA/L2 read port limit
+
+  // Latencies and issue costs (cycles)
+  double tma_latency = 0;            ///< TMA load issue -> data in SMEM (L2 hit)
+  double mma_latency = 0;            ///< last MMA of a group done -> commit visible
+  double mbarrier_latency = 0;       ///< arrive -> waiting warp resumes
+  double mma_issue_instrs = 0;       ///< warp instructions the MMA warp spends per MMA instruction
+  double tma_issue_instrs = 0;       ///< warp instructions to issue one TMA copy
+
+  std::map<std::string, Provenance> provenance;  ///< per constant name
+
+  bool has_tmem() const { return tmem_columns > 0; }
+  /// Seconds per cycle times 1e6: microseconds per cycle.
+  double us_per_cycle() const { return 1e-3 / clock_ghz; }
+};
+
+/// Reads and checks a hardware config; throws InputError naming file and JSON path.
+Hardware load_hardware(const std::string& file);
+
+/// Resolves "b200" to configs/hw/b200.json (searching the config dir), or returns `arg` if it is a path.
+std::string resolve_hardware_path(const std::string& arg);
+
+/// Directory holding configs/ (from ATTNSIM_ROOT, the executable's location, or the CWD).
+std::string project_root();
+
+}  // namespace attnsim

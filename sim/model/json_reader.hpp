@@ -1,0 +1,85 @@
+// Strict JSON reading with error messages that name the file, the JSON path and
+// what was expected. Every input file of attnsim (schedules, hardware configs,
+// problems) is read through JsonReader, so "unknown field" and "out of range"
+// are reported the same way everywhere.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attnsim {
+
+/// Bad user input: `file`, JSON `path` (JSON-pointer form, "/pipelines/pipeline_q/stages")
+/// and a message saying what was expected. The CLI prints what() and exits with code 2.
+class InputError : public std::runtime_error {
+ public:
+  InputError(std::string file, std::string path, const std::string& message);
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string file_, path_;
+};
+
+/// Parses a JSON file; throws InputError (with line/column) on I/O or syntax errors.
+nlohmann::json load_json_file(const std::string& file);
+
+/// A read-only view of one JSON object that remembers which keys were read.
+/// finish() throws InputError for every key that no accessor asked for, so an
+/// unknown or misspelt field is an error rather than silently ignored.
+class JsonReader {
+ public:
+  JsonReader(const nlohmann::json& j, std::string file, std::string path = "");
+
+  bool has(const std::string& key) const;
+  /// Sub-object reader; throws when missing or not an object.
+  JsonReader object(const std::string& key);
+  std::optional<JsonReader> optional_object(const std::string& key);
+  /// Raw access (marks the key as read). Throws when missing.
+  const nlohmann::json& raw(const std::string& key);
+  const nlohmann::json* optional_raw(const std::string& key);
+
+  long long integer(const std::string& key, long long lo, long long hi);
+  long long integer_or(const std::string& key, long long dflt, long long lo, long long hi);
+  double number(const std::string& key, double lo, double hi);
+  double number_or(const std::string& key, double dflt, double lo, double hi);
+  bool boolean(const std::string& key);
+  bool boolean_or(const std::string& key, bool dflt);
+  std::string string(const std::string& key);
+  std::string string_or(const std::string& key, const std::string& dflt);
+  /// A string that must be one of `allowed`.
+  std::string choice(const std::string& key, const std::vector<std::string>& allowed);
+  std::string choice_or(const std::string& key, const std::string& dflt,
+                        const std::vector<std::string>& allowed);
+  std::vector<long long> int_array(const std::string& key, long long lo, long long hi);
+
+  /// Throws InputError naming the first key that was never read.
+  void finish() const;
+
+  /// Error at this object's path (or at path/key).
+  [[noreturn]] void fail(const std::string& message) const;
+  [[noreturn]] void fail_at(const std::string& key, const std::string& message) const;
+
+  const nlohmann::json& json() const { return *j_; }
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+  std::string child_path(const std::string& key) const { return path_ + "/" + key; }
+  /// Keys of this object in document order (nlohmann keeps them sorted).
+  std::vector<std::string> keys() const;
+
+ private:
+  const nlohmann::json& require(const std::string& key);
+  const nlohmann::json* j_;
+  std::string file_, path_;
+  mutable std::set<std::string> read_;
+};
+
+/// Applies "--set /json/pointer=value" overrides to a document. `value` is parsed as
+/// JSON when it parses, else taken as a string. Throws InputError naming `origin`.
+void apply_override(nlohmann::json& doc, const std::string& assignment, const std::string& origin);
+
+}  // namespace attnsim

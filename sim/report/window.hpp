@@ -1,0 +1,19 @@
+// Choosing the time window that timelines show by default: a steady-state stretch
+// of the CTA (a few KV iterations in the middle of its first tile), as the seed's
+// diagrams show, rather than the prologue or the whole run.
+#pragma once
+#include <string>
+#include <utility>
+
+#include "core/timeline.hpp"
+
+namespace attnsim {
+
+/// [t0, t1) in cycles: `iterations` KV iterations of tile 0 around its middle, found from the
+/// tensor core's QK spans; the whole timeline when there are none.
+std::pair<double, double> steady_state_window(const Timeline& tl, int iterations = 4);
+
+/// Parses "T0:T1" in microseconds into cycles; throws std::invalid_argument with a message.
+std::pair<double, double> parse_window_us(const std::string& text, const Timeline& tl);
+
+}  // namespace attnsim
