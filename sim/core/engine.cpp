@@ -92,6 +92,7 @@ class Engine {
     }
     for (size_t w = 0; w < warps_.size(); ++w)
       if (warps_[w].state != WarpState::Done) report_deadlock();
+    check_conservation();
     SimResult r;
     r.end_cycles = 0;
     for (const auto& s : stats_) r.end_cycles = std::max(r.end_cycles, s.end);
@@ -380,6 +381,19 @@ class Engine {
     s.block = op.block;
     s.tile = op.tile;
     tl_.units[unit].spans.push_back(s);
+  }
+
+  // Every mbarrier phase that was started must have completed: leftover arrivals or TMA bytes
+  // mean some warp arrived more (or fewer) times than its partners waited.
+  void check_conservation() const {
+    for (size_t b = 0; b < barriers_.size(); ++b) {
+      const BarrierDecl& d = prog_.barriers[b];
+      if (d.named) continue;
+      if (barriers_[b].pending != d.expected || barriers_[b].tx != 0)
+        throw ProgramError(fmt::format("{} ended with a partial phase: {} of {} arrivals{} — arrivals and waits do not "
+                                       "balance", d.name, d.expected - barriers_[b].pending, d.expected,
+                                       barriers_[b].tx != 0 ? fmt::format(", {:.0f} TMA bytes outstanding", barriers_[b].tx) : ""));
+    }
   }
 
   // --- deadlock -------------------------------------------------------------------

@@ -58,14 +58,25 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
     }
     p.cycles = makespan;
   } else {
+    // A CTA whose tiles are a prefix of another CTA's tiles cannot finish later than it (the
+    // other runs the same tiles first, then more), so only the longest lists are simulated.
+    std::vector<Signature> sigs;
+    for (const auto& tiles : plan.cta_tiles) sigs.push_back(signature(tiles));
+    auto is_strict_prefix = [](const Signature& a, const Signature& b) {
+      return a.size() < b.size() && std::equal(a.begin(), a.end(), b.begin());
+    };
     double worst = -1;
-    for (const auto& tiles : plan.cta_tiles) {
+    for (size_t i = 0; i < plan.cta_tiles.size(); ++i) {
+      const auto& tiles = plan.cta_tiles[i];
+      bool dominated = false;
+      for (size_t j = 0; j < sigs.size() && !dominated; ++j) dominated = is_strict_prefix(sigs[i], sigs[j]);
+      if (dominated) continue;
       const double d = run(tiles).end_cycles;
       if (d > worst) { worst = d; critical = &tiles; }
     }
     p.cycles = worst;
   }
-  p.critical = done.at(signature(*critical));
+  p.critical = std::move(done.at(signature(*critical)));
   p.critical_tiles = static_cast<int>(critical->size());
   p.time_us = p.cycles * hw.us_per_cycle();
   p.flops = schedule.flops(problem);

@@ -111,7 +111,11 @@ std::string format_summary(const Summary& s) {
   o += fmt::format("  grid: {}\n\n", s.grid);
   o += fmt::format("predicted time  {:.1f} us   ({:.0f} cycles at {:.3f} GHz)\n", s.time_us, s.cycles, s.clock_ghz);
   o += fmt::format("throughput      {:.0f} TFLOPS\n", s.tflops);
-  o += fmt::format("bottleneck      {}\n\n", s.bottleneck);
+  const double top = s.units.empty() ? 0 : std::max_element(s.units.begin(), s.units.end(), [](auto& a, auto& b) {
+    return a.utilisation < b.utilisation;
+  })->utilisation;
+  o += fmt::format("bottleneck      {}{}\n\n", s.bottleneck,
+                   top < 0.75 ? fmt::format(" (only {:.0f}% busy: the dependency chain between warps bounds this run)", 100 * top) : "");
   o += "unit utilisation (critical CTA)\n";
   for (const auto& u : s.units)
     o += fmt::format("  {:<12}{:6.1f}%  {}{}\n", u.name, 100 * u.utilisation, u.name == s.bottleneck ? "<- bound  " : "",

@@ -460,6 +460,12 @@ std::vector<std::string> Fa4Schedule::knob_lines(const Hardware& hw, const Probl
                             a(k.ex2_auto), knobs_.conditional_rescale ? "conditional" : "every block",
                             knobs_.rescale_threshold_log2, knobs_.correction_warpgroup ? "on" : "off",
                             knobs_.exp_order_barrier ? "on" : "off", k.persistent ? "static persistent" : "LPT single-tile"));
+  if (!knobs_.conditional_rescale) out.push_back("O rescaled at every KV block after the first");
+  else if (p.rescale_rate) out.push_back(fmt::format("O rescale rate {:.2f}% of (warp, KV block) steps (given)", 100 * *p.rescale_rate));
+  else
+    out.push_back(fmt::format("O rescale rate {:.2f}% of (warp, KV block) steps (from random N(0,1) Q, K scores at hd {}, seqlen_k {})",
+                              100 * rescale_from_random_scores(p.head_dim, p.seqlen_k, k.n_block, 4, knobs_.rescale_threshold_log2).rate(),
+                              p.head_dim, p.seqlen_k));
   return out;
 }
 

@@ -87,7 +87,7 @@ CtaProgram Fa4Schedule::lower(const Hardware& hw, const Problem& p, const std::v
     if (!used) continue;
     for (const auto& [side, decl, seen] : {std::tuple{"full", &d.full, &used_full[name]}, std::tuple{"empty", &d.empty, &used_empty[name]}}) {
       for (const auto& [role, per_warp] : decl->arrivers)
-        if (!seen->count(role))
+        if (!seen->count(role) && roles_.at(role).q_stage < k.q_stage)  // stage-bound roles past q_stage idle
           throw InputError(file_, decl->path + "/arrivers/" + role,
                            fmt::format("{} is listed as arriving on {}.{} but no {} warp arrives with these knobs; remove it and "
                                        "fix the count", role, name, side, role));

@@ -71,7 +71,7 @@ void emit_softmax(Context& c, WarpBuilder& w, int stage, int warp_in_group) {
       if (ordered) w.bar_sync(c.order_bar[stage], 32);
       for (int f = 0; f < frags; ++f) {
         w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_work[f]);
-        if (f + 1 == split_frag) w.arrive(c.s_p_o.ids.empty[stage], release_p);  // tcgen05.wait::st, then release
+        if (split && f + 1 == split_frag) w.arrive(c.s_p_o.ids.empty[stage], release_p);  // tcgen05.wait::st, then release
       }
       if (split) w.arrive(c.p_lastsplit.ids.full[stage], release_last);
       else w.arrive(c.s_p_o.ids.empty[stage], release_p);
