@@ -1,1 +1,50 @@
-# filled in later
+# End-to-end tests of the attnsim command line: exit codes 0 (ok), 2 (bad input, with file,
+# JSON path and expectation), 3 (deadlock / barrier misuse), and the files it writes.
+set(ATTNSIM_BIN ${PROJECT_BINARY_DIR}/attnsim)
+set(FA4 ${PROJECT_SOURCE_DIR}/schedules/fa4_sm100.json)
+set(TS ${CMAKE_CURRENT_SOURCE_DIR}/schedules)
+set(OUTDIR ${CMAKE_CURRENT_BINARY_DIR})
+
+function(attnsim_cli_test name rc regex)
+  cmake_parse_arguments(T "" "FILE" "ARGS" ${ARGN})
+  string(REPLACE ";" "|" cmd "${ATTNSIM_BIN};${T_ARGS}")  # run_cli.cmake splits on |
+  add_test(NAME cli.${name}
+           COMMAND ${CMAKE_COMMAND} "-DCMD=${cmd}" -DEXPECT_RC=${rc} "-DEXPECT_REGEX=${regex}" "-DEXPECT_FILE=${T_FILE}"
+                   -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake)
+endfunction()
+
+attnsim_cli_test(default_run 0 "predicted time +[0-9.]+ us.*bottleneck.*SOFT0.*TC"
+  ARGS simulate ${FA4} --hw b200 --trace ${OUTDIR}/default.trace.json --svg ${OUTDIR}/default.svg
+  FILE ${OUTDIR}/default.trace.json)
+attnsim_cli_test(json_keys 0 "\"time_us\": [0-9.]+,.*\"tflops\": [0-9.]+,.*\"bottleneck\": \""
+  ARGS simulate ${FA4} --hw b200 --json --seqlen 2048)
+attnsim_cli_test(causal_lpt 0 "LPT single-tile"
+  ARGS simulate ${FA4} --hw b200 --causal --seqlen 2048 --no-timeline)
+attnsim_cli_test(explicit_schedule 0 "one CTA"
+  ARGS simulate ${TS}/pc_2stage.json --hw h100_sxm --no-timeline)
+attnsim_cli_test(malformed_json 2 "bad_malformed.json: /: malformed JSON at line 4, column"
+  ARGS simulate ${TS}/bad_malformed.json --hw b200)
+attnsim_cli_test(unknown_field 2 "fa4_sm100.json: /tile/m_blok: unknown field"
+  ARGS simulate ${FA4} --hw b200 --set /tile/m_blok=128)
+attnsim_cli_test(missing_field 2 "bad_missing_warps.json: /warps: missing required field"
+  ARGS simulate ${TS}/bad_missing_warps.json --hw b200)
+attnsim_cli_test(out_of_range 2 "fa4_sm100.json: /q_stage: expected an integer in \\[1, 4\\], got 0"
+  ARGS simulate ${FA4} --hw b200 --set /q_stage=0)
+attnsim_cli_test(tmem_overflow 2 "/tmem/O1: TMEM overflow"
+  ARGS simulate ${FA4} --hw b200 --set /tmem/O1/start=448)
+attnsim_cli_test(smem_overflow 2 "/kv_stage: SMEM overflow"
+  ARGS simulate ${FA4} --hw b200 --set /kv_stage=7)
+attnsim_cli_test(register_overflow 2 "/registers: register overflow"
+  ARGS simulate ${FA4} --hw b200 --set "/registers={\"softmax\":192,\"correction\":192,\"other\":72}")
+attnsim_cli_test(pipeline_count 2 "/pipelines/pipeline_p_lastsplit/full/count: pipeline counts do not match"
+  ARGS simulate ${FA4} --hw b200 --set /pipelines/pipeline_p_lastsplit/full/count=8)
+attnsim_cli_test(sm90_refused 2 "/arch: this schedule needs SM100"
+  ARGS simulate ${FA4} --hw h100_sxm)
+attnsim_cli_test(unknown_hw 2 "no such hardware config"
+  ARGS simulate ${FA4} --hw b100)
+attnsim_cli_test(bad_problem 2 "/kv_heads: expected a divisor of heads"
+  ARGS simulate ${FA4} --hw b200 --kv-heads 5)
+attnsim_cli_test(bad_flag 2 "--frobnicate"
+  ARGS simulate ${FA4} --frobnicate)
+attnsim_cli_test(deadlock 3 "deadlock at cycle.*wait-for cycle: ping w0 \\[b.full\\[0\\]\\] -> pong w1"
+  ARGS simulate ${TS}/deadlock_cycle.json --hw b200)

@@ -23,10 +23,18 @@ double RescaleMask::rate() const {
   return n / ((iterations - 1.0) * warps);
 }
 
+namespace {
+using Key = std::tuple<int, int, int, int, double>;
+std::mutex mu;
+std::map<Key, RescaleMask> cache;
+}  // namespace
+
+void clear_rescale_cache() {
+  std::lock_guard<std::mutex> lock(mu);
+  cache.clear();
+}
+
 RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, int warps, double threshold_log2) {
-  using Key = std::tuple<int, int, int, int, double>;
-  static std::mutex mu;
-  static std::map<Key, RescaleMask> cache;
   const Key key{head_dim, seqlen_k, n_block, warps, threshold_log2};
   {
     std::lock_guard<std::mutex> lock(mu);

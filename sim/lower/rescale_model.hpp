@@ -25,6 +25,9 @@ struct RescaleMask {
 /// Deterministic (fixed seed). Rows = 32 * warps. Results are cached per argument set.
 RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, int warps, double threshold_log2);
 
+/// Forgets cached masks (benchmarks use it to time the cold path, as one CLI run sees it).
+void clear_rescale_cache();
+
 /// `rate` of the steps (iteration >= 1) rescale, spread evenly (deterministic).
 RescaleMask rescale_from_rate(double rate, int warps, int iterations);
 

@@ -67,7 +67,7 @@ Hardware load_hardware(const std::string& file);
 /// Resolves "b200" to configs/hw/b200.json (searching the config dir), or returns `arg` if it is a path.
 std::string resolve_hardware_path(const std::string& arg);
 
-/// Directory holding configs/ (from ATTNSIM_ROOT, the executable's location, or the CWD).
+/// Directory holding configs/: $ATTNSIM_ROOT if set, else the source tree it was built from, else ".".
 std::string project_root();
 
 }  // namespace attnsim

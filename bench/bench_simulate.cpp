@@ -1,0 +1,53 @@
+// Speed targets (issue 2): engine events per second, and the wall time of the default
+// `attnsim simulate` over the whole problem (every tile) — target under 0.2 s on the
+// 2-core CI machine. Run: ./build/bench/attnsim_bench
+#include <benchmark/benchmark.h>
+
+#include "core/engine.hpp"
+#include "driver/simulate.hpp"
+#include "lower/rescale_model.hpp"
+#include "model/hardware.hpp"
+#include "model/problem.hpp"
+#include "model/schedule.hpp"
+
+namespace {
+using namespace attnsim;
+const std::string kRoot = ATTNSIM_SOURCE_ROOT;
+
+/// Engine alone on the critical CTA of the default problem (14 persistent tiles).
+void BM_EngineEvents(benchmark::State& state) {
+  const Hardware hw = load_hardware(kRoot + "/configs/hw/b200.json");
+  const Problem p = load_problem(kRoot + "/configs/problems/default.json");
+  auto s = load_schedule(kRoot + "/schedules/fa4_sm100.json");
+  const GridPlan plan = s->plan_grid(hw, p);
+  const CtaProgram prog = s->lower(hw, p, plan.cta_tiles.front());
+  EngineOptions eo;
+  eo.active_sms = plan.resident_ctas;
+  eo.record_spans = state.range(0) != 0;
+  uint64_t events = 0;
+  for (auto _ : state) {
+    SimResult r = simulate_cta(hw, prog, eo);
+    events += r.events;
+    benchmark::DoNotOptimize(r.end_cycles);
+  }
+  state.counters["events/s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_EngineEvents)->Arg(0)->Arg(1)->ArgName("spans")->Unit(benchmark::kMillisecond);
+
+/// What `attnsim simulate schedules/fa4_sm100.json --hw b200` does before printing:
+/// load the inputs, plan the grid, lower and simulate every distinct CTA, keep the timeline.
+void BM_SimulateDefault(benchmark::State& state) {
+  for (auto _ : state) {
+    clear_rescale_cache();  // each CLI run computes the N(0,1) scores once
+    const Hardware hw = load_hardware(kRoot + "/configs/hw/b200.json");
+    const Problem p = load_problem(kRoot + "/configs/problems/default.json");
+    auto s = load_schedule(kRoot + "/schedules/fa4_sm100.json");
+    Prediction r = predict(*s, hw, p);
+    benchmark::DoNotOptimize(r.time_us);
+  }
+}
+BENCHMARK(BM_SimulateDefault)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,121 @@
+// Exact timings of hand-computable micro-schedules (tests/schedules/), deadlock
+// reports, and the engine's conservation and determinism properties.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "core/engine.hpp"
+#include "lower/builder.hpp"
+#include "report/chrome_trace.hpp"
+#include "test_support.hpp"
+
+using namespace attnsim;
+using attnsim::test::b200;
+using attnsim::test::micro;
+
+namespace {
+double end_of(const std::string& file) { return test::run(micro(file), b200(), Problem{}).cycles; }
+double warp_end(const Prediction& p, int warp) {
+  for (size_t i = 0; i < p.critical.timeline.warps.size(); ++i)
+    if (p.critical.timeline.warps[i].warp == warp) return p.critical.warps[i].end;
+  FAIL("no such warp");
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("1-stage producer/consumer pipeline: every handoff pays the mbarrier latency", "[engine]") {
+  const double L = b200().mbarrier_latency;  // arrive -> waiting warp resumes
+  // producer 100 cycles, consumer 200 cycles (FMA lanes / 32 per clock), 4 items, one buffer:
+  // 100 + L + 200, then 3 more rounds of (L + 100 + L + 200).
+  CHECK(end_of("pc_1stage.json") == Approx(100 + L + 200 + 3 * (2 * L + 300)).epsilon(1e-12));
+}
+
+TEST_CASE("2-stage producer/consumer pipeline: the producer runs ahead, the consumer bounds it", "[engine]") {
+  const double L = b200().mbarrier_latency;
+  CHECK(end_of("pc_2stage.json") == Approx(100 + L + 4 * 200).epsilon(1e-12));
+  CHECK(end_of("pc_2stage.json") < end_of("pc_1stage.json"));
+}
+
+TEST_CASE("two warps on one SMSP share its MUFU; on two SMSPs they do not", "[engine][sharing]") {
+  const Hardware hw = b200();
+  REQUIRE(hw.mufu_lanes_per_clk_smsp == 4);  // 16 ex2/clk/SM over 4 SMSPs
+  const Prediction same = test::run(micro("mufu_same_smsp.json"), hw, Problem{});
+  CHECK(warp_end(same, 0) == Approx(1600));  // 3200 lanes each, 4 lanes/clk shared by two warps
+  CHECK(warp_end(same, 4) == Approx(1600));
+  CHECK(warp_end(same, 8) == Approx(100));   // FMA pipe: not shared with MUFU work
+  const Prediction two = test::run(micro("mufu_two_smsp.json"), hw, Problem{});
+  CHECK(warp_end(two, 0) == Approx(800));
+  CHECK(warp_end(two, 1) == Approx(800));
+}
+
+TEST_CASE("TMA loads, MMA groups and tcgen05.commit releases follow the unit models", "[engine]") {
+  const Hardware hw = b200();
+  const double tma = 32768 / hw.tma_bytes_per_clk_sm;       // per load, FIFO
+  const double mma = 4194304 / hw.tensor_flops_per_clk;     // 512 cycles
+  const double L = hw.mbarrier_latency;
+  // Load 0 lands at tma + latency, load 1 at 2 tma + latency. MMA 0 starts when the MMA warp
+  // wakes, MMA 1 when load 1 has landed and the warp woke (after MMA 0 ended here); the
+  // last commit lands mma_latency after MMA 1 ends.
+  const double mma0_start = tma + hw.tma_latency + L;
+  const double mma1_start = std::max(mma0_start + mma, 2 * tma + hw.tma_latency + L);
+  CHECK(end_of("tma_mma.json") == Approx(mma1_start + mma + hw.mma_latency).epsilon(1e-12));
+}
+
+TEST_CASE("a deadlock reports every waiting warp and the wait-for cycle", "[engine][deadlock]") {
+  try {
+    test::run(micro("deadlock_cycle.json"), b200(), Problem{});
+    FAIL("expected a deadlock");
+  } catch (const DeadlockError& e) {
+    CHECK(e.cycle == std::vector<int>{0, 1, 0});
+    REQUIRE(e.blocked.size() == 3);
+    CHECK(e.blocked[0].barrier == "b.full[0]");
+    CHECK(e.blocked[0].parity == 0);
+    CHECK(e.blocked[1].barrier == "a.full[0]");
+    CHECK(e.blocked[2].barrier == "c.full[0]");
+    const std::string report = e.what();
+    CHECK_THAT(report, Catch::Contains("wait-for cycle: ping w0 [b.full[0]] -> pong w1 [a.full[0]] -> ping w0"));
+    CHECK_THAT(report, Catch::Contains("waiter w2 (op 0) waits on c.full[0] phase parity 0"));
+  }
+}
+
+TEST_CASE("arrivals beyond a barrier's count and partial phases are errors, not silent", "[engine]") {
+  const Hardware hw = b200();
+  CtaBuilder cta;
+  const int bar = cta.barrier("x.full[0]", 1);
+  WarpBuilder w = cta.warp(0, "w");
+  w.arrive(bar, 2);  // two arrivals on a count-1 barrier in one step
+  CHECK_THROWS_WITH(simulate_cta(hw, cta.take()), Catch::Contains("x.full[0]: 2 arrivals in one phase but its count is 1"));
+
+  CtaBuilder cta2;
+  const int bar2 = cta2.barrier("y.full[0]", 2);
+  WarpBuilder w2 = cta2.warp(0, "w");
+  w2.arrive(bar2, 1);  // half a phase, never completed
+  CHECK_THROWS_WITH(simulate_cta(hw, cta2.take()), Catch::Contains("y.full[0] ended with a partial phase: 1 of 2"));
+}
+
+TEST_CASE("repeated runs give byte-identical traces", "[engine][determinism]") {
+  const Hardware hw = b200();
+  Problem p = test::default_problem();
+  p.batch = 1;
+  p.heads = 8;
+  p.seqlen_q = p.seqlen_k = 2048;
+  std::string first;
+  for (int i = 0; i < 3; ++i) {
+    const Prediction r = test::run(test::fa4(), hw, p);
+    std::ostringstream os;
+    write_chrome_trace(r.critical.timeline, TraceOptions{}, os);
+    if (i == 0) first = os.str();
+    else CHECK(os.str() == first);
+    CHECK(os.str().size() > 10000);
+  }
+}
+
+TEST_CASE("work is conserved: tensor-core FLOP equal the attention FLOP of the CTA's tiles", "[engine][fa4]") {
+  const Hardware hw = b200();
+  Problem p = test::default_problem();
+  p.seqlen_q = p.seqlen_k = 1024;
+  const Prediction r = test::run(test::fa4(), hw, p);
+  // Per SM: 128 rows per Q stage, 2 stages, n KV blocks, QK and PV each 2 * 128 * 128 * 128 per block.
+  const double per_tile = 2.0 * 2 * (2.0 * 128 * 128 * 128) * (1024 / 128);
+  CHECK(r.critical.units.tensor_flops == Approx(per_tile * r.critical_tiles));
+}

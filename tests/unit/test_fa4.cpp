@@ -1,0 +1,139 @@
+// The fa4_sm100 family: FA4's heuristics, the per-tile budget of the FA4 paper,
+// resource checks, and the seed's claims about its design choices.
+#include <catch2/catch.hpp>
+
+#include "lower/fa4/fa4_schedule.hpp"
+#include "lower/rescale_model.hpp"
+#include "model/json_reader.hpp"
+#include "test_support.hpp"
+
+using namespace attnsim;
+
+namespace {
+Problem shape(int hd, bool causal, int seqlen = 8192) {
+  Problem p = test::default_problem();
+  p.head_dim = p.head_dim_v = hd;
+  p.causal = causal;
+  p.seqlen_q = p.seqlen_k = seqlen;
+  return p;
+}
+const fa4::Fa4Schedule& as_fa4(const Schedule& s) { return dynamic_cast<const fa4::Fa4Schedule&>(s); }
+}  // namespace
+
+TEST_CASE("auto knobs follow FA4's heuristics", "[fa4]") {
+  const Hardware hw = test::b200();
+  auto s = load_schedule(test::fa4());
+  const auto& f = as_fa4(*s);
+  // kv_stage = min((224 KiB - Q - O) / stage, 32): hd128 2-CTA 6, hd128 1-CTA 3, hd64 10.
+  const auto nc128 = f.resolve(hw, shape(128, false));
+  CHECK(nc128.cta_group == 2);
+  CHECK(nc128.kv_stage == 6);
+  CHECK(nc128.reg_softmax == 176);
+  CHECK(nc128.reg_correction == 88);
+  CHECK(nc128.reg_other == 72);
+  CHECK(nc128.emu_share == Approx(0.1875));  // freq 10, res 4, start_frg 1
+  const auto c128 = f.resolve(hw, shape(128, true));
+  CHECK(c128.cta_group == 1);
+  CHECK(c128.kv_stage == 3);
+  CHECK(c128.emu_share == Approx(0.125));  // freq 16, res 4, start_frg 1
+  CHECK(c128.reg_softmax == 192);
+  CHECK(!c128.persistent);
+  CHECK(f.resolve(hw, shape(64, false)).kv_stage == 10);
+}
+
+TEST_CASE("FA4 per-tile work on B200 matches the paper's 128x128x128 budget", "[fa4][budget]") {
+  // FA4 paper: MMA 4*128^3 / 8192 = 1024 cycles, exp 128^2 / 16 = 1024 cycles (emulation off).
+  const Hardware hw = test::b200();
+  const Problem p = shape(128, false, 128);
+  auto s = load_schedule(test::fa4(), {"/exp2_emulation=\"off\"", "/q_stage=1", "/cta_group=1"});
+  const CtaProgram prog = s->lower(hw, p, {TileWork{0, 128, 1, 0}});
+  double flops = 0, exp_lanes = 0;
+  for (const auto& w : prog.warps)
+    for (const auto& op : w.ops) {
+      if (op.kind == OpKind::Mma) flops += op.flops;
+      if (op.name == ATTNSIM_OP_SOFTMAX_EXP) exp_lanes += op.work.mufu_lanes;
+    }
+  const double mufu_per_clk = hw.mufu_lanes_per_clk_smsp * hw.smsp_per_sm;
+  CHECK(flops / hw.tensor_flops_per_clk == Approx(1024).epsilon(0.01));
+  CHECK(exp_lanes / mufu_per_clk == Approx(1024).epsilon(0.01));
+  // And the engine executes exactly that much tensor-core time.
+  const SimResult r = simulate_cta(hw, prog);
+  CHECK(r.units.tensor_busy == Approx(1024).epsilon(0.01));
+}
+
+TEST_CASE("the seed's claims hold on B200, hd128, seqlen 8192, non-causal", "[fa4][seed]") {
+  const Hardware hw = test::b200();
+  const Problem p = test::default_problem();
+  const double base = test::run(test::fa4(), hw, p).time_us;
+  SECTION("q_stage 1 is slower than 2") { CHECK(test::run(test::fa4(), hw, p, "q_stage_1").time_us > 1.2 * base); }
+  SECTION("split P off is slower than on") { CHECK(test::run(test::fa4(), hw, p, "no_split_p").time_us > 1.05 * base); }
+  SECTION("rescaling O inside the softmax warps is slower than in a correction warpgroup") {
+    // The seed's premise: O is rescaled at every KV block (its "what actually it is" timeline).
+    const double with_wg = test::run(test::fa4(), hw, p, "unconditional_rescale").time_us;
+    const double without = test::run(test::fa4(), hw, p, "no_correction_warpgroup", {"/rescale/conditional=false"}).time_us;
+    CHECK(without > 1.03 * with_wg);
+  }
+  SECTION("2-CTA MMA halves the B-operand SMEM traffic; 1-CTA is SMEM-bound") {
+    const Prediction one = test::run(test::fa4(), hw, p, "one_cta");
+    CHECK(one.time_us > base);
+  }
+}
+
+TEST_CASE("conditional rescale follows the scores' row-max evolution", "[fa4][rescale]") {
+  // Random N(0,1) Q, K at hd 128: the running max grows by far less than 8 (log2) after the first block.
+  const RescaleMask m = rescale_from_random_scores(128, 8192, 128, 4, 8.0);
+  CHECK(m.iterations == 64);
+  CHECK(m.rate() == 0.0);
+  // With a threshold of 0 every increase of the max forces a rescale; early blocks see many.
+  const RescaleMask eager = rescale_from_random_scores(128, 8192, 128, 4, 0.0);
+  CHECK(eager.rate() > 0.0);
+  CHECK(eager.at(0, 1) + eager.at(1, 1) + eager.at(2, 1) + eager.at(3, 1) >= 3);
+  CHECK(rescale_from_rate(0.25, 4, 9).rate() == Approx(0.25));
+  CHECK(rescale_always(4, 9).rate() == 1.0);
+}
+
+TEST_CASE("resource checks reject schedules that do not fit, naming file and JSON path", "[fa4][inputs]") {
+  const Hardware hw = test::b200();
+  const Problem p = test::default_problem();
+  auto rejects = [&](const std::vector<std::string>& sets, const std::string& path, const std::string& what) {
+    auto s = load_schedule(test::fa4(), sets);
+    try {
+      s->check(hw, p);
+      FAIL("expected rejection: " + what);
+    } catch (const InputError& e) {
+      CHECK(e.file() == test::fa4());
+      CHECK(e.path() == path);
+      CHECK_THAT(e.what(), Catch::Contains(what));
+    }
+  };
+  rejects({"/tmem/O0/start=200"}, "/tmem/P1", "overlap O0 [200, 328) and no alias is declared");
+  rejects({"/tmem/O1/start=448"}, "/tmem/O1", "TMEM overflow");
+  rejects({"/tmem/P0/alias_of=\"S1\""}, "/tmem/P0/alias_of", "expected \"S0\"");
+  rejects({"/kv_stage=7"}, "/kv_stage", "SMEM overflow");
+  rejects({"/registers={\"softmax\":200,\"correction\":88,\"other\":72}"}, "/registers", "register overflow");
+  rejects({"/pipelines/pipeline_s_p_o/empty/count=255"}, "/pipelines/pipeline_s_p_o/empty/count",
+          "pipeline counts do not match the warps that arrive: stage 0 receives 256 = correction 4 warps x 32 + softmax0 4 warps x 32");
+  // Dropping the correction warpgroup without re-declaring who arrives is caught:
+  rejects({"/correction_warpgroup=false"}, "/pipelines/pipeline_o_epi/full/arrivers",
+          "softmax0 warps arrive on pipeline_o_epi.full with these knobs, but the declaration does not list them");
+  rejects({"/correction_warpgroup=false", "/pipelines/pipeline_o_epi/full/arrivers={\"softmax0\":32,\"softmax1\":32}",
+           "/pipelines/pipeline_o_acc/empty/arrivers={\"softmax0\":32,\"softmax1\":32}"},
+          "/pipelines/pipeline_s_p_o/empty/arrivers/correction", "correction is listed as arriving on pipeline_s_p_o.empty");
+  rejects({"/registers={\"softmax\":120,\"correction\":88,\"other\":72}"}, "/registers/softmax", "row of S");
+  rejects({"/tile/n_block=160"}, "/tmem/S0/columns", "expected at least 160 columns");
+}
+
+TEST_CASE("an SM100 schedule refuses an SM90 GPU with the reason", "[fa4][inputs]") {
+  auto s = load_schedule(test::fa4());
+  const Hardware h100 = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
+  CHECK_THROWS_WITH(s->check(h100, test::default_problem()), Catch::Contains("no TMEM and no tcgen05"));
+}
+
+TEST_CASE("schedule parsing rejects unknown fields, bad values and bad variants", "[fa4][inputs]") {
+  CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/q_stagee=2"}), Catch::Contains("/q_stagee: unknown field"));
+  CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/q_stage=9"}), Catch::Contains("/q_stage: expected an integer in [1, 4], got 9"));
+  CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/split_p/first_columns=100"}),
+                    Catch::Contains("/split_p/first_columns: expected a multiple of 32"));
+  CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/warps/mma/ids=[12,15]"}), Catch::Contains("warp 15 is given to two roles"));
+  CHECK_THROWS_WITH(load_schedule(test::fa4(), {}, "nope"), Catch::Contains("no variant \"nope\""));
+}

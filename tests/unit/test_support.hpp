@@ -1,0 +1,26 @@
+// Helpers shared by the unit tests: paths to bundled files and a one-call prediction.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "driver/simulate.hpp"
+#include "model/hardware.hpp"
+#include "model/problem.hpp"
+#include "model/schedule.hpp"
+
+namespace attnsim::test {
+
+inline std::string root() { return ATTNSIM_SOURCE_ROOT; }
+inline std::string micro(const std::string& name) { return std::string(ATTNSIM_TEST_DATA) + "/schedules/" + name; }
+inline std::string fa4() { return root() + "/schedules/fa4_sm100.json"; }
+inline Hardware b200() { return load_hardware(root() + "/configs/hw/b200.json"); }
+inline Problem default_problem() { return load_problem(root() + "/configs/problems/default.json"); }
+
+/// Predicts `schedule_file` (with a variant and overrides) on `hw` for `problem`.
+inline Prediction run(const std::string& schedule_file, const Hardware& hw, const Problem& problem,
+                      const std::string& variant = "", const std::vector<std::string>& sets = {}) {
+  auto s = load_schedule(schedule_file, sets, variant);
+  return predict(*s, hw, problem);
+}
+
+}  // namespace attnsim::test
