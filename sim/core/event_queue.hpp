@@ -32,6 +32,7 @@ class EventQueue {
   uint64_t pushed() const { return next_seq_; }
 
  private:
+  /// Heap order: the earliest (time, priority, seq) on top.
   struct Later {
     bool operator()(const Event& x, const Event& y) const {
       if (x.time != y.time) return x.time > y.time;

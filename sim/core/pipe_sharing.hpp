@@ -40,6 +40,7 @@ class PipeSharing {
   const std::array<double, kNumResources>& capacity() const { return capacity_; }
 
  private:
+  /// One warp's compute block under sharing.
   struct Slot {
     bool active = false;
     std::array<double, kNumResources> demand{};  ///< total work per resource

@@ -31,6 +31,7 @@ struct Problem {
 
 /// Reads a problem from JSON (configs/problems/*.json); throws InputError with file and path.
 Problem problem_from_json(const nlohmann::json& j, const std::string& file);
+/// Reads configs/problems/*.json; throws InputError with file and path.
 Problem load_problem(const std::string& file);
 /// Checks ranges and relations (kv_heads divides heads, ...); throws InputError naming `origin`.
 void validate_problem(const Problem& p, const std::string& origin);

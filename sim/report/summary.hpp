@@ -27,6 +27,7 @@ struct RoleUse {
   double top_wait_share = 0;   ///< that wait as a fraction of the CTA's time
 };
 
+/// Everything `simulate` prints, computed once from a Prediction.
 struct Summary {
   std::string schedule, hardware, problem;
   std::vector<std::string> knobs;
@@ -39,7 +40,7 @@ struct Summary {
   uint64_t events = 0;
 };
 
-/// Builds the summary. `role_order` gives the display order of roles.
+/// Builds the summary; roles appear in the schedule's order (Schedule::roles()).
 Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, const Problem& problem);
 /// Multi-line text for the terminal.
 std::string format_summary(const Summary& s);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/engine.hpp"
+#include "core/tmem_allocator.hpp"
 #include "lower/builder.hpp"
 #include "report/chrome_trace.hpp"
 #include "test_support.hpp"
@@ -118,4 +119,19 @@ TEST_CASE("work is conserved: tensor-core FLOP equal the attention FLOP of the C
   // Per SM: 128 rows per Q stage, 2 stages, n KV blocks, QK and PV each 2 * 128 * 128 * 128 per block.
   const double per_tile = 2.0 * 2 * (2.0 * 128 * 128 * 128) * (1024 / 128);
   CHECK(r.critical.units.tensor_flops == Approx(per_tile * r.critical_tiles));
+}
+
+TEST_CASE("TMEM allocations are powers of two from 32 columns, aligned, within 512", "[tmem]") {
+  TmemAllocator t(512);
+  CHECK(TmemAllocator::round_up(1) == 32);
+  CHECK(TmemAllocator::round_up(96) == 128);
+  CHECK(t.allocate(32) == 0);
+  CHECK(t.allocate(64) == 64);   // aligned to its size: columns 32-63 stay free
+  CHECK(t.allocate(20) == 32);
+  CHECK(t.allocate(256) == 256);
+  CHECK(t.allocate(128) == 128);
+  CHECK_FALSE(t.allocate(32).has_value());  // full
+  t.free(256);
+  CHECK(t.allocate(200) == 256);
+  CHECK_FALSE(TmemAllocator(512).allocate(513).has_value());
 }

@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 
+#include "core/tmem_allocator.hpp"
 #include "lower/families.hpp"
 
 namespace attnsim::fa4 {
@@ -362,10 +363,11 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
                                      b->second.start + b->second.columns, a->first, a->second.start,
                                      a->second.start + a->second.columns));
     }
-  int alloc = 32;
-  while (alloc < max_end) alloc *= 2;
-  if (alloc > hw.tmem_columns)
-    throw InputError(f, "/tmem", fmt::format("TMEM allocation of {} columns exceeds {}", alloc, hw.tmem_columns));
+  // One CTA per SM allocates every column its regions use (FA4 allocates all 512).
+  TmemAllocator tmem(hw.tmem_columns);
+  if (!tmem.allocate(max_end))
+    throw InputError(f, "/tmem", fmt::format("TMEM allocation of {} columns (regions end at {}) exceeds {}",
+                                             TmemAllocator::round_up(max_end), max_end, hw.tmem_columns));
   // Pipeline arrive counts: declared count = sum over arriving roles of warps x per-warp count.
   for (const auto& [name, d] : pipelines_) {
     for (const SideDecl* side : {&d.full, &d.empty}) {

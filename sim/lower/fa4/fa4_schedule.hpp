@@ -75,6 +75,8 @@ struct Resolved {
   long long smem_bytes;
 };
 
+/// The fa4_sm100 family: parses the JSON, resolves "auto" knobs, checks resources, plans the
+/// grid and lowers one CTA's tiles into per-warp programs. Throws InputError on bad input.
 class Fa4Schedule : public Schedule {
  public:
   explicit Fa4Schedule(JsonReader& r);
@@ -131,11 +133,17 @@ struct Context {
   std::string softmax_role(int s) const { return "softmax" + std::to_string(s); }
 };
 
-// Role emitters (one file each).
+// Role emitters, one file each: append the program of one warp of the role for every tile
+// in c.tiles. They throw InputError when the pipeline declarations do not list them as arrivers.
+/// TMA loads of Q, K, V (load.cpp).
 void emit_load(Context& c, WarpBuilder& w);
+/// tcgen05.mma issue and commits (mma.cpp).
 void emit_mma(Context& c, WarpBuilder& w);
+/// Softmax warp `warp_in_group` (0..3) of Q stage `stage` (softmax.cpp).
 void emit_softmax(Context& c, WarpBuilder& w, int stage, int warp_in_group);
+/// Correction warp `warp_in_group` (0..3), serving every Q stage (correction.cpp).
 void emit_correction(Context& c, WarpBuilder& w, int warp_in_group);
+/// TMA store of finished O stages (epilogue.cpp).
 void emit_epilogue(Context& c, WarpBuilder& w);
 
 /// Wait-for-the-n-th-completion counters of one barrier (consumer style: first wait needs
