@@ -15,6 +15,63 @@ Signature signature(const std::vector<TileWork>& tiles) {
   for (const auto& t : tiles) s.emplace_back(t.n_blocks, t.masked_blocks, t.rows);
   return s;
 }
+
+constexpr int kSampleBlocksLo = 8, kSampleBlocksHi = 16;
+
+/// Runs CTA simulations, each distinct one once.
+class CtaRunner {
+ public:
+  CtaRunner(const Schedule& s, const Hardware& hw, const Problem& p, const EngineOptions& eo, Prediction& out)
+      : s_(s), hw_(hw), p_(p), eo_(eo), out_(out) {}
+
+  const SimResult& exact(const std::vector<TileWork>& tiles) {
+    const Signature sig = signature(tiles);
+    auto it = done_.find(sig);
+    if (it != done_.end()) return it->second;
+    SimResult r = simulate_cta(hw_, s_.lower(hw_, p_, tiles), eo_);
+    out_.events += r.events;
+    ++out_.ctas_simulated;
+    return done_.emplace(sig, std::move(r)).first->second;
+  }
+
+  /// Cycles of a CTA running `tiles`; extrapolated when they are T identical tiles of many blocks.
+  double cycles(const std::vector<TileWork>& tiles, bool extrapolate) {
+    const bool uniform = std::all_of(tiles.begin(), tiles.end(), [&](const TileWork& t) {
+      return t.n_blocks == tiles[0].n_blocks && t.masked_blocks == tiles[0].masked_blocks;
+    });
+    const int T = static_cast<int>(tiles.size()), n = tiles.empty() ? 0 : tiles[0].n_blocks;
+    if (!extrapolate || !uniform || (T <= 2 && n <= kSampleBlocksHi)) return exact(tiles).end_cycles;
+    auto g = [&](int k) {  // k tiles of n blocks, linear in n between the two block samples
+      auto f = [&](int blocks) {
+        TileWork t = tiles[0];
+        t.n_blocks = blocks;
+        t.masked_blocks = std::min(t.masked_blocks, blocks);
+        return exact(std::vector<TileWork>(static_cast<size_t>(k), t)).end_cycles;
+      };
+      if (n <= kSampleBlocksHi) return f(n);
+      const double lo = f(kSampleBlocksLo), hi = f(kSampleBlocksHi);
+      return lo + (n - kSampleBlocksLo) * (hi - lo) / (kSampleBlocksHi - kSampleBlocksLo);
+    };
+    if (T <= 2) return g(T);
+    const double one = g(1);
+    return one + (T - 1) * (g(2) - one);
+  }
+
+  /// The recorded CTA simulation that best represents `tiles` (itself when simulated exactly).
+  SimResult take(const std::vector<TileWork>& tiles) {
+    auto it = done_.find(signature(tiles));
+    if (it == done_.end()) it = std::prev(done_.end());  // extrapolated: the largest sample kept
+    return std::move(it->second);
+  }
+
+ private:
+  const Schedule& s_;
+  const Hardware& hw_;
+  const Problem& p_;
+  EngineOptions eo_;
+  Prediction& out_;
+  std::map<Signature, SimResult> done_;
+};
 }  // namespace
 
 Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& problem, const PredictOptions& opt) {
@@ -28,18 +85,9 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
   p.mode = plan.mode;
   p.resident_ctas = plan.resident_ctas;
   p.cta_group = plan.cta_group;
+  p.extrapolated = opt.extrapolate;
   for (const auto& l : plan.cta_tiles) p.total_tiles += l.size();
-
-  std::map<Signature, SimResult> done;
-  auto run = [&](const std::vector<TileWork>& tiles) -> const SimResult& {
-    const Signature sig = signature(tiles);
-    auto it = done.find(sig);
-    if (it != done.end()) return it->second;
-    SimResult r = simulate_cta(hw, schedule.lower(hw, problem, tiles), eo);
-    p.events += r.events;
-    ++p.ctas_simulated;
-    return done.emplace(sig, std::move(r)).first->second;
-  };
+  CtaRunner runner(schedule, hw, problem, eo, p);
 
   const std::vector<TileWork>* critical = nullptr;
   if (plan.mode == GridPlan::Mode::LptSingleTile) {
@@ -49,7 +97,7 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
     for (int i = 0; i < slots; ++i) free_at.push(0);
     double makespan = 0, longest = -1;
     for (const auto& tiles : plan.cta_tiles) {
-      const double d = run(tiles).end_cycles;
+      const double d = runner.cycles(tiles, opt.extrapolate);
       const double start = free_at.top();
       free_at.pop();
       free_at.push(start + d);
@@ -67,16 +115,15 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
     };
     double worst = -1;
     for (size_t i = 0; i < plan.cta_tiles.size(); ++i) {
-      const auto& tiles = plan.cta_tiles[i];
       bool dominated = false;
       for (size_t j = 0; j < sigs.size() && !dominated; ++j) dominated = is_strict_prefix(sigs[i], sigs[j]);
       if (dominated) continue;
-      const double d = run(tiles).end_cycles;
-      if (d > worst) { worst = d; critical = &tiles; }
+      const double d = runner.cycles(plan.cta_tiles[i], opt.extrapolate);
+      if (d > worst) { worst = d; critical = &plan.cta_tiles[i]; }
     }
     p.cycles = worst;
   }
-  p.critical = std::move(done.at(signature(*critical)));
+  p.critical = runner.take(*critical);
   p.critical_tiles = static_cast<int>(critical->size());
   p.time_us = p.cycles * hw.us_per_cycle();
   p.flops = schedule.flops(problem);

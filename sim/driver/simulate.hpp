@@ -15,6 +15,11 @@ namespace attnsim {
 /// Options of a whole-problem prediction.
 struct PredictOptions {
   bool record_spans = true;  ///< keep the critical CTA's timeline
+  /// Extrapolate instead of simulating every KV block and tile: a CTA of T identical tiles of
+  /// n blocks is simulated with 8 and 16 blocks and 1 and 2 tiles, and its time taken as linear
+  /// in n and in T from those samples (the pipeline reaches its periodic steady state within a
+  /// few blocks). Used by `explore`; tests bound its error against exact runs.
+  bool extrapolate = false;
 };
 
 /// Predicted time of a kernel on a problem, and the CTA that bounds it.
@@ -31,6 +36,7 @@ struct Prediction {
   int resident_ctas = 1;
   int cta_group = 1;
   size_t total_tiles = 0;
+  bool extrapolated = false;    ///< times came from PredictOptions::extrapolate
 };
 
 /// Checks `schedule` against `hw` and `problem` (throws InputError), then predicts it.

@@ -11,10 +11,11 @@ namespace {
 std::string type_name(const nlohmann::json& v) { return v.type_name(); }
 }  // namespace
 
-InputError::InputError(std::string file, std::string path, const std::string& message)
+InputError::InputError(std::string file, std::string path, const std::string& message, std::string reason)
     : std::runtime_error(fmt::format("{}: {}: {}", file, path.empty() ? "/" : path, message)),
       file_(std::move(file)),
-      path_(std::move(path)) {}
+      path_(std::move(path)),
+      reason_(std::move(reason)) {}
 
 nlohmann::json load_json_file(const std::string& file) {
   std::ifstream in(file);

@@ -17,12 +17,16 @@ namespace attnsim {
 /// and a message saying what was expected. The CLI prints what() and exits with code 2.
 class InputError : public std::runtime_error {
  public:
-  InputError(std::string file, std::string path, const std::string& message);
+  /// `reason` classifies the error for counting (explore's rejection table): "input" for
+  /// malformed or out-of-range fields, or a resource check: "smem", "tmem", "registers",
+  /// "mma_shape", "pipeline_counts", "arch", "named_barriers", "threads".
+  InputError(std::string file, std::string path, const std::string& message, std::string reason = "input");
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
+  const std::string& reason() const { return reason_; }
 
  private:
-  std::string file_, path_;
+  std::string file_, path_, reason_;
 };
 
 /// Parses a JSON file; throws InputError (with line/column) on I/O or syntax errors.

@@ -277,29 +277,29 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
   const std::string& f = file_;
   if (hw.arch != "sm100")
     throw InputError(f, "/arch", fmt::format("this schedule needs SM100 (tcgen05.mma, TMEM, 2-CTA MMA); {} ({}) has no "
-                                             "TMEM and no tcgen05: use an SM90 schedule on it", hw.name, hw.arch));
+                                             "TMEM and no tcgen05: use an SM90 schedule on it", hw.name, hw.arch), "arch");
   const Resolved k = resolve(hw, p);
   // MMA shape rules, tcgen05.mma kind::f16 (CUTLASS mma_sm100_umma.hpp): M = m_block * cta_group.
   const int M = k.m_block * k.cta_group;
   if (k.cta_group == 2 && !(M == 128 || M == 256))
-    throw InputError(f, "/cta_group", fmt::format("2-CTA MMA needs M in {{128, 256}}, got {}", M));
+    throw InputError(f, "/cta_group", fmt::format("2-CTA MMA needs M in {{128, 256}}, got {}", M), "mma_shape");
   for (const auto& [what, n] : std::vector<std::pair<std::string, int>>{{"n_block (QK^T N)", k.n_block},
                                                                          {"head_dim_v (PV N)", k.head_dim_v}}) {
     if (n > 256 || n % 16)
-      throw InputError(f, "/tile", fmt::format("tcgen05.mma with M = 128 needs N a multiple of 16 up to 256; {} = {}", what, n));
+      throw InputError(f, "/tile", fmt::format("tcgen05.mma with M = 128 needs N a multiple of 16 up to 256; {} = {}", what, n), "mma_shape");
   }
-  if (k.head_dim % 16) throw InputError(f, "/tile", "head_dim must be a multiple of the MMA K step (16)");
+  if (k.head_dim % 16) throw InputError(f, "/tile", "head_dim must be a multiple of the MMA K step (16)", "mma_shape");
   if (k.n_block % k.cta_group)
-    throw InputError(f, "/cta_group", "n_block must split evenly across the CTAs of the cluster");
+    throw InputError(f, "/cta_group", "n_block must split evenly across the CTAs of the cluster", "mma_shape");
   // SMEM
   if (k.smem_bytes > hw.smem_bytes_per_block)
     throw InputError(f, k.kv_stage_auto ? "/q_stage" : "/kv_stage",
                      fmt::format("SMEM overflow: Q {} + O {} + {} K/V stages of {} B + stats/barriers = {} B > {} B per CTA on {}",
                                  k.q_stage * k.m_block * k.head_dim * 2, k.q_stage * k.m_block * k.head_dim_v * 2,
                                  k.kv_stage, (k.n_block / k.cta_group) * std::max(k.head_dim, k.head_dim_v) * 2,
-                                 k.smem_bytes, hw.smem_bytes_per_block, hw.name));
+                                 k.smem_bytes, hw.smem_bytes_per_block, hw.name), "smem");
   if (k.kv_stage < 2)
-    throw InputError(f, "/kv_stage", "expected at least 2 K/V stages: K_j and V_j share one ring and are in flight together");
+    throw InputError(f, "/kv_stage", "expected at least 2 K/V stages: K_j and V_j share one ring and are in flight together", "smem");
   // Registers (setmaxnreg): 32-bit registers per SM.
   int softmax_warps = 0, correction_warps = 0, other_warps = 0;
   for (const auto& [role, d] : roles_) {
@@ -311,45 +311,45 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
   if (regs > hw.registers_per_sm)
     throw InputError(f, "/registers", fmt::format("register overflow: 32 x ({} softmax warps x {} + {} correction x {} + {} other x {}) = {} > {} per SM",
                                                   softmax_warps, k.reg_softmax, correction_warps, k.reg_correction,
-                                                  other_warps, k.reg_other, regs, hw.registers_per_sm));
+                                                  other_warps, k.reg_other, regs, hw.registers_per_sm), "registers");
   if (k.reg_softmax < k.n_block)
     throw InputError(f, "/registers/softmax", fmt::format("a softmax thread holds its row of S (n_block = {} fp32) in registers; {} registers cannot",
-                                                          k.n_block, k.reg_softmax));
+                                                          k.n_block, k.reg_softmax), "registers");
   const int warps_total = softmax_warps + correction_warps + other_warps;
-  if (warps_total * 32 > 1024) throw InputError(f, "/warps", "more than 1024 threads per CTA");
+  if (warps_total * 32 > 1024) throw InputError(f, "/warps", "more than 1024 threads per CTA", "threads");
   // Named barriers: 16 per CTA, barrier 0 is __syncthreads.
   const int named = k.q_stage * 4 + (knobs_.exp_order_barrier ? k.q_stage : 0);
-  if (named > 15) throw InputError(f, "/named_barriers", fmt::format("{} named barriers needed, 15 available", named));
+  if (named > 15) throw InputError(f, "/named_barriers", fmt::format("{} named barriers needed, 15 available", named), "named_barriers");
   if (knobs_.exp_order_barrier && k.q_stage != 2)
-    throw InputError(f, "/exp_order_barrier", "the exp-ordering barrier alternates two softmax warpgroups: needs q_stage 2");
+    throw InputError(f, "/exp_order_barrier", "the exp-ordering barrier alternates two softmax warpgroups: needs q_stage 2", "named_barriers");
   // TMEM: regions needed for this q_stage, sizes, overlaps, allocation.
-  if (!hw.has_tmem()) throw InputError(f, "/tmem", fmt::format("{} has no tensor memory", hw.name));
+  if (!hw.has_tmem()) throw InputError(f, "/tmem", fmt::format("{} has no tensor memory", hw.name), "arch");
   int max_end = 0;
   for (int s = 0; s < k.q_stage; ++s) {
     const std::string S = "S" + std::to_string(s), P = "P" + std::to_string(s), O = "O" + std::to_string(s);
     for (const auto& [name, need] : std::vector<std::pair<std::string, int>>{{S, k.n_block}, {P, k.n_block / 2}, {O, k.head_dim_v}}) {
       auto it = tmem_.find(name);
       if (it == tmem_.end())
-        throw InputError(f, "/tmem", fmt::format("q_stage {} needs a TMEM region {} ({} columns)", k.q_stage, name, need));
+        throw InputError(f, "/tmem", fmt::format("q_stage {} needs a TMEM region {} ({} columns)", k.q_stage, name, need), "tmem");
       if (it->second.columns < need)
         throw InputError(f, "/tmem/" + name + "/columns",
                          fmt::format("expected at least {} columns ({}), got {}", need,
                                      name[0] == 'S' ? "n_block fp32 scores" : name[0] == 'P' ? "n_block bf16 probabilities, 2 per column" : "head_dim_v fp32 accumulators",
-                                     it->second.columns));
+                                     it->second.columns), "tmem");
     }
     if (tmem_.at(P).alias_of != S)
-      throw InputError(f, "/tmem/" + P + "/alias_of", fmt::format("expected \"{}\": P is written over the S it came from", S));
+      throw InputError(f, "/tmem/" + P + "/alias_of", fmt::format("expected \"{}\": P is written over the S it came from", S), "tmem");
   }
   for (const auto& [name, r] : tmem_) {
     max_end = std::max(max_end, r.start + r.columns);
     if (r.start + r.columns > hw.tmem_columns)
       throw InputError(f, "/tmem/" + name, fmt::format("TMEM overflow: columns [{}, {}) exceed the {} columns of {}", r.start,
-                                                       r.start + r.columns, hw.tmem_columns, hw.name));
+                                                       r.start + r.columns, hw.tmem_columns, hw.name), "tmem");
     if (!r.alias_of.empty()) {
       const TmemRegion& base = tmem_.at(r.alias_of);
       if (r.start < base.start || r.start + r.columns > base.start + base.columns)
         throw InputError(f, "/tmem/" + name, fmt::format("alias of {} must lie inside it: [{}, {}) vs [{}, {})", r.alias_of,
-                                                         r.start, r.start + r.columns, base.start, base.start + base.columns));
+                                                         r.start, r.start + r.columns, base.start, base.start + base.columns), "tmem");
     }
   }
   for (auto a = tmem_.begin(); a != tmem_.end(); ++a)
@@ -361,13 +361,13 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
         throw InputError(f, "/tmem/" + b->first,
                          fmt::format("TMEM columns [{}, {}) overlap {} [{}, {}) and no alias is declared", b->second.start,
                                      b->second.start + b->second.columns, a->first, a->second.start,
-                                     a->second.start + a->second.columns));
+                                     a->second.start + a->second.columns), "tmem");
     }
   // One CTA per SM allocates every column its regions use (FA4 allocates all 512).
   TmemAllocator tmem(hw.tmem_columns);
   if (!tmem.allocate(max_end))
     throw InputError(f, "/tmem", fmt::format("TMEM allocation of {} columns (regions end at {}) exceeds {}",
-                                             TmemAllocator::round_up(max_end), max_end, hw.tmem_columns));
+                                             TmemAllocator::round_up(max_end), max_end, hw.tmem_columns), "tmem");
   // Pipeline arrive counts: declared count = sum over arriving roles of warps x per-warp count.
   for (const auto& [name, d] : pipelines_) {
     for (const SideDecl* side : {&d.full, &d.empty}) {
@@ -385,7 +385,7 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
         if (sum != side->count)
           throw InputError(f, side->path + "/count",
                            fmt::format("pipeline counts do not match the warps that arrive: stage {} receives {} = {} per phase, count says {}",
-                                       s, sum, terms.empty() ? "nothing" : fmt::format("{}", fmt::join(terms, " + ")), side->count));
+                                       s, sum, terms.empty() ? "nothing" : fmt::format("{}", fmt::join(terms, " + ")), side->count), "pipeline_counts");
       }
     }
   }

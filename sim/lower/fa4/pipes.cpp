@@ -13,7 +13,8 @@ int Pipe::arrive_count(const std::string& role, bool full, bool leader_only) con
   if (!side.present || it == side.arrivers.end())
     throw InputError(*file, (side.present ? side.path : decl->path + (full ? "/full" : "/empty")) + "/arrivers",
                      fmt::format("{} warps arrive on {}.{} with these knobs, but the declaration does not list them", role,
-                                 ids.name, full ? "full" : "empty"));
+                                 ids.name, full ? "full" : "empty"),
+                     "pipeline_counts");
   (full ? *used_full : *used_empty)[role] = true;
   // The peer CTA of a 2-CTA cluster runs the same program at the same time: its arrivals on a
   // cluster-scoped barrier (which lives in the leader) are mirrored by ours. The leader-only MMA
@@ -90,7 +91,8 @@ CtaProgram Fa4Schedule::lower(const Hardware& hw, const Problem& p, const std::v
         if (!seen->count(role) && roles_.at(role).q_stage < k.q_stage)  // stage-bound roles past q_stage idle
           throw InputError(file_, decl->path + "/arrivers/" + role,
                            fmt::format("{} is listed as arriving on {}.{} but no {} warp arrives with these knobs; remove it and "
-                                       "fix the count", role, name, side, role));
+                                       "fix the count", role, name, side, role),
+                           "pipeline_counts");
     }
   }
   return cta.take();
