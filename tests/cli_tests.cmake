@@ -48,3 +48,21 @@ attnsim_cli_test(bad_flag 2 "--frobnicate"
   ARGS simulate ${FA4} --frobnicate)
 attnsim_cli_test(deadlock 3 "deadlock at cycle.*wait-for cycle: ping w0 \\[b.full\\[0\\]\\] -> pong w1"
   ARGS simulate ${TS}/deadlock_cycle.json --hw b200)
+
+# explore / explain
+set(SMALL ${CMAKE_CURRENT_SOURCE_DIR}/sweeps/small.json)
+attnsim_cli_test(explore_small 0 "grid 16 candidates.*smem +8.*rank +geomean TF.*best_schedule.json"
+  ARGS explore ${SMALL} --out ${OUTDIR}/explore_small FILE ${OUTDIR}/explore_small/best_schedule.json)
+attnsim_cli_test(explore_best_simulates 0 "attnsim: small_best on B200.*predicted time"
+  ARGS simulate ${OUTDIR}/explore_small/best_schedule.json --hw b200 --no-timeline)
+set_tests_properties(cli.explore_small PROPERTIES FIXTURES_SETUP explore_small)
+set_tests_properties(cli.explore_best_simulates PROPERTIES FIXTURES_REQUIRED explore_small)
+attnsim_cli_test(explore_bad_sweep 2 "bad_field.json: /objektive: unknown field"
+  ARGS explore ${CMAKE_CURRENT_SOURCE_DIR}/sweeps/bad_field.json)
+# Ctrl-C: stop cleanly, keep finished rows, exit 130.
+add_test(NAME cli.explore_interrupted
+         COMMAND ${CMAKE_COMMAND} "-DCMD=timeout|--preserve-status|-s|INT|3|${ATTNSIM_BIN}|explore|${PROJECT_SOURCE_DIR}/configs/sweeps/fa4_b200.json|--out|${OUTDIR}/explore_int|--quiet"
+                 -DEXPECT_RC=130 "-DEXPECT_REGEX=interrupted, finished rows kept" -DEXPECT_FILE=${OUTDIR}/explore_int/results.csv
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake)
+attnsim_cli_test(explain 0 "Why 2 Q stages\\?.*q_stage_1.*before: fa4_sm100"
+  ARGS explain ${FA4} --hw b200 --seqlen 2048)

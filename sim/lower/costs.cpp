@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
 #include <stdexcept>
 
 #include "model/json_reader.hpp"
@@ -27,6 +28,20 @@ Work instr_work(const Instr& in, double count) {
 }  // namespace
 
 CostModel CostModel::load(const std::string& file) {
+  // Sweeps parse thousands of candidates that name the same cost file: read it once.
+  static std::mutex mu;
+  static std::map<std::string, CostModel> cache;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(file);
+    if (it != cache.end()) return it->second;
+  }
+  CostModel m = read(file);
+  std::lock_guard<std::mutex> lock(mu);
+  return cache.emplace(file, std::move(m)).first->second;
+}
+
+CostModel CostModel::read(const std::string& file) {
   const nlohmann::json doc = load_json_file(file);
   JsonReader r(doc, file);
   r.string("description");

@@ -21,7 +21,7 @@ struct BlockCost {
 class CostModel {
  public:
   /// Reads `file` (configs/costs/...); throws InputError with file and JSON path.
-  static CostModel load(const std::string& file);
+  static CostModel load(const std::string& file);  // cached per file
   /// Warp work of block `name` over a row of `elements` columns (scaled by `share` per element).
   Work work(const std::string& name, double elements, double rows = 1) const;
   double latency(const std::string& name) const;
@@ -29,6 +29,7 @@ class CostModel {
   const std::string& file() const { return file_; }
 
  private:
+  static CostModel read(const std::string& file);
   std::map<std::string, BlockCost> blocks_;
   std::string file_;
 };

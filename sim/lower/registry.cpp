@@ -1,6 +1,7 @@
 // Family registry: maps the schedule's "family" field to its parser.
 #include <fmt/format.h>
 
+#include <fstream>
 #include <functional>
 #include <map>
 
@@ -42,11 +43,12 @@ std::unique_ptr<Schedule> load_schedule(const std::string& file, const std::vect
   if (!variant.empty()) {
     if (!doc.contains("variants") || !doc["variants"].is_object() || !doc["variants"].contains(variant)) {
       std::vector<std::string> names;
-      for (const auto& [n, d] : schedule_variants(file)) names.push_back(n);
+      for (const auto& v : schedule_variants(file)) names.push_back(v.name);
       throw InputError(file, "/variants", fmt::format("no variant \"{}\"; expected one of [{}]", variant, fmt::join(names, ", ")));
     }
     JsonReader v(doc["variants"][variant], file, "/variants/" + variant);
     v.string("description");
+    v.string_or("question", "");
     const auto& set = v.object("set").json();
     v.finish();
     for (auto it = set.begin(); it != set.end(); ++it) apply_override(doc, it.key() + "=" + it.value().dump(), file);
@@ -55,12 +57,15 @@ std::unique_ptr<Schedule> load_schedule(const std::string& file, const std::vect
   return parse_schedule(doc, file);
 }
 
-std::vector<std::pair<std::string, std::string>> schedule_variants(const std::string& file) {
-  const nlohmann::json doc = load_json_file(file);
-  std::vector<std::pair<std::string, std::string>> out;
+std::vector<VariantInfo> schedule_variants(const std::string& file) {
+  // Read in file order (nlohmann::json sorts object keys; ordered_json keeps them).
+  load_json_file(file);  // reports a malformed file with its line and column
+  std::ifstream in(file);
+  const nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
+  std::vector<VariantInfo> out;
   if (doc.contains("variants") && doc["variants"].is_object())
     for (auto it = doc["variants"].begin(); it != doc["variants"].end(); ++it)
-      out.emplace_back(it.key(), it.value().value("description", ""));
+      out.push_back({it.key(), it.value().value("description", ""), it.value().value("question", "")});
   return out;
 }
 

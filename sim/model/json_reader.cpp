@@ -151,6 +151,12 @@ std::vector<long long> JsonReader::int_array(const std::string& key, long long l
   return out;
 }
 
+std::string JsonReader::child_path(const std::string& key) const {
+  std::string escaped;
+  for (char c : key) escaped += c == '~' ? std::string("~0") : c == '/' ? std::string("~1") : std::string(1, c);
+  return path_ + "/" + escaped;
+}
+
 std::vector<std::string> JsonReader::keys() const {
   std::vector<std::string> out;
   for (auto it = j_->begin(); it != j_->end(); ++it) out.push_back(it.key());

@@ -71,7 +71,8 @@ class JsonReader {
   const nlohmann::json& json() const { return *j_; }
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
-  std::string child_path(const std::string& key) const { return path_ + "/" + key; }
+  /// JSON pointer of a member: the key escaped as RFC 6901 says ("~" -> "~0", "/" -> "~1").
+  std::string child_path(const std::string& key) const;
   /// Keys of this object in document order (nlohmann keeps them sorted).
   std::vector<std::string> keys() const;
 

@@ -16,8 +16,8 @@ std::string Problem::describe() const {
                      head_dim_v != head_dim ? fmt::format("/{}", head_dim_v) : "", causal ? "causal" : "non-causal");
 }
 
-Problem problem_from_json(const nlohmann::json& j, const std::string& file) {
-  JsonReader r(j, file);
+Problem problem_from_json(const nlohmann::json& j, const std::string& file, const std::string& path) {
+  JsonReader r(j, file, path);
   Problem p;
   r.string_or("description", "");
   p.batch = static_cast<int>(r.integer("batch", 1, 1 << 20));
@@ -30,6 +30,7 @@ Problem problem_from_json(const nlohmann::json& j, const std::string& file) {
   p.causal = r.boolean_or("causal", false);
   p.dtype = r.choice_or("dtype", "bf16", {"bf16", "fp16"});
   if (r.optional_raw("rescale_rate")) p.rescale_rate = r.number("rescale_rate", 0, 1);
+  r.string_or("label", "");
   r.finish();
   validate_problem(p, file);
   return p;

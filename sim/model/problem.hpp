@@ -30,7 +30,7 @@ struct Problem {
 };
 
 /// Reads a problem from JSON (configs/problems/*.json); throws InputError with file and path.
-Problem problem_from_json(const nlohmann::json& j, const std::string& file);
+Problem problem_from_json(const nlohmann::json& j, const std::string& file, const std::string& path = "");
 /// Reads configs/problems/*.json; throws InputError with file and path.
 Problem load_problem(const std::string& file);
 /// Checks ranges and relations (kv_heads divides heads, ...); throws InputError naming `origin`.

@@ -4,6 +4,7 @@
 // config). Families: "fa4_sm100" (sim/lower/fa4), "explicit" (programs written
 // out in the JSON; used for hand-computable micro-schedules).
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,9 @@ class Schedule {
   virtual double flops(const Problem& problem) const { return problem.flops(); }
   /// Role names in display order.
   virtual std::vector<std::string> roles() const = 0;
+  /// Resources one CTA uses for `problem` (for sweep constraints and Pareto fronts):
+  /// "smem_bytes", "tmem_columns", "registers" (32-bit, whole CTA), "warps". Empty when unknown.
+  virtual std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const { return {}; }
 
  protected:
   /// Reads the fields every family has: name, family, arch, description, source.
@@ -71,8 +75,12 @@ class Schedule {
 /// and parses it with its family. Throws InputError (file, JSON path, expectation).
 std::unique_ptr<Schedule> load_schedule(const std::string& file, const std::vector<std::string>& overrides = {},
                                         const std::string& variant = "");
-/// Names and descriptions of the variants a schedule file declares.
-std::vector<std::pair<std::string, std::string>> schedule_variants(const std::string& file);
+/// A variant a schedule file declares: one design choice changed, and the question it answers.
+struct VariantInfo {
+  std::string name, description, question;
+};
+/// The variants a schedule file declares, in file order.
+std::vector<VariantInfo> schedule_variants(const std::string& file);
 /// Same, from an in-memory document (`file` names it in errors).
 std::unique_ptr<Schedule> parse_schedule(const nlohmann::json& doc, const std::string& file);
 

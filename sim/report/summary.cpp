@@ -75,6 +75,7 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
   const auto top = std::max_element(out.units.begin(), out.units.end(),
                                     [](const UnitUse& a, const UnitUse& b) { return a.utilisation < b.utilisation; });
   out.bottleneck = top->name;
+  out.bottleneck_utilisation = top->utilisation;
 
   // Roles, in the schedule's order.
   const auto& tracks = r.timeline.warps;
@@ -104,6 +105,11 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
   return out;
 }
 
+std::string bound_by(const Summary& s) {
+  if (s.bottleneck_utilisation >= kSaturated) return s.bottleneck;
+  return fmt::format("dependencies ({} {:.0f}%)", s.bottleneck, 100 * s.bottleneck_utilisation);
+}
+
 std::string format_summary(const Summary& s) {
   std::string o;
   o += fmt::format("attnsim: {} on {} — {}\n", s.schedule, s.hardware, s.problem);
@@ -111,11 +117,11 @@ std::string format_summary(const Summary& s) {
   o += fmt::format("  grid: {}\n\n", s.grid);
   o += fmt::format("predicted time  {:.1f} us   ({:.0f} cycles at {:.3f} GHz)\n", s.time_us, s.cycles, s.clock_ghz);
   o += fmt::format("throughput      {:.0f} TFLOPS\n", s.tflops);
-  const double top = s.units.empty() ? 0 : std::max_element(s.units.begin(), s.units.end(), [](auto& a, auto& b) {
-    return a.utilisation < b.utilisation;
-  })->utilisation;
   o += fmt::format("bottleneck      {}{}\n\n", s.bottleneck,
-                   top < 0.75 ? fmt::format(" (only {:.0f}% busy: the dependency chain between warps bounds this run)", 100 * top) : "");
+                   s.bottleneck_utilisation < kSaturated
+                       ? fmt::format(" (only {:.0f}% busy: the dependency chain between warps bounds this run)",
+                                     100 * s.bottleneck_utilisation)
+                       : "");
   o += "unit utilisation (critical CTA)\n";
   for (const auto& u : s.units)
     o += fmt::format("  {:<12}{:6.1f}%  {}{}\n", u.name, 100 * u.utilisation, u.name == s.bottleneck ? "<- bound  " : "",

@@ -34,6 +34,7 @@ struct Summary {
   double time_us = 0, tflops = 0, cycles = 0, clock_ghz = 0;
   std::vector<UnitUse> units;
   std::string bottleneck;
+  double bottleneck_utilisation = 0;
   std::vector<RoleUse> roles;
   std::string grid;  ///< tile scheduling in words
   int ctas_simulated = 0;
@@ -42,6 +43,10 @@ struct Summary {
 
 /// Builds the summary; roles appear in the schedule's order (Schedule::roles()).
 Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, const Problem& problem);
+/// Below this utilisation of the busiest unit, a run is bound by its dependency chain.
+constexpr double kSaturated = 0.75;
+/// "tensor_core", or "dependencies (tensor_core 47%)" when no unit is near saturation.
+std::string bound_by(const Summary& s);
 /// Multi-line text for the terminal.
 std::string format_summary(const Summary& s);
 /// JSON with at least time_us, tflops, bottleneck (see README).

@@ -31,13 +31,13 @@ TEST_CASE("1-stage producer/consumer pipeline: every handoff pays the mbarrier l
   CHECK(end_of("pc_1stage.json") == Approx(100 + L + 200 + 3 * (2 * L + 300)).epsilon(1e-12));
 }
 
-TEST_CASE("2-stage producer/consumer pipeline: the producer runs ahead, the consumer bounds it", "[engine]") {
+TEST_CASE("2-stage producer/consumer pipeline: the producer runs ahead - the consumer bounds it", "[engine]") {
   const double L = b200().mbarrier_latency;
   CHECK(end_of("pc_2stage.json") == Approx(100 + L + 4 * 200).epsilon(1e-12));
   CHECK(end_of("pc_2stage.json") < end_of("pc_1stage.json"));
 }
 
-TEST_CASE("two warps on one SMSP share its MUFU; on two SMSPs they do not", "[engine][sharing]") {
+TEST_CASE("two warps on one SMSP share its MUFU - on two SMSPs they do not", "[engine][sharing]") {
   const Hardware hw = b200();
   REQUIRE(hw.mufu_lanes_per_clk_smsp == 4);  // 16 ex2/clk/SM over 4 SMSPs
   const Prediction same = test::run(micro("mufu_same_smsp.json"), hw, Problem{});
@@ -49,7 +49,7 @@ TEST_CASE("two warps on one SMSP share its MUFU; on two SMSPs they do not", "[en
   CHECK(warp_end(two, 1) == Approx(800));
 }
 
-TEST_CASE("TMA loads, MMA groups and tcgen05.commit releases follow the unit models", "[engine]") {
+TEST_CASE("TMA loads - MMA groups and tcgen05.commit releases follow the unit models", "[engine]") {
   const Hardware hw = b200();
   const double tma = 32768 / hw.tma_bytes_per_clk_sm;       // per load, FIFO
   const double mma = 4194304 / hw.tensor_flops_per_clk;     // 512 cycles
@@ -79,7 +79,7 @@ TEST_CASE("a deadlock reports every waiting warp and the wait-for cycle", "[engi
   }
 }
 
-TEST_CASE("arrivals beyond a barrier's count and partial phases are errors, not silent", "[engine]") {
+TEST_CASE("arrivals beyond a barrier's count and partial phases are errors - not silent", "[engine]") {
   const Hardware hw = b200();
   CtaBuilder cta;
   const int bar = cta.barrier("x.full[0]", 1);
@@ -121,7 +121,7 @@ TEST_CASE("work is conserved: tensor-core FLOP equal the attention FLOP of the C
   CHECK(r.critical.units.tensor_flops == Approx(per_tile * r.critical_tiles));
 }
 
-TEST_CASE("TMEM allocations are powers of two from 32 columns, aligned, within 512", "[tmem]") {
+TEST_CASE("TMEM allocations are powers of two from 32 columns - aligned - within 512", "[tmem]") {
   TmemAllocator t(512);
   CHECK(TmemAllocator::round_up(1) == 32);
   CHECK(TmemAllocator::round_up(96) == 128);

@@ -61,7 +61,7 @@ TEST_CASE("FA4 per-tile work on B200 matches the paper's 128x128x128 budget", "[
   CHECK(r.units.tensor_busy == Approx(1024).epsilon(0.01));
 }
 
-TEST_CASE("the seed's claims hold on B200, hd128, seqlen 8192, non-causal", "[fa4][seed]") {
+TEST_CASE("the seed's claims hold on B200 - hd128 - seqlen 8192 - non-causal", "[fa4][seed]") {
   const Hardware hw = test::b200();
   const Problem p = test::default_problem();
   const double base = test::run(test::fa4(), hw, p).time_us;
@@ -92,7 +92,7 @@ TEST_CASE("conditional rescale follows the scores' row-max evolution", "[fa4][re
   CHECK(rescale_always(4, 9).rate() == 1.0);
 }
 
-TEST_CASE("resource checks reject schedules that do not fit, naming file and JSON path", "[fa4][inputs]") {
+TEST_CASE("resource checks reject schedules that do not fit - naming file and JSON path", "[fa4][inputs]") {
   const Hardware hw = test::b200();
   const Problem p = test::default_problem();
   auto rejects = [&](const std::vector<std::string>& sets, const std::string& path, const std::string& what) {
@@ -129,7 +129,7 @@ TEST_CASE("an SM100 schedule refuses an SM90 GPU with the reason", "[fa4][inputs
   CHECK_THROWS_WITH(s->check(h100, test::default_problem()), Catch::Contains("no TMEM and no tcgen05"));
 }
 
-TEST_CASE("schedule parsing rejects unknown fields, bad values and bad variants", "[fa4][inputs]") {
+TEST_CASE("schedule parsing rejects unknown fields - bad values and bad variants", "[fa4][inputs]") {
   CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/q_stagee=2"}), Catch::Contains("/q_stagee: unknown field"));
   CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/q_stage=9"}), Catch::Contains("/q_stage: expected an integer in [1, 4], got 9"));
   CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/split_p/first_columns=100"}),

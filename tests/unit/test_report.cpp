@@ -124,7 +124,7 @@ TEST_CASE("chrome trace: valid JSON with metadata per warp and unit", "[report]"
   CHECK(events(j, "X").size() == 13);  // no window: every span
 }
 
-TEST_CASE("chrome trace: window drops and clips spans, times in us", "[report]") {
+TEST_CASE("chrome trace: window drops and clips spans - times in us", "[report]") {
   TraceOptions opt;
   opt.t0_cycles = 10;
   opt.t1_cycles = 100;
@@ -157,7 +157,7 @@ TEST_CASE("chrome trace: window drops and clips spans, times in us", "[report]")
   for (const auto& e : xs) CHECK(e.at("name") != "softmax_max");  // [150,160) is outside
 }
 
-TEST_CASE("chrome trace: byte-identical output; bad window throws", "[report]") {
+TEST_CASE("chrome trace: byte-identical output - bad window throws", "[report]") {
   TraceOptions opt;
   opt.t0_cycles = 5;
   opt.t1_cycles = 95;
@@ -174,7 +174,7 @@ TEST_CASE("chrome trace: 100k spans", "[report]") {
   CHECK(events(j, "X").size() == 100000);
 }
 
-TEST_CASE("ascii: cells, rows in role order, units last", "[report]") {
+TEST_CASE("ascii: cells - rows in role order - units last", "[report]") {
   AsciiOptions opt;
   opt.t0_cycles = 0;
   opt.t1_cycles = 100;
@@ -190,7 +190,7 @@ TEST_CASE("ascii: cells, rows in role order, units last", "[report]") {
   CHECK(l[5] == "█ busy  ░ waiting");
 }
 
-TEST_CASE("ascii: first warp per role, other roles, labels", "[report]") {
+TEST_CASE("ascii: first warp per role - other roles - labels", "[report]") {
   Timeline tl = sample();
   tl.warps.push_back({5, 1, "softmax0", {wait(0, 100)}});  // not the first softmax0 warp
   tl.warps.push_back({4, 0, "scheduler", {busy(0, 100, ATTNSIM_OP_COMPUTE)}});
@@ -224,7 +224,7 @@ TEST_CASE("short op names", "[report]") {
   CHECK(short_op_name(busy(0, 1, ATTNSIM_OP_BAR_SYNC)) == "bar_sync");
 }
 
-TEST_CASE("svg: one rect per span in the window, well formed, deterministic", "[report]") {
+TEST_CASE("svg: one rect per span in the window - well formed - deterministic", "[report]") {
   SvgOptions opt;
   opt.t0_cycles = 0;
   opt.t1_cycles = 100;

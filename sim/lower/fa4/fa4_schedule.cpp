@@ -393,6 +393,21 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
   lower(hw, p, {TileWork{0, k.m_block, 2, 0}});
 }
 
+std::map<std::string, double> Fa4Schedule::resources(const Hardware& hw, const Problem& p) const {
+  const Resolved k = resolve(hw, p);
+  double regs = 0, warps = 0, max_end = 0;
+  for (const auto& [role, d] : roles_) {
+    const int r = role.rfind("softmax", 0) == 0 ? k.reg_softmax : role == "correction" ? k.reg_correction : k.reg_other;
+    regs += 32.0 * r * static_cast<double>(d.warps.size());
+    warps += static_cast<double>(d.warps.size());
+  }
+  for (const auto& [name, r] : tmem_) max_end = std::max<double>(max_end, r.start + r.columns);
+  return {{"smem_bytes", static_cast<double>(k.smem_bytes)},
+          {"tmem_columns", static_cast<double>(TmemAllocator::round_up(static_cast<int>(max_end)))},
+          {"registers", regs},
+          {"warps", warps}};
+}
+
 GridPlan Fa4Schedule::plan_grid(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);
   GridPlan g;

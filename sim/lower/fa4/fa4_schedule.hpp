@@ -85,6 +85,7 @@ class Fa4Schedule : public Schedule {
   CtaProgram lower(const Hardware& hw, const Problem& problem, const std::vector<TileWork>& tiles) const override;
   std::vector<std::string> knob_lines(const Hardware& hw, const Problem& problem) const override;
   std::vector<std::string> roles() const override;
+  std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const override;
 
   Resolved resolve(const Hardware& hw, const Problem& problem) const;
   const Knobs& knobs() const { return knobs_; }

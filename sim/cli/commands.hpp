@@ -1,0 +1,41 @@
+// The attnsim subcommands. Each registers its options on a CLI11 subcommand and runs
+// from main() (sim/cli/main.cpp), which maps exceptions to exit codes.
+#pragma once
+#include <CLI/CLI.hpp>
+
+#include <optional>
+#include <string>
+
+#include "model/problem.hpp"
+
+namespace attnsim::cli {
+
+/// Problem flags; each one set overrides the problem file's field.
+struct ProblemFlags {
+  std::string file;
+  std::optional<int> batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim, head_dim_v;
+  bool causal = false, non_causal = false;
+  std::optional<std::string> dtype;
+  std::optional<double> rescale_rate;
+
+  /// Registers the flags on `app`.
+  void add(CLI::App* app);
+  /// The problem: the file (or the default) with the flags applied; throws InputError.
+  Problem build() const;
+};
+
+
+/// A subcommand: registers its options, then runs once parsed. run() returns the exit code.
+struct Command {
+  virtual ~Command() = default;
+  virtual int run() = 0;
+};
+
+/// `simulate`: predict and show one schedule on one problem.
+std::unique_ptr<Command> add_simulate(CLI::App& app, CLI::App*& sub);
+/// `explore`: run a sweep file.
+std::unique_ptr<Command> add_explore(CLI::App& app, CLI::App*& sub);
+/// `explain`: switch off each design choice of a schedule.
+std::unique_ptr<Command> add_explain(CLI::App& app, CLI::App*& sub);
+
+}  // namespace attnsim::cli
