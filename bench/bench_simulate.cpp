@@ -1,10 +1,11 @@
 // Speed targets (issue 2): engine events per second, and the wall time of the default
 // `attnsim simulate` over the whole problem (every tile) — target under 0.2 s on the
-// 2-core CI machine. Run: ./build/bench/attnsim_bench
+// 2-core CI machine; the bundled sweep under 60 s. Run: ./build/bench/attnsim_bench
 #include <benchmark/benchmark.h>
 
 #include "core/engine.hpp"
 #include "driver/simulate.hpp"
+#include "explore/sweep.hpp"
 #include "lower/rescale_model.hpp"
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
@@ -47,6 +48,19 @@ void BM_SimulateDefault(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SimulateDefault)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+/// The bundled sweep (configs/sweeps/fa4_b200.json, >= 2000 candidates x 6 problems) on two
+/// threads, as `attnsim explore` runs it. Target: under 60 s on the 2-core CI machine.
+void BM_SweepFa4B200(benchmark::State& state) {
+  for (auto _ : state) {
+    clear_rescale_cache();
+    const SweepEvaluator ev(load_sweep(kRoot + "/configs/sweeps/fa4_b200.json"));
+    const auto evals = evaluate_all(ev, grid_candidates(ev), 2, nullptr, nullptr);
+    state.counters["candidates"] = static_cast<double>(evals.size());
+    benchmark::DoNotOptimize(evals.data());
+  }
+}
+BENCHMARK(BM_SweepFa4B200)->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 
 }  // namespace
 
