@@ -21,6 +21,8 @@ enum EventType : uint32_t {
   kBarrierArrive, // a = barrier, b = count (delayed arrive: tcgen05.commit)
   kTxComplete,    // a = barrier, b = bytes (TMA load landed)
   kStoreDone,     // a = warp (TMA store finished reading SMEM)
+  kMmaComplete,   // a = warp (one of its MMA groups finished: wgmma.wait_group accounting)
+  kCopyComplete,  // a = warp (one of its cp.async copies landed)
 };
 
 // Priorities among events at the same time: completions before resumptions, so a
@@ -28,7 +30,7 @@ enum EventType : uint32_t {
 constexpr int32_t kPrioCompletion = 0;
 constexpr int32_t kPrioResume = 1;
 
-enum class WarpState : uint8_t { Ready, Waiting, Computing, Storing, Done };
+enum class WarpState : uint8_t { Ready, Waiting, Computing, Storing, WaitingAsync, Done };
 
 struct Warp {
   size_t pc = 0;
@@ -38,6 +40,10 @@ struct Warp {
   int wait_parity = 0;
   int64_t version = 0;  // invalidates stale kComputeDone events
   int smsp = 0;
+  int mma_outstanding = 0;   // MMA groups issued and not finished (wgmma.wait_group)
+  int copy_outstanding = 0;  // cp.async copies issued and not landed (cp.async.wait_group)
+  int async_limit = 0;       // WaitingAsync: resume when the awaited count drops to this
+  bool async_on_mma = false; // WaitingAsync: on MMA groups (else on copies)
 };
 
 struct Barrier {
@@ -60,7 +66,7 @@ class Engine {
     stats_.resize(prog.warps.size());
     for (size_t w = 0; w < warps_.size(); ++w) {
       warps_[w].smsp = prog.warps[w].warp % hw.smsp_per_sm;
-      stats_[w].wait_by_barrier.assign(prog.barriers.size(), 0.0);
+      stats_[w].wait_by_barrier.assign(prog.barriers.size() + 2, 0.0);  // + wgmma / cp.async waits
     }
     barriers_.resize(prog.barriers.size());
     for (size_t b = 0; b < barriers_.size(); ++b) barriers_[b].pending = prog.barriers[b].expected;
@@ -77,6 +83,8 @@ class Engine {
         tl_.labels.push_back(b.named ? b.name : b.name + " phase 0");
         tl_.labels.push_back(b.named ? b.name : b.name + " phase 1");
       }
+      tl_.labels.push_back("wgmma.wait_group");
+      tl_.labels.push_back("cp.async.wait_group");
     }
   }
 
@@ -119,6 +127,20 @@ class Engine {
       case kTmaDone: tma_done(); break;
       case kBarrierArrive: arrive(e.a, static_cast<int>(e.b), 0, -1); break;
       case kTxComplete: complete_tx(e.a, static_cast<double>(e.b)); break;
+      case kMmaComplete:
+      case kCopyComplete: {
+        Warp& w = warps_[e.a];
+        int& outstanding = e.type == kMmaComplete ? w.mma_outstanding : w.copy_outstanding;
+        --outstanding;
+        if (w.state == WarpState::WaitingAsync && w.async_on_mma == (e.type == kMmaComplete) &&
+            outstanding <= w.async_limit) {
+          close_span(e.a, SpanKind::Wait, ATTNSIM_OP_WAIT, async_label(w.async_on_mma));
+          w.state = WarpState::Ready;
+          ++w.pc;
+          run_warp(e.a);
+        }
+        break;
+      }
       case kStoreDone: {
         Warp& w = warps_[e.a];
         close_span(e.a, SpanKind::Wait, ATTNSIM_OP_STORE_O, -1);
@@ -182,6 +204,7 @@ class Engine {
           return;
         case OpKind::Mma:
         case OpKind::MmaCommit:
+          if (op.kind == OpKind::Mma) ++ws.mma_outstanding;
           tc_q_.push_back({&op, w});
           if (tc_q_.size() == 1) start_tensor();
           ++ws.pc;
@@ -196,11 +219,29 @@ class Engine {
           named_arrive(op.barrier, op.count, w);
           ++ws.pc;
           break;
+        case OpKind::MmaWait:
+        case OpKind::CpAsyncWait: {
+          const bool mma = op.kind == OpKind::MmaWait;
+          if ((mma ? ws.mma_outstanding : ws.copy_outstanding) <= op.count) { ++ws.pc; break; }
+          ws.state = WarpState::WaitingAsync;
+          ws.since = now_;
+          ws.async_limit = op.count;
+          ws.async_on_mma = mma;
+          return;
+        }
+        case OpKind::CpAsync:
+          ++ws.copy_outstanding;
+          tma_q_.push_back({&op, w});
+          if (tma_q_.size() == 1) start_tma();
+          ++ws.pc;
+          break;
       }
     }
     ws.state = WarpState::Done;
     stats_[w].end = now_;
   }
+
+  int async_label(bool mma) const { return static_cast<int>(2 * prog_.barriers.size()) + (mma ? 0 : 1); }
 
   void block_on(int w, int barrier, int parity) {
     Warp& ws = warps_[w];
@@ -218,6 +259,8 @@ class Engine {
     else {
       stats_[w].wait += dur;
       if (label >= 0 && ws.state == WarpState::Waiting) stats_[w].wait_by_barrier[ws.wait_barrier] += dur;
+      if (ws.state == WarpState::WaitingAsync)
+        stats_[w].wait_by_barrier[prog_.barriers.size() + (ws.async_on_mma ? 0 : 1)] += dur;
     }
     if (!opt_.record_spans || dur <= 0) return;
     const Op& op = op_at(w);
@@ -339,6 +382,7 @@ class Engine {
       units_.mma_smem_bytes += j.op->bytes;
       tc_last_complete_ = now_ + dur + hw_.mma_latency;
       units_end_ = std::max(units_end_, tc_last_complete_);
+      q_.push(tc_last_complete_, kPrioCompletion, kMmaComplete, j.warp);
       unit_span(0, *j.op, now_, now_ + dur);
       q_.push(now_ + dur, kPrioCompletion, kTensorDone, 0);
       return;
@@ -366,6 +410,8 @@ class Engine {
     units_end_ = std::max(units_end_, landed);
     if (j.op->kind == OpKind::TmaLoad)
       q_.push(landed, kPrioCompletion, kTxComplete, j.op->barrier, static_cast<int64_t>(std::llround(j.op->bytes)));
+    else if (j.op->kind == OpKind::CpAsync)
+      q_.push(landed, kPrioCompletion, kCopyComplete, j.warp);
     else
       q_.push(landed, kPrioCompletion, kStoreDone, j.warp);
     start_tma();

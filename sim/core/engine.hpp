@@ -26,7 +26,7 @@ struct WarpStats {
   double busy = 0;                  ///< executing compute / issue ops
   double wait = 0;                  ///< blocked on barriers (incl. TMA store waits)
   double end = 0;                   ///< when its program finished
-  std::vector<double> wait_by_barrier; ///< blocked time per barrier id
+  std::vector<double> wait_by_barrier; ///< blocked time per barrier id, then wgmma.wait_group, cp.async.wait_group
 };
 
 /// Totals per unit over the run.

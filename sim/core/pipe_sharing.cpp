@@ -10,10 +10,11 @@ namespace attnsim {
 PipeSharing::PipeSharing(const Hardware& hw, int num_warps) : slots_(static_cast<size_t>(num_warps)) {
   if (hw.smsp_per_sm > kMaxSmsp) throw std::invalid_argument("more SMSPs than the pipe model supports");
   for (int s = 0; s < hw.smsp_per_sm; ++s) {
-    capacity_[s * kPipesPerSmsp + 0] = hw.issue_per_clk_smsp;
-    capacity_[s * kPipesPerSmsp + 1] = hw.fma_lanes_per_clk_smsp;
-    capacity_[s * kPipesPerSmsp + 2] = hw.alu_lanes_per_clk_smsp;
-    capacity_[s * kPipesPerSmsp + 3] = hw.mufu_lanes_per_clk_smsp;
+    capacity_[s * kPipesPerSmsp + kIssuePipe] = hw.issue_per_clk_smsp;
+    capacity_[s * kPipesPerSmsp + kFmaPipe] = hw.fma_lanes_per_clk_smsp;
+    capacity_[s * kPipesPerSmsp + kAluPipe] = hw.alu_lanes_per_clk_smsp;
+    capacity_[s * kPipesPerSmsp + kMufuPipe] = hw.mufu_lanes_per_clk_smsp;
+    capacity_[s * kPipesPerSmsp + kMmaSyncPipe] = hw.mma_sync_flops_per_clk / hw.smsp_per_sm;
   }
   capacity_[kTmemResource] = hw.tmem_bytes_per_clk;
   capacity_[kSmemResource] = hw.smem_bytes_per_clk;
@@ -24,10 +25,11 @@ double PipeSharing::start(int warp, int smsp, const Work& w, double now) {
   Slot& s = slots_[static_cast<size_t>(warp)];
   s = Slot{};
   const int base = smsp * kPipesPerSmsp;
-  s.demand[base + 0] = w.issue;
-  s.demand[base + 1] = w.fma_lanes;
-  s.demand[base + 2] = w.alu_lanes;
-  s.demand[base + 3] = w.mufu_lanes;
+  s.demand[base + kIssuePipe] = w.issue;
+  s.demand[base + kFmaPipe] = w.fma_lanes;
+  s.demand[base + kAluPipe] = w.alu_lanes;
+  s.demand[base + kMufuPipe] = w.mufu_lanes;
+  s.demand[base + kMmaSyncPipe] = w.mma_sync_flops;
   s.demand[kTmemResource] = w.tmem_bytes;
   s.demand[kSmemResource] = w.smem_bytes;
   for (int r = 0; r < kNumResources; ++r) {

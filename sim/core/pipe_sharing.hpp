@@ -1,5 +1,6 @@
 // Processor sharing of an SM's pipes among the compute blocks running at once.
-// Resources: per SMSP the issue slot and the FMA, ALU and MUFU pipes; per SM the
+// Resources: per SMSP the issue slot, the FMA, ALU and MUFU pipes and the SMSP's share of
+// the tensor cores as warp-level mma.sync sees them; per SM the
 // TMEM datapath and SMEM bandwidth. Rates are max-min fair in "speed" (the fraction
 // of a block's stand-alone speed): all blocks speed up together until a resource
 // saturates, blocks using it are frozen, the rest continue (progressive filling).
@@ -14,8 +15,9 @@
 
 namespace attnsim {
 
-/// Resource indices: SMSP s owns [4s, 4s+4): issue, fma, alu, mufu; then TMEM, SMEM.
-constexpr int kPipesPerSmsp = 4;
+/// Resource indices: SMSP s owns [5s, 5s+5): issue, fma, alu, mufu, mma.sync; then TMEM, SMEM.
+constexpr int kPipesPerSmsp = 5;
+constexpr int kIssuePipe = 0, kFmaPipe = 1, kAluPipe = 2, kMufuPipe = 3, kMmaSyncPipe = 4;
 constexpr int kMaxSmsp = 4;
 constexpr int kTmemResource = kMaxSmsp * kPipesPerSmsp;
 constexpr int kSmemResource = kTmemResource + 1;

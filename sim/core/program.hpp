@@ -17,6 +17,7 @@ struct Work {
   double fma_lanes = 0;   ///< FMA-pipe lane-operations (FFMA = 32, FFMA2 = 64 per warp instruction)
   double alu_lanes = 0;   ///< ALU-pipe lane-operations
   double mufu_lanes = 0;  ///< MUFU lane-operations (one per ex2 element)
+  double mma_sync_flops = 0;  ///< warp-level mma.sync FLOP on the SMSP's tensor core (synchronous MMA)
   double tmem_bytes = 0;  ///< tcgen05.ld/st bytes (SM-wide TMEM datapath)
   double smem_bytes = 0;  ///< ld/st.shared bytes (SM-wide SMEM bandwidth)
 
@@ -36,6 +37,9 @@ enum class OpKind : uint8_t {
   MmaCommit,   ///< tcgen05.commit: arrive `count` on `barrier` when every MMA issued before it has finished
   BarSync,     ///< named barrier `barrier`: arrive `count` threads and wait for the barrier to fill
   BarArrive,   ///< named barrier `barrier`: arrive `count` threads, do not wait
+  MmaWait,     ///< wgmma.wait_group: block until at most `count` of this warp's MMA groups are unfinished
+  CpAsync,     ///< cp.async / synchronous-style global->SMEM copy of `bytes` by this warp (memory path)
+  CpAsyncWait, ///< cp.async.wait_group: block until at most `count` of this warp's copies are unfinished
 };
 
 /// One step of a warp's program. Tags (stage, block, tile) only label spans.
@@ -69,10 +73,15 @@ struct BarrierDecl {
   std::vector<int> arrivers; ///< warps that arrive on it (for deadlock wait-for graphs)
 };
 
-/// Everything the engine runs for one CTA.
+/// Everything the engine runs for one CTA (or for several CTAs resident on one SM, merged).
 struct CtaProgram {
   std::vector<WarpProgram> warps;
   std::vector<BarrierDecl> barriers;
 };
+
+/// Several CTAs resident on one SM as one program: CTA c's warps are numbered after those of
+/// CTAs 0..c-1 (so they spread over the SMSPs), its barriers are its own, and its roles are
+/// prefixed "cta<c> " for c > 0.
+CtaProgram merge_ctas(const std::vector<CtaProgram>& ctas);
 
 }  // namespace attnsim

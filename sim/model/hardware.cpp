@@ -67,6 +67,7 @@ const std::vector<ConstantSpec>& constant_specs() {
       dbl_c("alu_lanes_per_clk_smsp", &Hardware::alu_lanes_per_clk_smsp, 1, 256),
       dbl_c("mufu_lanes_per_clk_smsp", &Hardware::mufu_lanes_per_clk_smsp, 0.25, 256),
       dbl_c("tensor_flops_per_clk", &Hardware::tensor_flops_per_clk, 1, 1 << 20),
+      dbl_c("mma_sync_flops_per_clk", &Hardware::mma_sync_flops_per_clk, 1, 1 << 20),
       dbl_c("smem_bytes_per_clk", &Hardware::smem_bytes_per_clk, 1, 1 << 16),
       dbl_c("tmem_bytes_per_clk", &Hardware::tmem_bytes_per_clk, 0, 1 << 16),
       int64_c("smem_bytes_per_block", &Hardware::smem_bytes_per_block, 1024, 16LL << 20),

@@ -32,7 +32,8 @@ struct Hardware {
   double mufu_lanes_per_clk_smsp = 0;///< MUFU (ex2) lanes
 
   // Per SM
-  double tensor_flops_per_clk = 0;   ///< dense bf16 FLOP per cycle per SM
+  double tensor_flops_per_clk = 0;   ///< dense bf16 FLOP per cycle per SM (wgmma / tcgen05.mma)
+  double mma_sync_flops_per_clk = 0; ///< dense bf16 FLOP per cycle per SM through warp-level mma.sync m16n8k16
   double smem_bytes_per_clk = 0;     ///< shared-memory bandwidth
   double tmem_bytes_per_clk = 0;     ///< TMEM <-> register datapath (tcgen05.ld/st), 0 = no TMEM
   long long smem_bytes_per_block = 0;///< max dynamic SMEM per CTA

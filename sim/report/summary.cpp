@@ -14,6 +14,11 @@ std::string base_name(const std::string& barrier) {
   const auto b = barrier.find('[');
   return b == std::string::npos ? barrier : barrier.substr(0, b);
 }
+/// Name of wait slot b of WarpStats::wait_by_barrier: a barrier (stage index dropped), or an async wait.
+std::string wait_name(const Timeline& tl, size_t b) {
+  const size_t barriers = tl.labels.size() / 2 - 1;  // labels: 2 per barrier, then the two async waits
+  return b < barriers ? base_name(tl.labels[2 * b]) : tl.labels[2 * barriers + (b - barriers)];
+}
 }  // namespace
 
 Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, const Problem& problem) {
@@ -53,10 +58,12 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
   };
   out.units.push_back({"tensor_core", r.units.tensor_busy / T,
                        fmt::format("{:.3g} GFLOP per CTA at {} FLOP/clk", r.units.tensor_flops / 1e9, hw.tensor_flops_per_clk)});
-  out.units.push_back({"mufu", pipe(3), "ex2 lane-ops / (MUFU lanes x cycles), all SMSPs"});
-  out.units.push_back({"fma", pipe(1), "FMA-pipe lane-ops / capacity, all SMSPs"});
-  out.units.push_back({"alu", pipe(2), "ALU-pipe lane-ops / capacity, all SMSPs"});
-  out.units.push_back({"issue", pipe(0), "warp instructions / issue slots, all SMSPs"});
+  out.units.push_back({"mufu", pipe(kMufuPipe), "ex2 lane-ops / (MUFU lanes x cycles), all SMSPs"});
+  out.units.push_back({"fma", pipe(kFmaPipe), "FMA-pipe lane-ops / capacity, all SMSPs"});
+  out.units.push_back({"alu", pipe(kAluPipe), "ALU-pipe lane-ops / capacity, all SMSPs"});
+  out.units.push_back({"issue", pipe(kIssuePipe), "warp instructions / issue slots, all SMSPs"});
+  if (pipe(kMmaSyncPipe) > 0)
+    out.units.push_back({"mma_sync", pipe(kMmaSyncPipe), "mma.sync FLOP / per-SMSP tensor rate, all SMSPs"});
   if (hw.has_tmem())
     out.units.push_back({"tmem", used[kTmemResource] / (hw.tmem_bytes_per_clk * T), "tcgen05.ld/st bytes / datapath"});
   const double smem_bytes = used[kSmemResource] + r.units.mma_smem_bytes + r.units.tma_bytes;
@@ -90,7 +97,7 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
       ru.busy += r.warps[w].busy / T;
       ru.stall += r.warps[w].wait / T;
       for (size_t b = 0; b < r.warps[w].wait_by_barrier.size(); ++b)
-        if (r.warps[w].wait_by_barrier[b] > 0) waits[base_name(r.timeline.labels[2 * b])] += r.warps[w].wait_by_barrier[b];
+        if (r.warps[w].wait_by_barrier[b] > 0) waits[wait_name(r.timeline, b)] += r.warps[w].wait_by_barrier[b];
     }
     if (ru.warps == 0) continue;
     ru.busy /= ru.warps;

@@ -21,7 +21,8 @@ namespace {
 
 const char* kConstantNames[] = {
     "num_sms", "smsp_per_sm", "clock_ghz", "issue_per_clk_smsp", "fma_lanes_per_clk_smsp",
-    "alu_lanes_per_clk_smsp", "mufu_lanes_per_clk_smsp", "tensor_flops_per_clk", "smem_bytes_per_clk",
+    "alu_lanes_per_clk_smsp", "mufu_lanes_per_clk_smsp", "tensor_flops_per_clk", "mma_sync_flops_per_clk",
+    "smem_bytes_per_clk",
     "tmem_bytes_per_clk", "smem_bytes_per_block", "tmem_columns", "tmem_lanes", "registers_per_sm",
     "max_registers_per_thread", "max_warps_per_sm", "l2_bytes_per_clk", "hbm_bytes_per_s",
     "tma_bytes_per_clk_sm", "tma_latency", "mma_latency", "mbarrier_latency", "mma_issue_instrs",
