@@ -21,14 +21,17 @@ constexpr int kSampleBlocksLo = 8, kSampleBlocksHi = 16;
 /// Runs CTA simulations, each distinct one once.
 class CtaRunner {
  public:
-  CtaRunner(const Schedule& s, const Hardware& hw, const Problem& p, const EngineOptions& eo, Prediction& out)
-      : s_(s), hw_(hw), p_(p), eo_(eo), out_(out) {}
+  CtaRunner(const Schedule& s, const Hardware& hw, const Problem& p, const EngineOptions& eo, int ctas_per_sm,
+            Prediction& out)
+      : s_(s), hw_(hw), p_(p), eo_(eo), ctas_per_sm_(ctas_per_sm), out_(out) {}
 
   const SimResult& exact(const std::vector<TileWork>& tiles) {
     const Signature sig = signature(tiles);
     auto it = done_.find(sig);
     if (it != done_.end()) return it->second;
-    SimResult r = simulate_cta(hw_, s_.lower(hw_, p_, tiles), eo_);
+    // CTAs sharing an SM are assumed to run alike: simulate that many copies together.
+    const CtaProgram one = s_.lower(hw_, p_, tiles);
+    SimResult r = simulate_cta(hw_, ctas_per_sm_ > 1 ? merge_ctas(std::vector<CtaProgram>(ctas_per_sm_, one)) : one, eo_);
     out_.events += r.events;
     ++out_.ctas_simulated;
     return done_.emplace(sig, std::move(r)).first->second;
@@ -69,6 +72,7 @@ class CtaRunner {
   const Hardware& hw_;
   const Problem& p_;
   EngineOptions eo_;
+  int ctas_per_sm_;
   Prediction& out_;
   std::map<Signature, SimResult> done_;
 };
@@ -87,13 +91,13 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
   p.cta_group = plan.cta_group;
   p.extrapolated = opt.extrapolate;
   for (const auto& l : plan.cta_tiles) p.total_tiles += l.size();
-  CtaRunner runner(schedule, hw, problem, eo, p);
+  CtaRunner runner(schedule, hw, problem, eo, plan.ctas_per_sm, p);
 
   const std::vector<TileWork>* critical = nullptr;
   if (plan.mode == GridPlan::Mode::LptSingleTile) {
     // Launch order is longest first; a CTA slot takes the next tile when it frees (list scheduling).
     std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
-    const int slots = std::max(1, plan.resident_ctas / plan.cta_group);
+    const int slots = std::max(1, plan.resident_ctas / plan.cta_group);  // includes ctas_per_sm
     for (int i = 0; i < slots; ++i) free_at.push(0);
     double makespan = 0, longest = -1;
     for (const auto& tiles : plan.cta_tiles) {

@@ -66,8 +66,12 @@ std::string short_op_name(const Span& s) {
 
 namespace {
 
+/// Row label of a role outside the FA4 names: uppercased, at most 6 characters, keeping a
+/// trailing index ("consumer1" -> "CONSU1") so numbered warpgroups stay apart.
 std::string upper6(const std::string& s) {
-  std::string r = s.substr(0, 6);
+  size_t digits = 0;
+  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[s.size() - 1 - digits]))) ++digits;
+  std::string r = s.size() <= 6 ? s : s.substr(0, 6 - std::min<size_t>(digits, 3)) + s.substr(s.size() - std::min<size_t>(digits, 3));
   for (char& c : r) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return r;
 }

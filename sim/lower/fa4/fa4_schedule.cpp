@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/tmem_allocator.hpp"
+#include "driver/tile_scheduler.hpp"
 #include "lower/families.hpp"
 
 namespace attnsim::fa4 {
@@ -18,21 +19,6 @@ constexpr long long kKiB = 1024;
 
 bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
-SideDecl read_side(JsonReader& p, const std::string& key) {
-  SideDecl s;
-  auto r = p.optional_object(key);
-  if (!r) return s;
-  s.present = true;
-  s.path = r->path();
-  JsonReader a = r->object("arrivers");
-  for (const auto& role : a.keys()) s.arrivers[role] = static_cast<int>(a.integer(role, 1, 1024));
-  a.finish();
-  s.count = static_cast<int>(r->integer("count", 1, 1 << 16));
-  r->string_or("meaning", "");
-  r->boolean_or("tx", false);
-  r->finish();
-  return s;
-}
 }  // namespace
 
 Fa4Schedule::Fa4Schedule(JsonReader& r) {
@@ -108,32 +94,10 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
       if (!roles_.count("softmax" + std::to_string(s)))
         w.fail(fmt::format("q_stage is {} but no softmax{} role is declared", knobs_.q_stage, s));
   }
-  {
-    JsonReader p = r.object("pipelines");
-    static const std::vector<std::string> names = {"pipeline_q", "pipeline_kv", "pipeline_s_p_o", "pipeline_p_lastsplit",
-                                                   "pipeline_o_acc", "pipeline_sm_stats", "pipeline_o_epi"};
-    for (const auto& n : p.keys())
-      if (std::find(names.begin(), names.end(), n) == names.end())
-        p.fail_at(n, fmt::format("unknown pipeline; expected one of [{}]", fmt::join(names, ", ")));
-    for (const auto& n : names) {
-      JsonReader pr = p.object(n);
-      PipelineDecl d;
-      d.path = pr.path();
-      const auto& st = pr.raw("stages");
-      if (st.is_string()) d.stages = pr.choice("stages", {"q_stage", "kv_stage"});
-      else d.stages = std::to_string(pr.integer("stages", 1, 32));
-      d.cluster = pr.choice("scope", {"cta", "cluster"}) == "cluster";
-      d.full = read_side(pr, "full");
-      d.empty = read_side(pr, "empty");
-      pr.string_or("meaning", "");
-      pr.finish();
-      for (const SideDecl* s : {&d.full, &d.empty})
-        for (const auto& [role, c] : s->arrivers)
-          if (!roles_.count(role))
-            throw InputError(r.file(), s->path + "/arrivers/" + role, "no such role in /warps");
-      pipelines_[n] = d;
-    }
-  }
+  pipelines_ = read_pipelines(r,
+                              {"pipeline_q", "pipeline_kv", "pipeline_s_p_o", "pipeline_p_lastsplit", "pipeline_o_acc",
+                               "pipeline_sm_stats", "pipeline_o_epi"},
+                              {"q_stage", "kv_stage"}, roles_);
   {
     JsonReader nb = r.object("named_barriers");
     for (const char* n : {"softmax_stats", "exp_order"}) {
@@ -369,26 +333,9 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
     throw InputError(f, "/tmem", fmt::format("TMEM allocation of {} columns (regions end at {}) exceeds {}",
                                              TmemAllocator::round_up(max_end), max_end, hw.tmem_columns), "tmem");
   // Pipeline arrive counts: declared count = sum over arriving roles of warps x per-warp count.
-  for (const auto& [name, d] : pipelines_) {
-    for (const SideDecl* side : {&d.full, &d.empty}) {
-      if (!side->present) continue;
-      const int stages = d.stages == "q_stage" ? k.q_stage : d.stages == "kv_stage" ? k.kv_stage : std::stoi(d.stages);
-      for (int s = 0; s < stages; ++s) {
-        int sum = 0;
-        std::vector<std::string> terms;
-        for (const auto& [role, per_warp] : side->arrivers) {
-          const RoleDecl& rd = roles_.at(role);
-          if (rd.q_stage >= 0 && d.stages == "q_stage" && rd.q_stage != s) continue;
-          sum += static_cast<int>(rd.warps.size()) * per_warp;
-          terms.push_back(fmt::format("{} {} warp{} x {}", role, rd.warps.size(), rd.warps.size() > 1 ? "s" : "", per_warp));
-        }
-        if (sum != side->count)
-          throw InputError(f, side->path + "/count",
-                           fmt::format("pipeline counts do not match the warps that arrive: stage {} receives {} = {} per phase, count says {}",
-                                       s, sum, terms.empty() ? "nothing" : fmt::format("{}", fmt::join(terms, " + ")), side->count), "pipeline_counts");
-      }
-    }
-  }
+  check_pipeline_counts(f, pipelines_, roles_, [&](const std::string& st) {
+    return st == "q_stage" ? k.q_stage : st == "kv_stage" ? k.kv_stage : std::stoi(st);
+  });
   // The lowering checks that the roles it makes arrive are exactly the declared arrivers.
   lower(hw, p, {TileWork{0, k.m_block, 2, 0}});
 }
@@ -410,54 +357,12 @@ std::map<std::string, double> Fa4Schedule::resources(const Hardware& hw, const P
 
 GridPlan Fa4Schedule::plan_grid(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);
-  GridPlan g;
-  g.cta_group = k.cta_group;
-  const int rows_per_cta = k.m_block * k.q_stage;
-  const int rows_per_cluster = rows_per_cta * k.cta_group;
-  const int m_tiles = (p.seqlen_q + rows_per_cluster - 1) / rows_per_cluster;
-  const int n_total = (p.seqlen_k + k.n_block - 1) / k.n_block;
-  const long long tiles = static_cast<long long>(m_tiles) * p.heads * p.batch;
-  const int clusters = hw.num_sms / k.cta_group;
-  auto tile_at = [&](int m) {
-    TileWork t;
-    t.m_block = m;
-    const int row0 = m * rows_per_cluster;
-    t.rows = std::min(k.m_block, std::max(1, (p.seqlen_q - row0) / (k.q_stage * k.cta_group)));
-    if (p.causal) {
-      // Bottom-right aligned causal mask: row r sees keys <= r + (seqlen_k - seqlen_q).
-      const int last_row = std::min(p.seqlen_q, row0 + rows_per_cluster) - 1;
-      const int last_key = last_row + (p.seqlen_k - p.seqlen_q);
-      t.n_blocks = std::min(n_total, last_key / k.n_block + 1);
-      const int first_masked = (row0 + (p.seqlen_k - p.seqlen_q)) / k.n_block;
-      t.masked_blocks = t.n_blocks - std::min(first_masked, t.n_blocks);
-    } else {
-      t.n_blocks = n_total;
-      t.masked_blocks = p.seqlen_k % k.n_block ? 1 : 0;
-    }
-    return t;
-  };
-  if (k.persistent) {
-    // Static persistent: grid = min(clusters, tiles); cluster c takes tiles c, c + grid, ...
-    // Tile index runs m-block fastest, then head, then batch; all share the same KV range.
-    g.mode = GridPlan::Mode::StaticPersistent;
-    const long long grid = std::min<long long>(clusters, tiles);
-    g.resident_ctas = static_cast<int>(grid * k.cta_group);
-    // CTAs that run the most tiles bound the kernel; non-causal tiles differ only by m-block tails.
-    for (long long c = 0; c < grid; ++c) {
-      std::vector<TileWork> list;
-      for (long long t = c; t < tiles; t += grid) list.push_back(tile_at(static_cast<int>(t % m_tiles)));
-      g.cta_tiles.push_back(std::move(list));
-    }
-  } else {
-    // LPT single-tile: one CTA per tile, longest first (m-blocks in reverse), heads grouped.
-    g.mode = GridPlan::Mode::LptSingleTile;
-    g.resident_ctas = static_cast<int>(std::min<long long>(clusters * k.cta_group, tiles * k.cta_group));
-    std::vector<TileWork> order;
-    for (int m = m_tiles - 1; m >= 0; --m)
-      for (long long bh = 0; bh < static_cast<long long>(p.heads) * p.batch; ++bh) order.push_back(tile_at(m));
-    for (auto& t : order) g.cta_tiles.push_back({t});
-  }
-  return g;
+  TilingSpec t;
+  t.rows_per_cta = k.m_block * k.q_stage;  // two ping-ponged Q tiles per CTA
+  t.n_block = k.n_block;
+  t.cta_group = k.cta_group;
+  t.persistent = k.persistent;
+  return plan_tiles(hw, p, t);
 }
 
 std::vector<std::string> Fa4Schedule::knob_lines(const Hardware& hw, const Problem& p) const {

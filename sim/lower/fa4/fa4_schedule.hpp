@@ -11,33 +11,11 @@
 
 #include "lower/builder.hpp"
 #include "lower/costs.hpp"
+#include "lower/pipeline_decl.hpp"
 #include "lower/rescale_model.hpp"
 #include "model/schedule.hpp"
 
 namespace attnsim::fa4 {
-
-/// A role's warps. Roles bound to a Q stage (softmax0/1) carry it.
-struct RoleDecl {
-  std::vector<int> warps;
-  int q_stage = -1;          ///< -1: serves every stage
-  bool leader_only = false;  ///< runs in the leader CTA of a 2-CTA cluster only (the MMA warp)
-};
-
-/// One side (full or empty) of a pipeline: which roles arrive, threads per warp, count per CTA.
-struct SideDecl {
-  bool present = false;
-  std::map<std::string, int> arrivers;  ///< role -> arrive count per warp
-  int count = 0;                        ///< arrivals per phase per CTA (x cta_group for cluster scope)
-  std::string path;                     ///< JSON path, for errors
-};
-
-/// A pipeline (mbarrier ring) as declared.
-struct PipelineDecl {
-  std::string stages;  ///< "q_stage" | "kv_stage" | an integer
-  bool cluster = false;///< barriers live in the leader CTA and count both CTAs' arrivals
-  SideDecl full, empty;
-  std::string path;
-};
 
 /// A TMEM region: [start, start + columns), optionally aliasing another region.
 struct TmemRegion {
@@ -100,19 +78,6 @@ class Fa4Schedule : public Schedule {
   CostModel costs_;
 };
 
-/// Pipeline barriers of one CTA plus the arrive counts the declaration gives each role.
-struct Pipe {
-  PipelineIds ids;
-  const PipelineDecl* decl = nullptr;
-  int cta_group = 1;
-  const std::string* file = nullptr;
-  std::map<std::string, bool>* used_full = nullptr;
-  std::map<std::string, bool>* used_empty = nullptr;
-  /// Arrive count for one warp of `role` on side full/empty, mirrored for the peer CTA on
-  /// cluster-scoped barriers; throws InputError if the declaration does not list the role.
-  int arrive_count(const std::string& role, bool full, bool leader_only) const;
-};
-
 /// Everything the role files need to emit their programs.
 struct Context {
   const Hardware& hw;
@@ -122,7 +87,7 @@ struct Context {
   const CostModel& costs;
   const std::vector<TileWork>& tiles;
   RescaleMask rescale;  ///< per softmax warp (0..3) and KV iteration
-  Pipe q, kv, s_p_o, p_lastsplit, o_acc, sm_stats, o_epi;
+  Pipe &q, &kv, &s_p_o, &p_lastsplit, &o_acc, &sm_stats, &o_epi;  ///< entries of the CTA's pipe map
   std::vector<std::vector<int>> stats_bar;  ///< [q_stage][warp in group]: softmax -> correction named barriers
   std::vector<int> order_bar;               ///< [q_stage]: exp-ordering named barriers (empty when off)
   int stats_threads = 64, order_threads = 256;

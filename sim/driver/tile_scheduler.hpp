@@ -1,0 +1,28 @@
+// Tile schedulers shared by the schedule families: how a problem's (batch, head, m-block)
+// tiles are placed on CTAs. Static persistent: grid = min(clusters, tiles), cluster c takes
+// tiles c, c + grid, ... (m-block fastest, then head, then batch). LPT single-tile: one CTA
+// per tile, longest first (FA4's causal scheduler). Causal masks are bottom-right aligned.
+#pragma once
+#include "model/hardware.hpp"
+#include "model/problem.hpp"
+#include "model/schedule.hpp"
+
+namespace attnsim {
+
+/// What a family tells the scheduler about its tiles.
+struct TilingSpec {
+  int rows_per_cta = 128;  ///< query rows one CTA processes per tile (all its Q stages / warpgroups)
+  int n_block = 128;       ///< KV rows per block
+  int cta_group = 1;       ///< CTAs per cluster working on one tile
+  bool persistent = true;  ///< static persistent (else LPT single-tile)
+  int ctas_per_sm = 1;     ///< CTAs resident at once on one SM (non-persistent kernels)
+  bool tiles_per_head = false;  ///< one CTA per (batch, head) that walks every m-block (FA2 style)
+};
+
+/// Places the problem's tiles. Throws nothing for valid problems.
+GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec);
+
+/// The tile of m-block `m`: KV blocks it visits and how many of them need masking.
+TileWork tile_at(const Problem& p, const TilingSpec& spec, int m);
+
+}  // namespace attnsim

@@ -1,0 +1,141 @@
+#include "lower/pipeline_decl.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attnsim {
+
+namespace {
+SideDecl read_side(JsonReader& p, const std::string& key) {
+  SideDecl s;
+  auto r = p.optional_object(key);
+  if (!r) return s;
+  s.present = true;
+  s.path = r->path();
+  JsonReader a = r->object("arrivers");
+  for (const auto& role : a.keys()) s.arrivers[role] = static_cast<int>(a.integer(role, 1, 1024));
+  a.finish();
+  const auto& c = r->raw("count");
+  if (!(c.is_string() && c.get<std::string>() == "auto")) s.count = static_cast<int>(r->integer("count", 1, 1 << 16));
+  r->string_or("meaning", "");
+  r->boolean_or("tx", false);
+  r->finish();
+  return s;
+}
+}  // namespace
+
+std::map<std::string, PipelineDecl> read_pipelines(JsonReader& r, const std::vector<std::string>& names,
+                                                   const std::vector<std::string>& stage_knobs,
+                                                   const std::map<std::string, RoleDecl>& roles) {
+  std::map<std::string, PipelineDecl> out;
+  JsonReader p = r.object("pipelines");
+  for (const auto& n : p.keys())
+    if (std::find(names.begin(), names.end(), n) == names.end())
+      p.fail_at(n, fmt::format("unknown pipeline; expected one of [{}]", fmt::join(names, ", ")));
+  for (const auto& n : names) {
+    JsonReader pr = p.object(n);
+    PipelineDecl d;
+    d.path = pr.path();
+    const auto& st = pr.raw("stages");
+    if (st.is_string()) d.stages = pr.choice("stages", stage_knobs);
+    else d.stages = std::to_string(pr.integer("stages", 1, 32));
+    d.cluster = pr.choice_or("scope", "cta", {"cta", "cluster"}) == "cluster";
+    d.full = read_side(pr, "full");
+    d.empty = read_side(pr, "empty");
+    pr.string_or("meaning", "");
+    pr.finish();
+    for (const SideDecl* s : {&d.full, &d.empty})
+      for (const auto& [role, c] : s->arrivers)
+        if (!roles.count(role)) throw InputError(r.file(), s->path + "/arrivers/" + role, "no such role in /warps");
+    out[n] = d;
+  }
+  p.finish();
+  return out;
+}
+
+int arrivals_at_stage(const PipelineDecl& d, const SideDecl& side, int s, const std::map<std::string, RoleDecl>& roles,
+                      std::vector<std::string>* terms) {
+  int sum = 0;
+  for (const auto& [role, per_warp] : side.arrivers) {
+    const RoleDecl& rd = roles.at(role);
+    if (rd.q_stage >= 0 && d.stages == "q_stage" && rd.q_stage != s) continue;
+    sum += static_cast<int>(rd.warps.size()) * per_warp;
+    if (terms)
+      terms->push_back(fmt::format("{} {} warp{} x {}", role, rd.warps.size(), rd.warps.size() > 1 ? "s" : "", per_warp));
+  }
+  return sum;
+}
+
+void check_pipeline_counts(const std::string& file, const std::map<std::string, PipelineDecl>& pipelines,
+                           const std::map<std::string, RoleDecl>& roles,
+                           const std::function<int(const std::string&)>& stages_of) {
+  for (const auto& [name, d] : pipelines)
+    for (const SideDecl* side : {&d.full, &d.empty}) {
+      if (!side->present || !side->count) continue;
+      for (int s = 0; s < stages_of(d.stages); ++s) {
+        std::vector<std::string> terms;
+        const int sum = arrivals_at_stage(d, *side, s, roles, &terms);
+        if (sum != *side->count)
+          throw InputError(file, side->path + "/count",
+                           fmt::format("pipeline counts do not match the warps that arrive: stage {} receives {} = {} per "
+                                       "phase, count says {}",
+                                       s, sum, terms.empty() ? "nothing" : fmt::format("{}", fmt::join(terms, " + ")),
+                                       *side->count),
+                           "pipeline_counts");
+      }
+    }
+}
+
+int Pipe::arrive_count(const std::string& role, bool full, bool leader_only) {
+  const SideDecl& side = full ? decl->full : decl->empty;
+  auto it = side.arrivers.find(role);
+  if (!side.present || it == side.arrivers.end())
+    throw InputError(*file, (side.present ? side.path : decl->path + (full ? "/full" : "/empty")) + "/arrivers",
+                     fmt::format("{} warps arrive on {}.{} with these knobs, but the declaration does not list them", role,
+                                 ids.name, full ? "full" : "empty"),
+                     "pipeline_counts");
+  (full ? used_full : used_empty)[role] = true;
+  // The peer CTA of a 2-CTA cluster runs the same program at the same time: its arrivals on a
+  // cluster-scoped barrier (which lives in the leader) are mirrored by ours. A leader-only warp
+  // multicasts its commit, which counts once.
+  return it->second * (decl->cluster && !leader_only ? cta_group : 1);
+}
+
+Pipe make_pipe(CtaBuilder& cta, const std::string& name, int stages, const PipelineDecl& decl,
+               const std::map<std::string, RoleDecl>& roles, int cta_group, const std::string& file) {
+  auto expected = [&](const SideDecl& s) {
+    if (!s.present) return 1;
+    // The declared (or derived) count is per CTA; cluster scope adds the peer's arrivals,
+    // leader-only roles excepted.
+    const int per_cta = s.count ? *s.count : arrivals_at_stage(decl, s, 0, roles);
+    int leader = 0;
+    for (const auto& [role, per_warp] : s.arrivers)
+      if (roles.at(role).leader_only) leader += static_cast<int>(roles.at(role).warps.size()) * per_warp;
+    return (per_cta - leader) * (decl.cluster ? cta_group : 1) + leader;
+  };
+  Pipe p;
+  p.ids = cta.pipeline(name, stages, expected(decl.full), expected(decl.empty));
+  p.decl = &decl;
+  p.roles = &roles;
+  p.cta_group = cta_group;
+  p.file = &file;
+  return p;
+}
+
+void check_arrivers_used(const std::map<std::string, Pipe>& pipes, const std::function<bool(const std::string&)>& idle) {
+  for (const auto& [name, p] : pipes) {
+    if (p.used_full.empty() && p.used_empty.empty()) continue;  // the knobs leave this pipeline unused
+    for (const auto& [side, decl, seen] : {std::tuple{"full", &p.decl->full, &p.used_full},
+                                           std::tuple{"empty", &p.decl->empty, &p.used_empty}})
+      for (const auto& [role, per_warp] : decl->arrivers)
+        if (!seen->count(role) && !idle(role))
+          throw InputError(*p.file, decl->path + "/arrivers/" + role,
+                           fmt::format("{} is listed as arriving on {}.{} but no {} warp arrives with these knobs; remove "
+                                       "it and fix the count",
+                                       role, name, side, role),
+                           "pipeline_counts");
+  }
+}
+
+}  // namespace attnsim
