@@ -137,4 +137,19 @@ void WarpBuilder::bar_arrive(int barrier, int threads) {
   note_arriver(barrier);
 }
 
+void WarpBuilder::wait_mma(int pending) {
+  Op& op = push(OpKind::MmaWait, ATTNSIM_OP_WAIT);
+  op.count = pending;
+}
+
+void WarpBuilder::cp_async(int name, double bytes) {
+  Op& op = push(OpKind::CpAsync, name);
+  op.bytes = bytes;
+}
+
+void WarpBuilder::wait_cp_async(int pending) {
+  Op& op = push(OpKind::CpAsyncWait, ATTNSIM_OP_WAIT);
+  op.count = pending;
+}
+
 }  // namespace attnsim

@@ -41,6 +41,11 @@ class WarpBuilder {
   void commit(int barrier, int count);
   void bar_sync(int barrier, int threads);
   void bar_arrive(int barrier, int threads);
+  /// wgmma.wait_group: wait until at most `pending` of this warp's MMA groups are unfinished.
+  void wait_mma(int pending);
+  /// cp.async copy of `bytes` into SMEM by this warp; cp.async.wait_group(`pending`) waits for it.
+  void cp_async(int name, double bytes);
+  void wait_cp_async(int pending);
 
   // CUTLASS-style pipeline steps (the state advances on commit / release).
   void consumer_wait(const PipelineIds& p, const PipeState& s) { wait(p.full[s.index], s.phase); }

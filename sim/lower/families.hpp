@@ -11,5 +11,7 @@ namespace attnsim {
 std::unique_ptr<Schedule> parse_explicit_schedule(JsonReader& r);
 /// "fa4_sm100": FlashAttention-4's forward schedule and its knobs (sim/lower/fa4/).
 std::unique_ptr<Schedule> parse_fa4_schedule(JsonReader& r);
+/// "fa3_sm90": FlashAttention-3's forward schedule on Hopper (sim/lower/fa3/).
+std::unique_ptr<Schedule> parse_fa3_schedule(JsonReader& r);
 
 }  // namespace attnsim

@@ -17,6 +17,7 @@ const std::map<std::string, Parser>& families() {
   static const std::map<std::string, Parser> f = {
       {"explicit", parse_explicit_schedule},
       {"fa4_sm100", parse_fa4_schedule},
+      {"fa3_sm90", parse_fa3_schedule},
   };
   return f;
 }

@@ -1,0 +1,148 @@
+// Consumer warpgroups (64 query rows each; every warp runs this program for its 16 rows).
+// Per KV block j (descending): S = Q K_j^T (wgmma, SMEM operands), softmax in registers,
+// O = O * alpha + P V_j (wgmma, P from registers). With intra-warpgroup overlap the PV of
+// block j+1 is issued right after the QK of block j and runs under block j's softmax
+// (wgmma.wait_group 1, then 0). With pingpong, named barriers make the two warpgroups take
+// turns issuing their GEMMs, so one's softmax runs while the other's GEMMs hold the tensor
+// cores. Without warp specialization, warp 0 of warpgroup 0 also issues the TMA loads,
+// prefetching the next block.
+#include "lower/fa3/fa3_schedule.hpp"
+
+namespace attnsim::fa3 {
+
+void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
+  const Resolved& k = c.k;
+  const double eb = c.problem.elem_bytes();
+  const int n_blk = k.n_block, d = k.head_dim, dv = k.head_dim_v;
+  // One warp's quarter of its warpgroup's m64 wgmma: 16 rows.
+  const double qk_flops = 2.0 * 16 * n_blk * d, pv_flops = 2.0 * 16 * dv * n_blk;
+  // SMEM operands per warp: QK reads the warpgroup's Q and K (SS); PV reads V (P in registers).
+  const double qk_smem = (64.0 * d + n_blk * d) * eb / 4, pv_smem = static_cast<double>(n_blk) * dv * eb / 4;
+  auto issue = [&](int instructions) {
+    const double n = instructions * c.hw.mma_issue_instrs;
+    return Work{n, 0, 32 * n, 0, 0, 0};
+  };
+  // Per thread: n_block / 2 scores of 2 rows; head_dim_v / 2 outputs.
+  const Work max_work = c.costs.work("softmax_max", n_blk / 2.0, 2);
+  const Work mask_work = c.costs.work("softmax_mask", n_blk / 2.0, 0);
+  const Work exp_work = c.costs.work("softmax_exp", n_blk / 2.0, 2);
+  const Work rescale_work = c.costs.work("rescale_o", dv / 2.0, 0);
+  const Work final_work = c.costs.work("final_o", dv / 2.0, 2);
+  const bool loader = !k.warp_specialization && group == 0 && warp_in_group == 0;
+  if (loader)  // its TMA arrive.expect_tx is the "load" arrival of each full barrier
+    for (Pipe* p : {&c.q, &c.k_pipe, &c.v_pipe}) p->arrive_count("load", true, false);
+  const int release = c.k_pipe.arrive_count("consumer", false, false);
+  c.v_pipe.arrive_count("consumer", false, false);
+  const int q_release = c.q.arrive_count("consumer", false, false);
+  const bool pp = !c.pingpong_bar.empty();
+  const int next_group = (group + 1) % k.consumers;
+  if (pp && group != 0) w.bar_arrive(c.pingpong_bar[0], 32);  // warpgroup 0 issues first
+
+  PipeState q_wait, q_rel, k_wait, v_wait, k_rel, v_rel, q_load, k_load, v_load;
+  auto turn_start = [&]() { if (pp) w.bar_sync(c.pingpong_bar[group], 32); };
+  auto turn_end = [&]() { if (pp) w.bar_arrive(c.pingpong_bar[next_group], 32); };
+  auto load = [&](Pipe& p, PipeState& s, int name, double bytes) {  // loader warp only
+    const Work tma{c.hw.tma_issue_instrs, 0, 32 * c.hw.tma_issue_instrs, 0, 0, 0};
+    w.producer_acquire(p.ids, s);
+    w.compute(name, tma);
+    w.tma_load(name, p.ids.full[s.index], bytes);
+    s.advance(p.ids.stages);
+  };
+  auto load_kv = [&](int j, int tile) {
+    w.tags(-1, j, tile);
+    load(c.k_pipe, k_load, ATTNSIM_OP_LOAD_K, static_cast<double>(n_blk) * d * eb);
+    load(c.v_pipe, v_load, ATTNSIM_OP_LOAD_V, static_cast<double>(n_blk) * dv * eb);
+  };
+  auto qk = [&](int j, int tile) {
+    w.tags(group, j, tile);
+    w.consumer_wait(c.k_pipe.ids, k_wait);
+    k_wait.advance(c.k_pipe.ids.stages);
+    w.compute(ATTNSIM_OP_MMA_QK, issue(d / 16));
+    w.mma(ATTNSIM_OP_MMA_QK, qk_flops, qk_smem);
+  };
+  auto pv = [&](int j, int tile) {
+    w.tags(group, j, tile);
+    w.consumer_wait(c.v_pipe.ids, v_wait);
+    v_wait.advance(c.v_pipe.ids.stages);
+    w.compute(ATTNSIM_OP_MMA_PV, issue(n_blk / 16));
+    w.mma(ATTNSIM_OP_MMA_PV, pv_flops, pv_smem);
+  };
+  auto softmax = [&](int j, int tile, bool masked, bool rescale) {
+    w.tags(group, j, tile);
+    Work m = max_work;
+    if (masked) m += mask_work;
+    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"));
+    w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_work);
+    (void)rescale;
+  };
+
+  for (size_t t = 0; t < c.tiles.size(); ++t) {
+    const int tile = static_cast<int>(t), n = c.tiles[t].n_blocks;
+    const int first_masked = n - c.tiles[t].masked_blocks;
+    if (loader) {  // Q and the first block; later blocks are prefetched one ahead, as stages free up
+      w.tags(-1, -1, tile);
+      load(c.q, q_load, ATTNSIM_OP_LOAD_Q, static_cast<double>(k.m_block) * d * eb);
+      load_kv(n - 1, tile);
+      if (!k.overlap && n > 1) load_kv(n - 2, tile);
+    }
+    w.tags(group, -1, tile);
+    w.consumer_wait(c.q.ids, q_wait);
+    q_wait.advance(c.q.ids.stages);
+    if (k.overlap) {
+      turn_start();
+      qk(n - 1, tile);
+      turn_end();
+      w.wait_mma(0);
+      w.consumer_release(c.k_pipe.ids, k_rel, release);
+      softmax(n - 1, tile, n - 1 >= first_masked, false);
+      if (loader && n > 1) load_kv(n - 2, tile);
+      for (int j = n - 2; j >= 0; --j) {
+        turn_start();
+        qk(j, tile);
+        pv(j + 1, tile);
+        turn_end();
+        w.wait_mma(1);  // QK(j) done; PV(j+1) still running under this softmax
+        w.consumer_release(c.k_pipe.ids, k_rel, release);
+        softmax(j, tile, j >= first_masked, true);
+        w.wait_mma(0);  // PV(j+1) done: O may be rescaled for block j
+        w.consumer_release(c.v_pipe.ids, v_rel, release);
+        if (loader && j > 0) load_kv(j - 1, tile);  // the stages of block j+1 are free now
+        w.compute(ATTNSIM_OP_RESCALE_O, rescale_work);
+      }
+      turn_start();
+      pv(0, tile);
+      turn_end();
+      w.wait_mma(0);
+      w.consumer_release(c.v_pipe.ids, v_rel, release);
+    } else {
+      for (int j = n - 1; j >= 0; --j) {
+        if (loader && j < n - 1 && j > 0) load_kv(j - 1, tile);  // prefetch: block j+1's stages are free
+        turn_start();
+        qk(j, tile);
+        turn_end();
+        w.wait_mma(0);
+        w.consumer_release(c.k_pipe.ids, k_rel, release);
+        softmax(j, tile, j >= first_masked, j < n - 1);
+        if (j < n - 1) w.compute(ATTNSIM_OP_RESCALE_O, rescale_work);
+        turn_start();
+        pv(j, tile);
+        turn_end();
+        w.wait_mma(0);
+        w.consumer_release(c.v_pipe.ids, v_rel, release);
+      }
+    }
+    // Epilogue: O / row_sum to bf16 in SMEM (Q's buffer), then one warp stores the warpgroup's rows.
+    w.tags(group, -1, tile);
+    w.compute(ATTNSIM_OP_FINAL_O, final_work, c.costs.latency("final_o"));
+    w.bar_sync(c.epilogue_bar[group], 32);
+    if (warp_in_group == 0) {
+      const Work tma{c.hw.tma_issue_instrs, 0, 32 * c.hw.tma_issue_instrs, 0, 0, 0};
+      w.compute(ATTNSIM_OP_STORE_O, tma);
+      w.tma_store(ATTNSIM_OP_STORE_O, 64.0 * dv * eb);
+    }
+    w.bar_sync(c.epilogue_bar[group], 32);  // the store has read Q's buffer: it may be refilled
+    w.consumer_release(c.q.ids, q_rel, q_release);
+  }
+}
+
+}  // namespace attnsim::fa3

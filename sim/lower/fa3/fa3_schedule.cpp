@@ -1,0 +1,210 @@
+// Parsing, "auto" resolution, resource checks, tile scheduling and lowering of fa3_sm90.
+#include "lower/fa3/fa3_schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "driver/tile_scheduler.hpp"
+#include "lower/families.hpp"
+
+namespace attnsim::fa3 {
+
+namespace {
+// Registers a consumer thread needs besides its accumulators: row max and sum of its 2 rows,
+// TMA/SMEM descriptors, loop state. An estimate (derived from FA3's register budgets: hd64 at
+// 160 per thread holds O 32 + S 64 + P 32 with this much left), not a measurement.
+constexpr int kBookkeepingRegisters = 24;
+
+std::optional<std::pair<int, int>> read_pair_or_auto(JsonReader& r, const std::string& key, const char* a,
+                                                     const char* b, long long lo, long long hi) {
+  const auto& v = r.raw(key);
+  if (v.is_string() && v.get<std::string>() == "auto") return std::nullopt;
+  JsonReader o = r.object(key);
+  std::pair<int, int> out{static_cast<int>(o.integer(a, lo, hi)), static_cast<int>(o.integer(b, lo, hi))};
+  o.finish();
+  return out;
+}
+}  // namespace
+
+Fa3Schedule::Fa3Schedule(JsonReader& r) {
+  read_header(r);
+  knobs_.tile = read_pair_or_auto(r, "tile", "m_block", "n_block", 16, 256);
+  if (knobs_.tile) {
+    if (knobs_.tile->first % 64) r.fail_at("tile", "m_block must be a multiple of 64 (one consumer warpgroup per 64 rows)");
+    if (knobs_.tile->second % 16) r.fail_at("tile", "n_block must be a multiple of 16 (wgmma N and K steps)");
+  }
+  knobs_.kv_stage = static_cast<int>(r.integer("kv_stage", 1, 16));
+  {
+    const auto& v = r.raw("pingpong");
+    if (!(v.is_string() && v.get<std::string>() == "auto")) knobs_.pingpong = r.boolean("pingpong");
+  }
+  knobs_.overlap = r.boolean("intra_warpgroup_overlap");
+  knobs_.warp_specialization = r.boolean("warp_specialization");
+  knobs_.registers = read_pair_or_auto(r, "registers", "consumer", "producer", 24, 256);
+  if (knobs_.registers && (knobs_.registers->first % 8 || knobs_.registers->second % 8))
+    r.fail_at("registers", "setmaxnreg takes multiples of 8");
+  {
+    JsonReader nb = r.object("named_barriers");
+    JsonReader pp = nb.object("pingpong");
+    pingpong_threads_ = static_cast<int>(pp.integer("threads", 64, 1024));
+    pp.string_or("meaning", "");
+    pp.finish();
+    nb.finish();
+    if (pingpong_threads_ != 256)
+      nb.fail_at("pingpong", fmt::format("threads: expected 256 = the warpgroup whose turn it is (128) + the one handing over (128), got {}",
+                                         pingpong_threads_));
+  }
+  const std::map<std::string, RoleDecl> role_names = {{"load", {}}, {"consumer", {}}};
+  pipelines_ = read_pipelines(r, {"pipeline_q", "pipeline_k", "pipeline_v"}, {"kv_stage"}, role_names);
+  knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt"});
+  knobs_.costs_file = r.string("costs");
+  std::string path = knobs_.costs_file;
+  if (!path.empty() && path[0] != '/') path = project_root() + "/" + path;
+  costs_ = CostModel::load(path);
+}
+
+Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
+  Resolved k{};
+  k.head_dim = p.head_dim;
+  k.head_dim_v = p.head_dim_v;
+  k.tile_auto = !knobs_.tile;
+  // FA3 (flash_fwd_sm90 tile sizes): hd <= 64: 192 x 128; hd <= 128: 128 x 128; hd 256: 128 x 80.
+  const std::pair<int, int> tile = knobs_.tile.value_or(p.head_dim <= 64    ? std::pair{192, 128}
+                                                        : p.head_dim <= 128 ? std::pair{128, 128}
+                                                                            : std::pair{128, 80});
+  k.m_block = tile.first;
+  k.n_block = tile.second;
+  k.consumers = k.m_block / 64;
+  k.kv_stage = knobs_.kv_stage;
+  k.pingpong = knobs_.pingpong.value_or(k.consumers == 2 && p.head_dim <= 128);
+  k.overlap = knobs_.overlap;
+  k.warp_specialization = knobs_.warp_specialization;
+  k.persistent = knobs_.tile_scheduler == "static_persistent" || (knobs_.tile_scheduler == "auto" && !p.causal);
+  // setmaxnreg budgets (FA3 / FA4-CuTe SM90): 1 consumer WG 256/56, 2: 240/24, 3: 160/32.
+  if (knobs_.registers) {
+    k.reg_consumer = knobs_.registers->first;
+    k.reg_producer = knobs_.registers->second;
+  } else if (!k.warp_specialization) {
+    k.reg_consumer = std::min(255, hw.registers_per_sm / (128 * k.consumers)) / 8 * 8;
+    k.reg_producer = 0;
+  } else {
+    k.reg_consumer = k.consumers == 1 ? 256 : k.consumers == 2 ? 240 : 160;
+    k.reg_producer = k.consumers == 1 ? 56 : k.consumers == 2 ? 24 : 32;
+  }
+  // Live per consumer thread: O (64 x hdv / 128), S (64 x n / 128), P of the previous block in bf16
+  // pairs while the next S is computed (overlap), bookkeeping.
+  k.registers_needed = p.head_dim_v / 2 + k.n_block / 2 + (k.overlap ? k.n_block / 4 : 0) + kBookkeepingRegisters;
+  const long long eb = p.elem_bytes();
+  // Q (O is staged in Q's buffer once the last QK has read it), the K and V rings, barriers.
+  k.smem_bytes = k.m_block * p.head_dim * eb + static_cast<long long>(k.kv_stage) * k.n_block * (p.head_dim + p.head_dim_v) * eb + 1024;
+  RoleDecl load, consumer;
+  const int first_consumer = k.warp_specialization ? 4 : 0;
+  for (int w = 0; w < 4 * k.consumers; ++w) consumer.warps.push_back(first_consumer + w);
+  load.warps = {k.warp_specialization ? 0 : first_consumer};
+  k.pipeline_roles = {{"load", load}, {"consumer", consumer}};
+  return k;
+}
+
+void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
+  const std::string& f = file_;
+  if (hw.arch != "sm90")
+    throw InputError(f, "/arch", fmt::format("this schedule issues wgmma, which exists only on sm_90a; {} is {}", hw.name, hw.arch),
+                     "arch");
+  const Resolved k = resolve(hw, p);
+  if (k.consumers < 1 || k.consumers > 3)
+    throw InputError(f, "/tile", fmt::format("m_block {} needs {} consumer warpgroups; 1 to 3 fit", k.m_block, k.consumers), "threads");
+  if (k.n_block > 256 || k.head_dim_v > 256)
+    throw InputError(f, "/tile", "wgmma N is at most 256 (n_block for QK^T, head_dim_v for PV)", "mma_shape");
+  if (k.pingpong && k.consumers != 2)
+    throw InputError(f, "/pingpong", fmt::format("pingpong alternates two consumer warpgroups; this tile has {}", k.consumers),
+                     "named_barriers");
+  if (k.smem_bytes > hw.smem_bytes_per_block)
+    throw InputError(f, "/kv_stage", fmt::format("SMEM overflow: Q {} + {} K/V stages of {} B + barriers = {} B > {} B per CTA on {}",
+                                                 k.m_block * p.head_dim * 2, k.kv_stage, k.n_block * (p.head_dim + p.head_dim_v) * 2,
+                                                 k.smem_bytes, hw.smem_bytes_per_block, hw.name),
+                     "smem");
+  if (k.kv_stage < 2 && !k.warp_specialization)
+    throw InputError(f, "/kv_stage", "without a producer warpgroup the consumers prefetch the next block: needs 2 stages", "smem");
+  const long long regs = 128LL * k.consumers * k.reg_consumer + (k.warp_specialization ? 128LL * k.reg_producer : 0);
+  if (regs > hw.registers_per_sm)
+    throw InputError(f, "/registers", fmt::format("register overflow: 128 x ({} consumer warpgroups x {}{}) = {} > {} per SM",
+                                                  k.consumers, k.reg_consumer,
+                                                  k.warp_specialization ? fmt::format(" + {}", k.reg_producer) : "", regs,
+                                                  hw.registers_per_sm),
+                     "registers");
+  if (k.reg_consumer < k.registers_needed)
+    throw InputError(f, "/registers", fmt::format("a consumer thread holds O ({}), S ({}){} and bookkeeping ({}): {} registers > {}",
+                                                  k.head_dim_v / 2, k.n_block / 2,
+                                                  k.overlap ? fmt::format(", P of the previous block ({})", k.n_block / 4) : "",
+                                                  kBookkeepingRegisters, k.registers_needed, k.reg_consumer),
+                     "registers");
+  check_pipeline_counts(f, pipelines_, k.pipeline_roles, [&](const std::string& st) {
+    return st == "kv_stage" ? k.kv_stage : std::stoi(st);
+  });
+  lower(hw, p, {TileWork{0, k.m_block, 2, 0}});  // arrivals vs declarations
+}
+
+GridPlan Fa3Schedule::plan_grid(const Hardware& hw, const Problem& p) const {
+  const Resolved k = resolve(hw, p);
+  TilingSpec t;
+  t.rows_per_cta = k.m_block;
+  t.n_block = k.n_block;
+  t.persistent = k.persistent;
+  return plan_tiles(hw, p, t);
+}
+
+CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::vector<TileWork>& tiles) const {
+  const Resolved k = resolve(hw, p);
+  CtaBuilder cta;
+  std::map<std::string, Pipe> pipes;
+  for (const auto& [name, d] : pipelines_)
+    pipes.emplace(name, make_pipe(cta, name, d.stages == "kv_stage" ? k.kv_stage : std::stoi(d.stages), d,
+                                  k.pipeline_roles, 1, file_));
+  Context c{hw, p, k, costs_, tiles, pipes.at("pipeline_q"), pipes.at("pipeline_k"), pipes.at("pipeline_v"), {}, {},
+            pingpong_threads_};
+  for (int g = 0; g < k.consumers; ++g) {
+    if (k.pingpong) c.pingpong_bar.push_back(cta.barrier(fmt::format("bar.pingpong[{}]", g), pingpong_threads_, true));
+    c.epilogue_bar.push_back(cta.barrier(fmt::format("bar.epilogue[{}]", g), 128, true));
+  }
+  if (k.warp_specialization) {
+    WarpBuilder w = cta.warp(0, "load");
+    emit_producer(c, w);
+    for (int i = 1; i < 4; ++i) cta.warp(i, "producer");  // setmaxnreg-ed down and idle
+  }
+  const int first = k.warp_specialization ? 4 : 0;
+  for (int g = 0; g < k.consumers; ++g)
+    for (int i = 0; i < 4; ++i) {
+      WarpBuilder w = cta.warp(first + 4 * g + i, fmt::format("consumer{}", g));
+      emit_consumer(c, w, g, i);
+    }
+  check_arrivers_used(pipes, [](const std::string&) { return false; });
+  return cta.take();
+}
+
+std::vector<std::string> Fa3Schedule::roles() const { return {"load", "producer", "consumer0", "consumer1", "consumer2"}; }
+
+std::map<std::string, double> Fa3Schedule::resources(const Hardware& hw, const Problem& p) const {
+  const Resolved k = resolve(hw, p);
+  const double warps = 4.0 * k.consumers + (k.warp_specialization ? 4 : 0);
+  return {{"smem_bytes", static_cast<double>(k.smem_bytes)},
+          {"registers", 128.0 * k.consumers * k.reg_consumer + (k.warp_specialization ? 128.0 * k.reg_producer : 0)},
+          {"warps", warps},
+          {"tmem_columns", 0}};
+}
+
+std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Problem& p) const {
+  const Resolved k = resolve(hw, p);
+  return {fmt::format("tile {}x{}{}, {} consumer warpgroups, kv_stage {}, registers consumer/producer {}/{}, SMEM {} B",
+                      k.m_block, k.n_block, k.tile_auto ? " (auto)" : "", k.consumers, k.kv_stage, k.reg_consumer,
+                      k.reg_producer, k.smem_bytes),
+          fmt::format("pingpong {}, intra-warpgroup overlap {}, warp specialization {}, scheduler {}",
+                      k.pingpong ? "on" : "off", k.overlap ? "on" : "off", k.warp_specialization ? "on" : "off",
+                      k.persistent ? "static persistent" : "LPT single-tile")};
+}
+
+}  // namespace attnsim::fa3
+
+namespace attnsim {
+std::unique_ptr<Schedule> parse_fa3_schedule(JsonReader& r) { return std::make_unique<fa3::Fa3Schedule>(r); }
+}  // namespace attnsim

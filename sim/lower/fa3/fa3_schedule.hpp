@@ -1,0 +1,79 @@
+// FlashAttention-3's forward schedule on SM90 (family "fa3_sm90"): a producer warpgroup
+// (one warp issues the TMA loads of Q, K, V) and consumer warpgroups of 64 query rows each
+// (wgmma with the accumulators in registers, softmax in registers). Knobs: tile ("auto": per
+// head_dim as FA3), kv_stage, pingpong (named barriers order the consumer warpgroups'
+// GEMMs), intra-warpgroup overlap (softmax of block j under the PV wgmma of block j+1),
+// warp specialization (off: consumer warps issue the loads themselves), registers.
+// Facts: ../shared/reference/hopper_and_seed_schedules.md, ../shared/seeds/fa3_algorithm_excerpt.txt.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lower/costs.hpp"
+#include "lower/pipeline_decl.hpp"
+#include "model/schedule.hpp"
+
+namespace attnsim::fa3 {
+
+/// Knobs as written.
+struct Knobs {
+  std::optional<std::pair<int, int>> tile;  ///< m_block, n_block; unset = auto
+  int kv_stage = 2;
+  std::optional<bool> pingpong;             ///< unset = auto (2 consumer warpgroups and head_dim <= 128)
+  bool overlap = true;                      ///< intra-warpgroup overlap of softmax and PV
+  bool warp_specialization = true;
+  std::optional<std::pair<int, int>> registers;  ///< consumer, producer; unset = auto
+  std::string tile_scheduler = "auto";
+  std::string costs_file;
+};
+
+/// Knobs resolved for a problem.
+struct Resolved {
+  int m_block, n_block, consumers, kv_stage, head_dim, head_dim_v;
+  bool pingpong, overlap, warp_specialization, persistent, tile_auto;
+  int reg_consumer, reg_producer;
+  long long smem_bytes;
+  int registers_needed;  ///< live registers a consumer thread needs (accumulators + S/P + bookkeeping)
+  std::map<std::string, RoleDecl> pipeline_roles;  ///< "load" and "consumer" warps, for pipeline counts
+};
+
+class Fa3Schedule : public Schedule {
+ public:
+  explicit Fa3Schedule(JsonReader& r);
+  void check(const Hardware& hw, const Problem& problem) const override;
+  GridPlan plan_grid(const Hardware& hw, const Problem& problem) const override;
+  CtaProgram lower(const Hardware& hw, const Problem& problem, const std::vector<TileWork>& tiles) const override;
+  std::vector<std::string> knob_lines(const Hardware& hw, const Problem& problem) const override;
+  std::vector<std::string> roles() const override;
+  std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const override;
+  Resolved resolve(const Hardware& hw, const Problem& problem) const;
+
+ private:
+  Knobs knobs_;
+  std::map<std::string, PipelineDecl> pipelines_;
+  int pingpong_threads_ = 256;
+  CostModel costs_;
+};
+
+/// What the role emitters need.
+struct Context {
+  const Hardware& hw;
+  const Problem& problem;
+  const Resolved& k;
+  const CostModel& costs;
+  const std::vector<TileWork>& tiles;
+  Pipe &q, &k_pipe, &v_pipe;
+  std::vector<int> pingpong_bar;  ///< [consumer warpgroup]: its turn to issue GEMMs (empty when off)
+  std::vector<int> epilogue_bar;  ///< [consumer warpgroup]: O staged in SMEM by all 4 warps
+  int pingpong_threads = 256;
+};
+
+/// The producer warp's TMA loads (producer.cpp).
+void emit_producer(Context& c, WarpBuilder& w);
+/// Warp `warp_in_group` of consumer warpgroup `group` (consumer.cpp). With warp specialization
+/// off, warp 0 of group 0 also issues the loads.
+void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group);
+
+}  // namespace attnsim::fa3
