@@ -91,10 +91,12 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
   p.cta_group = plan.cta_group;
   p.extrapolated = opt.extrapolate;
   for (const auto& l : plan.cta_tiles) p.total_tiles += l.size();
+  p.cta_count = plan.cta_tiles.size();
+  p.ctas_per_sm = plan.ctas_per_sm;
   CtaRunner runner(schedule, hw, problem, eo, plan.ctas_per_sm, p);
 
   const std::vector<TileWork>* critical = nullptr;
-  if (plan.mode == GridPlan::Mode::LptSingleTile) {
+  if (plan.mode == GridPlan::Mode::LptSingleTile || plan.mode == GridPlan::Mode::PerHead) {
     // Launch order is longest first; a CTA slot takes the next tile when it frees (list scheduling).
     std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
     const int slots = std::max(1, plan.resident_ctas / plan.cta_group);  // includes ctas_per_sm

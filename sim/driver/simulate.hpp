@@ -36,6 +36,8 @@ struct Prediction {
   int resident_ctas = 1;
   int cta_group = 1;
   size_t total_tiles = 0;
+  size_t cta_count = 0;         ///< CTAs launched
+  int ctas_per_sm = 1;
   bool extrapolated = false;    ///< times came from PredictOptions::extrapolate
 };
 

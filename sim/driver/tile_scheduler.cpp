@@ -35,7 +35,7 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
   const int clusters = hw.num_sms / spec.cta_group;
   if (spec.tiles_per_head) {
     // One CTA per (batch, head), walking every m-block in order; ctas_per_sm of them share an SM.
-    g.mode = GridPlan::Mode::LptSingleTile;
+    g.mode = GridPlan::Mode::PerHead;
     const long long slots = static_cast<long long>(hw.num_sms) * spec.ctas_per_sm;
     g.resident_ctas = static_cast<int>(std::min(slots, heads));
     std::vector<TileWork> walk;

@@ -14,8 +14,9 @@
 // "count", default 1), compute (issue, fma_lanes, alu_lanes, mufu_lanes, tmem_bytes,
 // smem_bytes, latency; optional "name" from the op vocabulary), tma_load (pipeline,
 // bytes: arrive.expect_tx on the producer's stage, then the copy), tma_store (bytes),
-// mma (flops, smem_bytes), mma_commit (pipeline, side "full" | "empty"), bar_sync and
-// bar_arrive (barrier; 32 threads per warp), repeat (times, body).
+// mma (flops, smem_bytes), mma_commit (pipeline, side "full" | "empty"), wait_mma (pending:
+// wgmma.wait_group), cp_async (bytes), wait_cp_async (pending), bar_sync and bar_arrive
+// (barrier; 32 threads per warp), repeat (times, body). compute also takes mma_sync_flops.
 #include <fmt/format.h>
 
 #include <map>
@@ -110,7 +111,8 @@ class ExplicitSchedule : public Schedule {
       JsonReader o(ops[i], file_, path + "/" + std::to_string(i));
       const std::string kind = o.choice("op", {"repeat", "producer_acquire", "producer_commit", "consumer_wait",
                                                "consumer_release", "compute", "tma_load", "tma_store", "mma",
-                                               "mma_commit", "bar_sync", "bar_arrive"});
+                                               "mma_commit", "bar_sync", "bar_arrive", "wait_mma", "cp_async",
+                                               "wait_cp_async"});
       auto pipe = [&]() -> const PipelineIds& {
         const std::string n = o.string("pipeline");
         auto it = ids.find(n);
@@ -149,6 +151,7 @@ class ExplicitSchedule : public Schedule {
         w.mufu_lanes = o.number_or("mufu_lanes", 0, 0, 1e12);
         w.tmem_bytes = o.number_or("tmem_bytes", 0, 0, 1e12);
         w.smem_bytes = o.number_or("smem_bytes", 0, 0, 1e12);
+        w.mma_sync_flops = o.number_or("mma_sync_flops", 0, 0, 1e15);
         wb.compute(op_id(o), w, o.number_or("latency", 0, 0, 1e9));
       } else if (kind == "tma_load") {
         const auto& p = pipe();
@@ -170,6 +173,12 @@ class ExplicitSchedule : public Schedule {
           wb.commit(p.empty[s.index], count);
           s.advance(p.stages);
         }
+      } else if (kind == "wait_mma") {
+        wb.wait_mma(static_cast<int>(o.integer("pending", 0, 64)));
+      } else if (kind == "cp_async") {
+        wb.cp_async(op_id(o, ATTNSIM_OP_TMA_LOAD), o.number("bytes", 1, 1e12));
+      } else if (kind == "wait_cp_async") {
+        wb.wait_cp_async(static_cast<int>(o.integer("pending", 0, 64)));
       } else if (kind == "bar_sync") {
         wb.bar_sync(bar(), 32);
       } else if (kind == "bar_arrive") {

@@ -18,6 +18,8 @@ const std::map<std::string, Parser>& families() {
       {"explicit", parse_explicit_schedule},
       {"fa4_sm100", parse_fa4_schedule},
       {"fa3_sm90", parse_fa3_schedule},
+      {"fa2_sm80", parse_fa2_schedule},
+      {"blackflash", parse_blackflash_schedule},
   };
   return f;
 }

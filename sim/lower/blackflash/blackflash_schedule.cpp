@@ -1,0 +1,115 @@
+// Parsing, checks, tile scheduling and lowering of the blackflash family.
+#include "lower/blackflash/blackflash_schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "driver/tile_scheduler.hpp"
+#include "lower/families.hpp"
+
+namespace attnsim::blackflash {
+
+BlackFlashSchedule::BlackFlashSchedule(JsonReader& r) {
+  read_header(r);
+  kv_stage_ = static_cast<int>(r.integer("kv_stage", 1, 8));
+  registers_ = static_cast<int>(r.integer("registers_per_thread", 32, 255));
+  const auto& c = r.raw("ctas_per_sm");
+  if (!(c.is_string() && c.get<std::string>() == "auto")) ctas_per_sm_ = static_cast<int>(r.integer("ctas_per_sm", 1, 32));
+  RoleDecl load, consumer;
+  load.warps = {0};
+  for (int w = 1; w <= kConsumerWarps; ++w) consumer.warps.push_back(w);
+  roles_ = {{"load", load}, {"consumer", consumer}};
+  pipelines_ = read_pipelines(r, {"mbar_q", "mbar_kv"}, {"kv_stage"}, roles_);
+  JsonReader nb = r.object("named_barriers");
+  JsonReader cb = nb.object("consumers");
+  if (cb.integer("threads", 32, 1024) != 32 * kConsumerWarps)
+    cb.fail_at("threads", fmt::format("expected {} = the 8 consumer warps", 32 * kConsumerWarps));
+  cb.string_or("meaning", "");
+  cb.finish();
+  nb.finish();
+  std::string path = r.string("costs");
+  if (!path.empty() && path[0] != '/') path = project_root() + "/" + path;
+  costs_ = CostModel::load(path);
+}
+
+Resolved BlackFlashSchedule::resolve(const Hardware& hw, const Problem& p) const {
+  Resolved k{};
+  k.kv_stage = kv_stage_;
+  k.registers = registers_;
+  // sQ + kv_stage x (sK + sV), bf16 64 x 64 tiles; 5 mbarriers and 4 * Br floats of row stats.
+  k.smem_bytes = static_cast<long long>(kTile) * kTile * 2 * (1 + 2 * k.kv_stage) + 5 * 8 + 4 * kTile * 4;
+  const int threads = 32 * (kConsumerWarps + 1);
+  k.occupancy = std::max(1, std::min({static_cast<int>(hw.smem_bytes_per_block / k.smem_bytes),
+                                      hw.registers_per_sm / (threads * registers_),
+                                      hw.max_warps_per_sm / (kConsumerWarps + 1)}));
+  const long long ctas = static_cast<long long>(p.batch) * p.heads * ((p.seqlen_q + kTile - 1) / kTile);
+  k.ctas_per_sm = ctas_per_sm_.value_or(
+      std::min<long long>(k.occupancy, (ctas + hw.num_sms - 1) / hw.num_sms));
+  return k;
+}
+
+void BlackFlashSchedule::check(const Hardware& hw, const Problem& p) const {
+  const Resolved k = resolve(hw, p);
+  if (p.head_dim != kTile || p.head_dim_v != kTile)
+    throw InputError(p.describe(), "/head_dim", fmt::format("BlackFlash is written for head_dim 64 (Br = Bc = d = 64), not {}",
+                                                            p.head_dim), "mma_shape");
+  if (k.ctas_per_sm > k.occupancy)
+    throw InputError(file_, "/ctas_per_sm", fmt::format("{} CTAs do not fit on one SM ({} do)", k.ctas_per_sm, k.occupancy),
+                     "registers");
+  check_pipeline_counts(file_, pipelines_, roles_, [&](const std::string& st) {
+    return st == "kv_stage" ? k.kv_stage : std::stoi(st);
+  });
+  lower(hw, p, {TileWork{0, kTile, 3, 0}});
+}
+
+GridPlan BlackFlashSchedule::plan_grid(const Hardware& hw, const Problem& p) const {
+  const Resolved k = resolve(hw, p);
+  TilingSpec t;
+  t.rows_per_cta = kTile;
+  t.n_block = kTile;
+  t.persistent = false;
+  t.ctas_per_sm = k.ctas_per_sm;
+  return plan_tiles(hw, p, t);
+}
+
+CtaProgram BlackFlashSchedule::lower(const Hardware& hw, const Problem& p, const std::vector<TileWork>& tiles) const {
+  const Resolved k = resolve(hw, p);
+  CtaBuilder cta;
+  std::map<std::string, Pipe> pipes;
+  for (const auto& [name, d] : pipelines_)
+    pipes.emplace(name, make_pipe(cta, name, d.stages == "kv_stage" ? k.kv_stage : std::stoi(d.stages), d, roles_, 1, file_));
+  Context c{hw, p, k, costs_, tiles, pipes.at("mbar_q"), pipes.at("mbar_kv"),
+            cta.barrier("bar.consumers", 32 * kConsumerWarps, true)};
+  WarpBuilder producer = cta.warp(0, "load");
+  emit_producer(c, producer);
+  for (int i = 0; i < kConsumerWarps; ++i) {
+    WarpBuilder w = cta.warp(1 + i, "consumer");
+    emit_consumer(c, w, i);
+  }
+  check_arrivers_used(pipes, [](const std::string&) { return false; });
+  return cta.take();
+}
+
+std::vector<std::string> BlackFlashSchedule::knob_lines(const Hardware& hw, const Problem& p) const {
+  const Resolved k = resolve(hw, p);
+  return {fmt::format("Br = Bc = d = 64, 1 TMA producer warp + 8 consumer warps (4 x 2), {}-stage K/V buffer, mma.sync "
+                      "m16n8k16, P through SMEM, SMEM {} B, {} CTA{} per SM (occupancy {})",
+                      k.kv_stage, k.smem_bytes, k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
+}
+
+std::map<std::string, double> BlackFlashSchedule::resources(const Hardware& hw, const Problem& p) const {
+  const Resolved k = resolve(hw, p);
+  return {{"smem_bytes", static_cast<double>(k.smem_bytes)},
+          {"registers", 32.0 * (kConsumerWarps + 1) * k.registers},
+          {"warps", kConsumerWarps + 1.0},
+          {"tmem_columns", 0}};
+}
+
+}  // namespace attnsim::blackflash
+
+namespace attnsim {
+std::unique_ptr<Schedule> parse_blackflash_schedule(JsonReader& r) {
+  return std::make_unique<blackflash::BlackFlashSchedule>(r);
+}
+}  // namespace attnsim

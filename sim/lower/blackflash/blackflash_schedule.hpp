@@ -1,0 +1,62 @@
+// BlackFlash (../shared/seeds/blackflash_sm120_readme.txt): FA2 forward with Br = Bc = d = 64,
+// 288 threads = 1 TMA producer warp + 8 consumer warps in a 4 x 2 grid (a pair owns 16 Q rows,
+// its two halves split the columns), a 2-stage K/V double buffer on mbarriers (empty count
+// 256), mma.sync m16n8k16 with ldmatrix, P written back to SMEM over the K buffer, row max and
+// sum exchanged between the halves through SMEM with bar.sync among the 256 consumers.
+// One CTA per 64-row Q tile; several CTAs share an SM as occupancy allows.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "lower/costs.hpp"
+#include "lower/pipeline_decl.hpp"
+#include "model/schedule.hpp"
+
+namespace attnsim::blackflash {
+
+constexpr int kConsumerWarps = 8;
+constexpr int kTile = 64;  ///< Br = Bc = d
+
+/// Knobs resolved for a problem.
+struct Resolved {
+  int kv_stage, ctas_per_sm, occupancy, registers;
+  long long smem_bytes;
+};
+
+class BlackFlashSchedule : public Schedule {
+ public:
+  explicit BlackFlashSchedule(JsonReader& r);
+  void check(const Hardware& hw, const Problem& problem) const override;
+  GridPlan plan_grid(const Hardware& hw, const Problem& problem) const override;
+  CtaProgram lower(const Hardware& hw, const Problem& problem, const std::vector<TileWork>& tiles) const override;
+  std::vector<std::string> knob_lines(const Hardware& hw, const Problem& problem) const override;
+  std::vector<std::string> roles() const override { return {"load", "consumer"}; }
+  std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const override;
+  Resolved resolve(const Hardware& hw, const Problem& problem) const;
+
+ private:
+  int kv_stage_ = 2, registers_ = 128;
+  std::optional<int> ctas_per_sm_;
+  std::map<std::string, RoleDecl> roles_;
+  std::map<std::string, PipelineDecl> pipelines_;
+  CostModel costs_;
+};
+
+/// What the role emitters need.
+struct Context {
+  const Hardware& hw;
+  const Problem& problem;
+  const Resolved& k;
+  const CostModel& costs;
+  const std::vector<TileWork>& tiles;
+  Pipe &q, &kv;
+  int consumers_bar;  ///< bar.sync 1, 256: the consumer warps
+};
+
+/// Warp 0: TMA loads of Q, then K_j and V_j into the double buffer (producer.cpp).
+void emit_producer(Context& c, WarpBuilder& w);
+/// Consumer warp `index` (0..7): pair index / 2 owns 16 rows, index % 2 the column half (consumer.cpp).
+void emit_consumer(Context& c, WarpBuilder& w, int index);
+
+}  // namespace attnsim::blackflash

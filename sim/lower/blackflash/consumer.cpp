@@ -1,0 +1,60 @@
+// BlackFlash consumer warps. Warp i: pair i / 2 owns 16 Q rows, half i % 2 owns 32 of the 64
+// columns of S and of O. Per KV block: S_half = Q K_half^T (mma.sync, ldmatrix operands), row
+// max exchanged with the partner through SMEM (bar.sync of the 256 consumers), exp2, row sum
+// likewise, P written to SMEM over the K buffer (after a bar.sync: everyone has read K),
+// bar.sync, O_half += P V_half (mma.sync, full 64-wide P), release the stage (256 arrivals).
+#include "lower/blackflash/blackflash_schedule.hpp"
+
+namespace attnsim::blackflash {
+
+void emit_consumer(Context& c, WarpBuilder& w, int index) {
+  const double eb = c.problem.elem_bytes();
+  const int rows = 16, cols = kTile / 2;  // this warp's block of S and of O
+  // mma.sync m16n8k16: 4096 FLOP per instruction; ldmatrix.x4 moves 16 B per thread.
+  auto mma = [&](double flops, double smem_bytes) {
+    Work m;
+    m.mma_sync_flops = flops;
+    m.issue = flops / 4096 + smem_bytes / 512;
+    m.smem_bytes = smem_bytes;
+    return m;
+  };
+  const Work qk = mma(2.0 * rows * cols * kTile, (rows * kTile + cols * kTile) * eb);
+  const Work pv = mma(2.0 * rows * cols * kTile, (rows * kTile + kTile * cols) * eb);
+  const double per_thread = static_cast<double>(rows) * cols / 32;  // 16 scores of 2 rows
+  Work max_w = c.costs.work("softmax_max", per_thread, 2);
+  max_w += c.costs.work("row_exchange", 0, 1);
+  Work exp_w = c.costs.work("softmax_exp", per_thread, 2);
+  exp_w += c.costs.work("row_exchange", 0, 1);
+  exp_w += c.costs.work("p_to_smem", per_thread, 0);
+  const Work mask_w = c.costs.work("softmax_mask", per_thread, 0);
+  const Work rescale_w = c.costs.work("rescale_o", per_thread, 0);
+  const Work final_w = c.costs.work("final_o", per_thread, 2);
+  const int release = c.kv.arrive_count("consumer", false, false);
+  PipeState q, kv;
+  for (size_t t = 0; t < c.tiles.size(); ++t) {
+    const int tile = static_cast<int>(t), n = c.tiles[t].n_blocks;
+    w.tags(index / 2, -1, tile);
+    w.consumer_wait(c.q.ids, q);
+    q.advance(c.q.ids.stages);
+    for (int j = 0; j < n; ++j) {
+      w.tags(index / 2, j, tile);
+      w.consumer_wait(c.kv.ids, kv);
+      w.compute(ATTNSIM_OP_MMA_QK, qk);
+      Work m = max_w;
+      if (j >= n - c.tiles[t].masked_blocks) m += mask_w;
+      w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"));
+      w.bar_sync(c.consumers_bar, 32);  // partner's row max is in SMEM; K has been read
+      w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_w);
+      w.bar_sync(c.consumers_bar, 32);  // P (over K) and the row sums are in SMEM
+      if (j > 0) w.compute(ATTNSIM_OP_RESCALE_O, rescale_w);
+      w.compute(ATTNSIM_OP_MMA_PV, pv);
+      w.consumer_release(c.kv.ids, kv, release);
+    }
+    w.tags(index / 2, -1, tile);
+    w.compute(ATTNSIM_OP_FINAL_O, final_w, c.costs.latency("final_o"));
+    w.bar_sync(c.consumers_bar, 32);  // O staged in sQ by every warp
+    w.tma_store(ATTNSIM_OP_STORE_O, static_cast<double>(rows) * cols * eb);  // 8-byte vector stores
+  }
+}
+
+}  // namespace attnsim::blackflash

@@ -1,0 +1,29 @@
+// BlackFlash producer warp: TMA of the Q tile (mbar_q), then for every KV block j (ascending)
+// K_j and V_j into stage j % kv_stage, once the consumers have emptied it.
+#include "lower/blackflash/blackflash_schedule.hpp"
+
+namespace attnsim::blackflash {
+
+void emit_producer(Context& c, WarpBuilder& w) {
+  const double tile_bytes = kTile * kTile * c.problem.elem_bytes();
+  const Work issue{c.hw.tma_issue_instrs, 0, 32 * c.hw.tma_issue_instrs, 0, 0, 0};
+  c.q.arrive_count("load", true, false);
+  c.kv.arrive_count("load", true, false);
+  PipeState q, kv;
+  for (size_t t = 0; t < c.tiles.size(); ++t) {
+    w.tags(-1, -1, static_cast<int>(t));
+    w.compute(ATTNSIM_OP_LOAD_Q, issue);
+    w.tma_load(ATTNSIM_OP_LOAD_Q, c.q.ids.full[q.index], tile_bytes);
+    q.advance(c.q.ids.stages);
+    for (int j = 0; j < c.tiles[t].n_blocks; ++j) {
+      w.tags(-1, j, static_cast<int>(t));
+      w.producer_acquire(c.kv.ids, kv);
+      w.compute(ATTNSIM_OP_LOAD_K, issue);
+      // K and V of block j complete one transaction barrier together.
+      w.tma_load(ATTNSIM_OP_LOAD_K, c.kv.ids.full[kv.index], 2 * tile_bytes);
+      kv.advance(c.kv.ids.stages);
+    }
+  }
+}
+
+}  // namespace attnsim::blackflash

@@ -1,0 +1,126 @@
+// SM90 semantics and the seed schedules on H100: wgmma.wait_group, cp.async, per-tile
+// budgets computed by hand, and the FA3 design choices.
+#include <catch2/catch.hpp>
+
+#include "test_support.hpp"
+
+using namespace attnsim;
+
+namespace {
+Hardware h100() { return load_hardware(test::root() + "/configs/hw/h100_sxm.json"); }
+std::string schedule(const std::string& name) { return test::root() + "/schedules/" + name + ".json"; }
+double warp_end(const SimResult& r, int warp) {
+  for (size_t i = 0; i < r.timeline.warps.size(); ++i)
+    if (r.timeline.warps[i].warp == warp) return r.warps[i].end;
+  return -1;
+}
+/// Sums over one CTA's programs for a single tile of `blocks` KV blocks.
+struct Budget {
+  double tensor_flops = 0, mma_sync_flops = 0, fma_lanes = 0, mufu_lanes = 0;
+};
+Budget budget(const Schedule& s, const Hardware& hw, const Problem& p, int blocks) {
+  Budget b;
+  for (const auto& w : s.lower(hw, p, {TileWork{0, 128, blocks, 0}}).warps)
+    for (const auto& op : w.ops) {
+      if (op.kind == OpKind::Mma) b.tensor_flops += op.flops;
+      b.mma_sync_flops += op.work.mma_sync_flops;
+      if (op.name == ATTNSIM_OP_MMA_QK || op.name == ATTNSIM_OP_MMA_PV) b.fma_lanes += op.work.fma_lanes;
+      if (op.name == ATTNSIM_OP_SOFTMAX_EXP) b.mufu_lanes += op.work.mufu_lanes;
+    }
+  return b;
+}
+Problem shape(int hd, int seqlen, int batch = 1) {
+  Problem p = test::default_problem();
+  p.head_dim = p.head_dim_v = hd;
+  p.seqlen_q = p.seqlen_k = seqlen;
+  p.batch = batch;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("wgmma.wait_group and cp.async.wait_group wait for their own groups", "[hopper][engine]") {
+  const Hardware hw = h100();
+  const auto s = load_schedule(test::micro("wgmma_wait.json"));
+  const SimResult r = simulate_cta(hw, s->lower(hw, Problem{}, {TileWork{}}));
+  const double mma = 2097152 / hw.tensor_flops_per_clk;  // 512 cycles
+  // wait_group(1) returns when the first group completes, the FMA block runs 100 cycles, then
+  // wait_group(0) needs the second group (which ended a further 512 cycles after the first).
+  CHECK(warp_end(r, 0) == Approx(std::max(mma + hw.mma_latency + 100, 2 * mma + hw.mma_latency)));
+  const double copy = 16384 / std::min(hw.tma_bytes_per_clk_sm, hw.l2_bytes_per_clk);
+  CHECK(warp_end(r, 1) == Approx(copy + hw.tma_latency));
+}
+
+TEST_CASE("FA3 hd128 128x128 tile: QK and PV wgmma are 4*128^3 FLOP = 2048 tensor-core cycles per KV block",
+          "[hopper][budget]") {
+  const Hardware hw = h100();
+  const auto s = load_schedule(schedule("fa3_sm90"));
+  const Problem p = shape(128, 8448);
+  const Budget one = budget(*s, hw, p, 1), two = budget(*s, hw, p, 2);
+  CHECK((two.tensor_flops - one.tensor_flops) / hw.tensor_flops_per_clk == Approx(2048));
+  // exp: 128 x 128 ex2 per block at 16 per clock = 1024 MUFU cycles, half the MMA time (FA3 paper
+  // 3.1), plus the rescale factor exp2(m_old - m_new): 128 rows, computed by each of the row's 4
+  // quad threads = 512 more ex2 = 32 cycles.
+  CHECK((two.mufu_lanes - one.mufu_lanes) / (hw.mufu_lanes_per_clk_smsp * hw.smsp_per_sm) == Approx(1024 + 32));
+  const SimResult r = simulate_cta(hw, s->lower(hw, p, {TileWork{0, 128, 2, 0}}));
+  CHECK(r.units.tensor_busy == Approx(2 * 2048));
+}
+
+TEST_CASE("BlackFlash 64x64x64 blocks: 4*64^3 FLOP of mma.sync per block", "[hopper][budget]") {
+  const Hardware hw = h100();
+  const auto s = load_schedule(schedule("blackflash"));
+  const Problem p = shape(64, 4096);
+  const Budget one = budget(*s, hw, p, 1), two = budget(*s, hw, p, 2);
+  CHECK(two.mma_sync_flops - one.mma_sync_flops == Approx(4.0 * 64 * 64 * 64));
+  // 8 consumer warps, 2 per SMSP: each SMSP's share of mma.sync does 2 x 2 x 16x32x64 x 2 FLOP per block.
+  const double per_smsp_cycles = 2 * (2 * 2.0 * 16 * 32 * 64) / (hw.mma_sync_flops_per_clk / 4);
+  CHECK((two.mma_sync_flops - one.mma_sync_flops) / hw.mma_sync_flops_per_clk == Approx(per_smsp_cycles));
+}
+
+TEST_CASE("FA2-style on the CUDA cores: Br x Bc x d multiply-adds twice per block with one FFMA each", "[hopper][budget]") {
+  const Hardware hw = h100();
+  const auto s = load_schedule(schedule("fa2_sm80"));
+  const Problem p = shape(64, 4096);
+  const Budget one = budget(*s, hw, p, 1), two = budget(*s, hw, p, 2);
+  CHECK(two.fma_lanes - one.fma_lanes == Approx(2.0 * 64 * 64 * 64));  // Br = Bc = 64 at d = 64
+}
+
+TEST_CASE("every seed schedule simulates on H100", "[hopper]") {
+  const Hardware hw = h100();
+  PredictOptions fast;
+  fast.record_spans = false;
+  fast.extrapolate = true;
+  struct Case { std::string schedule; int hd; bool causal; };
+  for (const Case c : {Case{"fa3_sm90", 64, false}, Case{"fa3_sm90", 128, true}, Case{"fa3_sm90", 256, false},
+                       Case{"fa2_sm80", 128, false}, Case{"blackflash", 64, true}}) {
+    Problem p = shape(c.hd, 4096, 2);
+    p.causal = c.causal;
+    INFO(c.schedule << " " << p.describe());
+    const Prediction r = predict(*load_schedule(schedule(c.schedule)), hw, p, fast);
+    CHECK(r.tflops > 1);
+    CHECK(r.tflops < 989);  // never above the dense bf16 peak
+  }
+}
+
+TEST_CASE("FA3 design choices each pay off on H100 at hd128 seqlen 8448 non-causal", "[hopper][fa3]") {
+  const Hardware hw = h100();
+  const Problem p = shape(128, 8448, 1);
+  PredictOptions fast;
+  fast.record_spans = false;
+  fast.extrapolate = true;
+  const double base = predict(*load_schedule(schedule("fa3_sm90")), hw, p, fast).time_us;
+  for (const char* v : {"no_pingpong", "no_intra_warpgroup_overlap", "no_warp_specialization"}) {
+    INFO(v);
+    CHECK(predict(*load_schedule(schedule("fa3_sm90"), {}, v), hw, p, fast).time_us > base);
+  }
+}
+
+TEST_CASE("Hopper schedules refuse what they cannot run", "[hopper][inputs]") {
+  const Hardware b200 = test::b200(), hw = h100();
+  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"))->check(b200, shape(128, 1024)), Catch::Contains("wgmma"));
+  CHECK_THROWS_WITH(load_schedule(schedule("blackflash"))->check(hw, shape(128, 1024)), Catch::Contains("head_dim 64"));
+  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/pingpong=true", "/tile={\"m_block\":192,\"n_block\":128}"})
+                        ->check(hw, shape(64, 1024)),
+                    Catch::Contains("pingpong alternates two consumer warpgroups"));
+  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/kv_stage=4"})->check(hw, shape(128, 1024)),
+                    Catch::Contains("SMEM overflow"));
+}
