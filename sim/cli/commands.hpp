@@ -37,5 +37,7 @@ std::unique_ptr<Command> add_simulate(CLI::App& app, CLI::App*& sub);
 std::unique_ptr<Command> add_explore(CLI::App& app, CLI::App*& sub);
 /// `explain`: switch off each design choice of a schedule.
 std::unique_ptr<Command> add_explain(CLI::App& app, CLI::App*& sub);
+/// `calibrate`: fold microbenchmark results into a hardware config.
+std::unique_ptr<Command> add_calibrate(CLI::App& app, CLI::App*& sub);
 
 }  // namespace attnsim::cli

@@ -129,6 +129,7 @@ void read_constant(JsonReader& constants, const ConstantSpec& spec, Hardware& hw
     c.fail_at("source",
               "an \"assumed\" constant's source must say why no better number exists and which "
               "microbenchmark would measure it (expected the word \"measure\")");
+  c.string_or("was", "");  // what a calibration replaced (attnsim calibrate keeps it for the record)
   c.finish();
   hw.provenance[spec.name] = std::move(p);
 }
@@ -167,6 +168,30 @@ void check_consistency(const Hardware& hw, const std::string& file) {
 
 /// Reads configs/hw/<gpu>.json strictly: every constant present, with provenance and source;
 /// unknown keys, bad ranges and arch/TMEM inconsistencies throw InputError(file, JSON path, ...).
+double constant_value(const Hardware& hw, const std::string& name) {
+  for (const auto& s : constant_specs()) {
+    if (name != s.name) continue;
+    switch (s.kind) {
+      case ConstantSpec::Kind::Int: return hw.*s.int_field;
+      case ConstantSpec::Kind::Int64: return static_cast<double>(hw.*s.int64_field);
+      case ConstantSpec::Kind::Double: return hw.*s.double_field;
+    }
+  }
+  throw std::out_of_range("no hardware constant " + name);
+}
+
+bool hardware_constant_is_integer(const std::string& name) {
+  for (const auto& s : constant_specs())
+    if (name == s.name) return s.kind != ConstantSpec::Kind::Double;
+  throw std::out_of_range("no hardware constant " + name);
+}
+
+std::vector<std::string> hardware_constant_names() {
+  std::vector<std::string> names;
+  for (const auto& s : constant_specs()) names.emplace_back(s.name);
+  return names;
+}
+
 Hardware load_hardware(const std::string& file) {
   const nlohmann::json doc = load_json_file(file);
   JsonReader top(doc, file);

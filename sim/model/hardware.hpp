@@ -5,6 +5,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <vector>
 
 namespace attnsim {
 
@@ -61,6 +62,15 @@ struct Hardware {
   /// Seconds per cycle times 1e6: microseconds per cycle.
   double us_per_cycle() const { return 1e-3 / clock_ghz; }
 };
+
+/// Value of constant `name` of `hw` as a double; throws std::out_of_range for an unknown name.
+double constant_value(const Hardware& hw, const std::string& name);
+
+/// Whether constant `name` holds an integer (num_sms, tmem_columns, ...) rather than a rate.
+bool hardware_constant_is_integer(const std::string& name);
+
+/// Names of every constant a hardware config holds, in file order.
+std::vector<std::string> hardware_constant_names();
 
 /// Reads and checks a hardware config; throws InputError naming file and JSON path.
 Hardware load_hardware(const std::string& file);

@@ -91,9 +91,11 @@ TEST_CASE("all hardware configs load with full provenance", "[hardware]") {
       CHECK(!p.source.empty());
     }
     CHECK(hw.smsp_per_sm == 4);
-    CHECK(hw.issue_per_clk_smsp == 1);
-    CHECK(hw.fma_lanes_per_clk_smsp == 32);
-    CHECK(hw.smem_bytes_per_clk == 128);
+    // Published 1 issue/clk, 32 FMA lanes/SMSP, 128 B/clk SMEM; a calibrated (measured) config
+    // lands within 2% of them (the microbenchmarks' loop overhead costs about 1%).
+    CHECK(hw.issue_per_clk_smsp == Approx(1).epsilon(0.02));
+    CHECK(hw.fma_lanes_per_clk_smsp == Approx(32).epsilon(0.02));
+    CHECK(hw.smem_bytes_per_clk == Approx(128).epsilon(0.02));
     CHECK(hw.smem_bytes_per_block == 232448);
     CHECK(hw.registers_per_sm == 65536);
     CHECK(hw.max_registers_per_thread == 255);
@@ -136,8 +138,11 @@ TEST_CASE("B200 per-tile budget matches the FA4 paper", "[hardware]") {
   const Hardware h100 = load_hardware(config_path("h100_sxm"));
   const double mma = 2 * 2 * M * N * d / h100.tensor_flops_per_clk;
   const double exp = M * N / (h100.mufu_lanes_per_clk_smsp * h100.smsp_per_sm);
-  CHECK(exp / mma == Approx(0.5));
-  CHECK(h100.num_sms * h100.tensor_flops_per_clk * h100.clock_ghz * 1e9 == Approx(989.4e12).epsilon(0.01));
+  CHECK(exp / mma == Approx(0.5).epsilon(0.001));  // measured rates: within 0.1%
+  // 989.4 TFLOPS = 132 SMs x 4096 FLOP/clk x 1.83 GHz (FA3 footnote 5); the calibrated config holds
+  // the clock measured under sustained tensor load, which the power cap keeps below 1.83 GHz.
+  CHECK(h100.num_sms * h100.tensor_flops_per_clk * 1.83e9 == Approx(989.4e12).epsilon(0.01));
+  CHECK(h100.clock_ghz <= 1.98);
 }
 
 TEST_CASE("hardware loader rejects bad configs with file and JSON path", "[hardware]") {
@@ -172,6 +177,7 @@ TEST_CASE("hardware loader rejects bad configs with file and JSON path", "[hardw
   }
   SECTION("assumed value without a measurement plan") {
     auto msg = load_error("h100_sxm", "assumed_no_plan.json", [](auto& j) {
+      j["constants"]["mma_latency"]["provenance"] = "assumed";
       j["constants"]["mma_latency"]["source"] = "seems about right";
     });
     CHECK_THAT(msg, Catch::Contains("assumed_no_plan.json") && Catch::Contains("/constants/mma_latency/source"));

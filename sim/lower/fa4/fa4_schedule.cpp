@@ -17,7 +17,6 @@ namespace attnsim::fa4 {
 namespace {
 constexpr long long kKiB = 1024;
 
-bool is_pow2(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
 }  // namespace
 

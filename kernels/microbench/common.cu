@@ -1,0 +1,262 @@
+// Host-side helpers of attnsim_microbench: errors, JSON writer, device query, statistics and
+// the per-benchmark report file.
+#include "microbench.cuh"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+namespace mb {
+
+void check_cuda(cudaError_t e, const char* what, const char* file, int line) {
+  if (e == cudaSuccess) return;
+  char buf[1024];
+  std::snprintf(buf, sizeof buf, "%s:%d: %s failed: %s (%s)", file, line, what,
+                cudaGetErrorString(e), cudaGetErrorName(e));
+  throw CudaError(buf);
+}
+
+void check_launch(const char* what, const char* file, int line) {
+  // The launch error first (bad configuration), then errors raised while the kernel ran.
+  check_cuda(cudaGetLastError(), what, file, line);
+  check_cuda(cudaDeviceSynchronize(), what, file, line);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Json
+
+Json Json::array(const std::vector<double>& v) {
+  Json j = array();
+  for (double x : v) j.push_back(x);
+  return j;
+}
+
+Json& Json::operator[](const std::string& key) {
+  if (kind_ == Kind::Null) kind_ = Kind::Obj;
+  if (kind_ != Kind::Obj) throw std::logic_error("Json: [] on a non-object");
+  auto it = vals_.begin();
+  for (size_t i = 0; i < keys_.size(); ++i, ++it)
+    if (keys_[i] == key) return *it;
+  keys_.push_back(key);
+  vals_.emplace_back();
+  return vals_.back();
+}
+
+void Json::push_back(Json v) {
+  if (kind_ == Kind::Null) kind_ = Kind::Arr;
+  if (kind_ != Kind::Arr) throw std::logic_error("Json: push_back on a non-array");
+  vals_.push_back(std::move(v));
+}
+
+static void escape_to(std::string& out, const std::string& s) {
+  out += '"';
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char b[8];
+          std::snprintf(b, sizeof b, "\\u%04x", c);
+          out += b;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+void Json::dump_to(std::string& out, int indent, int level) const {
+  auto nl = [&](int lv) {
+    if (indent <= 0) return;
+    out += '\n';
+    out.append(static_cast<size_t>(indent * lv), ' ');
+  };
+  switch (kind_) {
+    case Kind::Null: out += "null"; break;
+    case Kind::Bool: out += b_ ? "true" : "false"; break;
+    case Kind::Int: out += std::to_string(i_); break;
+    case Kind::Num: {
+      if (!std::isfinite(d_)) { out += "null"; break; }
+      char b[40];
+      std::snprintf(b, sizeof b, "%.9g", d_);
+      std::string s = b;
+      // Keep it a JSON number that reads back as floating point.
+      if (s.find_first_of(".eE") == std::string::npos) s += ".0";
+      out += s;
+      break;
+    }
+    case Kind::Str: escape_to(out, s_); break;
+    case Kind::Arr: {
+      // Arrays of scalars stay on one line: they are sample lists, easier to read that way.
+      bool scalars = std::all_of(vals_.begin(), vals_.end(), [](const Json& v) {
+        return v.kind_ != Kind::Arr && v.kind_ != Kind::Obj;
+      });
+      out += '[';
+      bool first = true;
+      for (const Json& v : vals_) {
+        if (!first) out += scalars ? ", " : ",";
+        first = false;
+        if (!scalars) nl(level + 1);
+        v.dump_to(out, indent, level + 1);
+      }
+      if (!scalars && !vals_.empty()) nl(level);
+      out += ']';
+      break;
+    }
+    case Kind::Obj: {
+      out += '{';
+      auto it = vals_.begin();
+      for (size_t i = 0; i < keys_.size(); ++i, ++it) {
+        if (i) out += ',';
+        nl(level + 1);
+        escape_to(out, keys_[i]);
+        out += indent > 0 ? ": " : ":";
+        it->dump_to(out, indent, level + 1);
+      }
+      if (!keys_.empty()) nl(level);
+      out += '}';
+      break;
+    }
+  }
+}
+
+std::string Json::dump(int indent) const {
+  std::string out;
+  dump_to(out, indent, 0);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Device query
+
+// NVML is loaded at run time so the program neither links nor needs it: it gives the driver's
+// own version string (580.xx), which the CUDA runtime does not.
+static std::string nvml_driver_version() {
+  void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return "";
+  using InitFn = int (*)();
+  using VerFn = int (*)(char*, unsigned);
+  auto init = reinterpret_cast<InitFn>(dlsym(h, "nvmlInit_v2"));
+  auto ver = reinterpret_cast<VerFn>(dlsym(h, "nvmlSystemGetDriverVersion"));
+  auto shut = reinterpret_cast<InitFn>(dlsym(h, "nvmlShutdown"));
+  std::string out;
+  if (init && ver && init() == 0) {
+    char buf[96] = {0};
+    if (ver(buf, sizeof buf) == 0) out = buf;
+    if (shut) shut();
+  }
+  dlclose(h);
+  return out;
+}
+
+DeviceInfo query_device(int dev) {
+  DeviceInfo d;
+  d.device = dev;
+  cudaDeviceProp p{};
+  MB_CHECK(cudaGetDeviceProperties(&p, dev));
+  d.name = p.name;
+  d.sm_count = p.multiProcessorCount;
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.l2_bytes = p.l2CacheSize;
+  MB_CHECK(cudaDeviceGetAttribute(&d.clock_rate_khz, cudaDevAttrClockRate, dev));
+  MB_CHECK(cudaDeviceGetAttribute(&d.smem_optin_bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  MB_CHECK(cudaDeviceGetAttribute(&d.smem_per_sm_bytes, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  MB_CHECK(cudaDriverGetVersion(&d.driver_api_version));
+  int rt = 0;
+  MB_CHECK(cudaRuntimeGetVersion(&rt));
+  d.cuda_runtime = std::to_string(rt / 1000) + "." + std::to_string((rt % 1000) / 10);
+  d.driver_version = nvml_driver_version();
+  if (d.driver_version.empty())
+    d.driver_version = "CUDA driver API " + std::to_string(d.driver_api_version / 1000) + "." +
+                       std::to_string((d.driver_api_version % 1000) / 10);
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statistics and clocks
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  double r = std::ceil(p / 100.0 * static_cast<double>(v.size()));
+  size_t i = r < 1 ? 0 : static_cast<size_t>(r) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+double vmin(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+double vmax(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
+
+void ClockMeter::add(const std::vector<BlockClock>& recs, double min_ns) {
+  for (const auto& r : recs) {
+    double ns = static_cast<double>(r.ns1) - static_cast<double>(r.ns0);
+    double cyc = static_cast<double>(r.clk1 - r.clk0);
+    if (ns < min_ns || cyc <= 0) continue;
+    cycles_ += cyc;
+    ns_ += ns;
+    samples_.push_back(cyc / ns);
+  }
+}
+
+double span_ns(const std::vector<BlockClock>& recs) {
+  if (recs.empty()) return 0;
+  unsigned long long lo = recs[0].ns0, hi = recs[0].ns1;
+  for (const auto& r : recs) {
+    lo = std::min(lo, r.ns0);
+    hi = std::max(hi, r.ns1);
+  }
+  return static_cast<double>(hi - lo);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+Report::Report(std::string name, const Options& opt, const DeviceInfo& dev)
+    : name_(std::move(name)), opt_(opt), dev_(dev) {}
+
+std::string Report::write() const {
+  Json j = Json::object();
+  j["benchmark"] = name_;
+  j["gpu"] = dev_.name;
+  j["sm_count"] = dev_.sm_count;
+  j["compute_capability"] = std::to_string(dev_.cc_major) + "." + std::to_string(dev_.cc_minor);
+  j["driver_version"] = dev_.driver_version;
+  j["cuda_driver_api"] = dev_.driver_api_version;
+  j["cuda_runtime"] = dev_.cuda_runtime;
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  j["date"] = std::string(date);
+  j["advertised_sm_clock_ghz"] = dev_.clock_rate_khz / 1e6;
+  j["sm_clock_ghz_measured"] = clock_.ghz();
+  j["quick"] = opt_.quick;
+  j["method"] = method_;
+  j["results"] = results_;
+  std::filesystem::create_directories(opt_.out_dir);
+  std::string path = (std::filesystem::path(opt_.out_dir) / (name_ + ".json")).string();
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error("cannot write " + path);
+  f << j.dump(2) << "\n";
+  if (!f) throw std::runtime_error("error writing " + path);
+  return path;
+}
+
+}  // namespace mb

@@ -1,0 +1,520 @@
+// Memory benchmarks: TMA loads (cp.async.bulk and cp.async.bulk.tensor 2D, completion on an
+// mbarrier) from L2 -- latency, one-SM bandwidth, all-SM bandwidth, plus an HBM stream -- and
+// shared-memory read bandwidth (ld.shared.v4).
+#include "microbench.cuh"
+
+#include <cuda.h>  // CUtensorMap and its enums (the driver entry point is fetched at run time)
+#include <cudaTypedefs.h>
+
+#include <cuda/ptx>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace mb {
+namespace {
+
+constexpr unsigned long long kWaitTimeoutNs = 2000000000ull;  // 2 s: a wait that long is a bug
+
+/// Waits for phase `parity` of an mbarrier to complete; returns false after kWaitTimeoutNs, so
+/// a mistake becomes a reported error instead of a hung GPU. The timer is read only every 1024
+/// unsuccessful tries, so the common path is the bare try_wait loop of a real kernel.
+__device__ __forceinline__ bool wait_parity(uint64_t* bar, uint32_t parity) {
+  unsigned long long t0 = 0;
+  for (unsigned k = 1;; ++k) {
+    if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return true;
+    if ((k & 1023u) == 0) {
+      const unsigned long long now = globaltimer();
+      if (t0 == 0) t0 = now;
+      else if (now - t0 > kWaitTimeoutNs) return false;
+    }
+  }
+}
+
+/// Where a TMA benchmark reads from: a 1D byte range (cp.async.bulk) or a 2D bf16 tensor of
+/// 128 columns (a head_dim-128 K/V tile layout) read in boxes of 64 columns x box_rows rows with
+/// 128B swizzle, as FA3 does (cp.async.bulk.tensor.2d).
+struct TmaSource {
+  const uint8_t* base;
+  unsigned long long nchunks;  // chunks of `bytes` each
+  uint32_t bytes;              // bytes per copy
+  int mode;                    // 0: cp.async.bulk, 1: cp.async.bulk.tensor 2D
+  int box_rows;                // mode 1 only
+};
+
+/// Issues one copy of chunk `c` into `dst`, completing on `bar` (arrive + expect_tx first).
+__device__ __forceinline__ void tma_issue(const CUtensorMap* tmap, const TmaSource& s, unsigned long long c,
+                                          uint8_t* dst, uint64_t* bar) {
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, bar,
+                                       s.bytes);
+  if (s.mode == 0) {
+    cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, s.base + c * s.bytes, s.bytes,
+                             bar);
+  } else {
+    // Chunk c: column half (c & 1), row block (c >> 1).
+    const int32_t coords[2] = {static_cast<int32_t>((c & 1) * 64), static_cast<int32_t>((c >> 1) * s.box_rows)};
+    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, tmap, coords, bar);
+  }
+}
+
+/// Initialises `n` mbarriers (arrival count 1) and publishes them to the async proxy.
+__device__ __forceinline__ void init_bars(uint64_t* bars, int n) {
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < n; ++i) cuda::ptx::mbarrier_init(&bars[i], 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  __syncthreads();
+}
+
+__device__ __forceinline__ uint8_t* align1k(uint8_t* p) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
+}
+
+/// Latency: thread 0 times `reps` single copies (arrive.expect_tx, copy, try_wait until the
+/// phase completes), chunks visited in a scattered order.
+__global__ void tma_latency_kernel(const __grid_constant__ CUtensorMap tmap, TmaSource src, int reps,
+                                   long long* out, int* err) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ uint64_t bar;
+  uint8_t* buf = align1k(smem_raw);
+  init_bars(&bar, 1);
+  if (threadIdx.x != 0) return;
+  uint32_t phase = 0;
+  for (int r = 0; r < reps; ++r) {
+    const unsigned long long c = (static_cast<unsigned long long>(r) * 7919ull) % src.nchunks;
+    const long long t0 = clock64();
+    tma_issue(&tmap, src, c, buf, &bar);
+    if (!wait_parity(&bar, phase)) { atomicExch(err, 1); return; }
+    const long long t1 = clock64();
+    phase ^= 1;
+    out[r] = t1 - t0;
+  }
+}
+
+constexpr int kMaxStages = 16;
+constexpr int kProducers = 4;  // issuing warps per block (one per SMSP)
+
+/// Bandwidth: a ring of `stages` SMEM buffers, each refilled as soon as its copy lands. Lane 0
+/// of warp w (w < kProducers) owns stages w, w + kProducers, ...; in round r it waits for its
+/// stage's copy of round r - 1 and issues the next one. Copy (r, s) reads chunk
+/// (b * start_mult + (r * stages + s) * step) mod nchunks, advanced without division: the first
+/// version of this kernel computed it with a 64-bit modulo in one thread, and that loop (about
+/// 680 cycles per copy) set the measured rate instead of the TMA.
+__global__ void tma_stream_kernel(const __grid_constant__ CUtensorMap tmap, TmaSource src, int stages, int rounds,
+                                  unsigned long long start_mult, unsigned long long step, BlockClock* blocks,
+                                  int* err) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ uint64_t full[kMaxStages];
+  uint8_t* buf = align1k(smem_raw);
+  init_bars(full, stages);
+  block_clock_begin(blocks);
+  const int warp = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0 && warp < kProducers) {
+    const unsigned long long n = src.nchunks;
+    const unsigned long long inc = (static_cast<unsigned long long>(stages) * step) % n;  // per round
+    unsigned long long base = (blockIdx.x * start_mult) % n;
+    bool ok = true;
+    for (int r = 0; r < rounds && ok; ++r) {
+      for (int st = warp; st < stages; st += kProducers) {
+        if (r > 0 && !wait_parity(&full[st], (r - 1) & 1)) { ok = false; break; }
+        unsigned long long c = base + static_cast<unsigned long long>(st) * step;
+        while (c >= n) c -= n;
+        tma_issue(&tmap, src, c, buf + st * src.bytes, &full[st]);
+      }
+      base += inc;
+      if (base >= n) base -= n;
+    }
+    for (int st = warp; st < stages && ok; st += kProducers)  // drain the last round
+      ok = wait_parity(&full[st], (rounds - 1) & 1);
+    if (!ok) atomicExch(err, 1);
+  }
+  __syncthreads();
+  block_clock_end(blocks);
+}
+
+/// Reads a buffer once (grid-stride, 16 B per thread) so that it sits in L2.
+__global__ void touch_kernel(const uint4* p, size_t n, uint32_t* sink) {
+  uint32_t x = 0;
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint4 v = p[i];
+    x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == 0x12345678u) sink[0] = x;
+}
+
+/// Plain load latency from L2: one thread chases a random cyclic permutation with ld.global.cg
+/// (cached in L2 only), for comparison with the TMA latency.
+__global__ void chase_kernel(const uint32_t* next, int steps, long long* out) {
+  uint32_t i = 0;
+  for (int k = 0; k < 64; ++k) asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(i) : "l"(next + i));  // warm
+  const long long t0 = clock64();
+  for (int k = 0; k < steps; ++k) asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(i) : "l"(next + i));
+  const long long t1 = clock64();
+  out[0] = t1 - t0;
+  out[1] = i;
+}
+
+// --- host --------------------------------------------------------------------------------------
+
+/// Builds a 2D bf16 tensor map over `rows` x 128 columns (row stride 256 B), box 64 x box_rows,
+/// 128B swizzle. The encoder is fetched from the driver at run time (no libcuda link).
+CUtensorMap make_tmap(const void* base, unsigned long long rows, int box_rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  if (!encode) {
+    cudaDriverEntryPointQueryResult q{};
+    MB_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode), 12000,
+                                              cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !encode) throw std::runtime_error("cuTensorMapEncodeTiled not found");
+  }
+  CUtensorMap m{};
+  const cuuint64_t dims[2] = {128, rows};
+  const cuuint64_t strides[1] = {256};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t estr[2] = {1, 1};
+  CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, estr,
+                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled failed: " + std::to_string(r));
+  return m;
+}
+
+/// A TmaSource over `buf` (of `buf_bytes`) for copies of `bytes` (mode 0) or boxes of
+/// `box_rows` rows (mode 1: bytes = box_rows * 128), with its tensor map.
+std::pair<TmaSource, CUtensorMap> source(const uint8_t* buf, size_t buf_bytes, int mode, uint32_t bytes) {
+  TmaSource s{buf, 0, bytes, mode, 0};
+  CUtensorMap m{};
+  if (mode == 0) {
+    s.nchunks = buf_bytes / bytes;
+    // Any valid map will do: the kernel does not read it in mode 0.
+    m = make_tmap(buf, buf_bytes / 256, 8);
+  } else {
+    s.box_rows = static_cast<int>(bytes / 128);
+    const unsigned long long rows = buf_bytes / 256;
+    s.nchunks = 2 * (rows / s.box_rows);
+    m = make_tmap(buf, rows, s.box_rows);
+  }
+  return {s, m};
+}
+
+void check_err(const DeviceBuffer<int>& err, const char* what) {
+  if (err.to_host()[0] != 0) throw std::runtime_error(std::string(what) + ": an mbarrier wait timed out (2 s)");
+}
+
+void touch(const uint8_t* buf, size_t bytes, int sm_count) {
+  DeviceBuffer<uint32_t> sink(1);
+  touch_kernel<<<sm_count * 4, 512>>>(reinterpret_cast<const uint4*>(buf), bytes / 16, sink.get());
+  MB_CHECK_LAUNCH("touch_kernel");
+}
+
+struct StreamResult {
+  double bytes_per_clk_sm = 0;      // median over blocks of bytes / own cycles
+  double chip_bytes_per_ns = 0;     // all bytes / (last end - first start)
+  double sum_bytes_per_clk = 0;     // sum over blocks of bytes / own cycles
+  std::vector<BlockClock> blocks;
+};
+
+/// Streams about `per_block` copies (rounded down to whole rounds of `stages`) per block.
+StreamResult stream(const TmaSource& s, const CUtensorMap& m, int grid, int stages, int per_block,
+                    unsigned long long start_mult, unsigned long long step) {
+  const int smem = stages * static_cast<int>(s.bytes) + 1024;
+  const int rounds = std::max(1, per_block / stages);
+  allow_smem(tma_stream_kernel, smem);
+  DeviceBuffer<BlockClock> blocks(grid);
+  DeviceBuffer<int> err(1);
+  err.zero();
+  tma_stream_kernel<<<grid, 32 * kProducers, smem>>>(m, s, stages, rounds, start_mult, step, blocks.get(), err.get());
+  MB_CHECK_LAUNCH("tma_stream_kernel");
+  check_err(err, "tma_stream_kernel");
+  StreamResult r;
+  r.blocks = blocks.to_host();
+  const double bytes = static_cast<double>(rounds) * stages * s.bytes;
+  std::vector<double> rates;
+  for (const BlockClock& b : r.blocks) {
+    const double rate = bytes / static_cast<double>(b.clk1 - b.clk0);
+    rates.push_back(rate);
+    r.sum_bytes_per_clk += rate;
+  }
+  r.bytes_per_clk_sm = median(rates);
+  const double ns = span_ns(r.blocks);
+  r.chip_bytes_per_ns = ns > 0 ? bytes * grid / ns : 0.0;
+  return r;
+}
+
+void bench_tma(Report& rep) {
+  rep.set_method(
+      "TMA loads completing on an mbarrier (arrive.expect_tx, then the copy; try_wait.parity). bulk = cp.async.bulk global->shared (1D); tensor2d = "
+      "cp.async.bulk.tensor.2d of a bf16 [rows x 128] tensor in boxes of 64 cols x R rows, 128B "
+      "swizzle (FA3's K/V tile layout). Latency: one SM, issue -> wait returns, clock64, median "
+      "over scattered chunks of an L2-resident 4 MB buffer. Bandwidth: a ring of S SMEM stages, "
+      "each refilled as soon as it lands, issued by 4 warps (one lane each); one SM (L2-resident 16 MB buffer), all SMs at once "
+      "(same buffer, each SM starting elsewhere), and all SMs streaming a 1 GB buffer once "
+      "(HBM). Bytes per SM clock from clock64; chip-wide bytes per clock = bytes / (%globaltimer "
+      "span x measured clock).");
+  const DeviceInfo& dev = rep.dev();
+  const bool quick = rep.opt().quick;
+  Json& res = rep.results();
+
+  // L2-resident source for latency and L2 bandwidth; HBM source for the stream.
+  const size_t l2_bytes = 16u << 20;
+  DeviceBuffer<uint8_t> l2buf(l2_bytes);
+  MB_CHECK(cudaMemset(l2buf.get(), 0x3c, l2_bytes));
+
+  // --- latency
+  {
+    const size_t lat_bytes = 4u << 20;
+    touch(l2buf.get(), lat_bytes, dev.sm_count);
+    const int reps = quick ? 64 : 256;
+    DeviceBuffer<long long> out(reps);
+    DeviceBuffer<int> err(1);
+    Json& lat = res["latency_cycles"];
+    std::vector<double> sizes_b, bulk_med, t2_sizes, t2_med;
+    for (int mode = 0; mode < 2; ++mode) {
+      const std::vector<uint32_t> sizes = mode == 0 ? std::vector<uint32_t>{128, 1024, 4096, 8192, 16384, 32768}
+                                                    : std::vector<uint32_t>{1024, 4096, 8192, 16384, 32768};
+      for (uint32_t b : sizes) {
+        auto [s, m] = source(l2buf.get(), lat_bytes, mode, b);
+        const int smem = static_cast<int>(b) + 1024;
+        allow_smem(tma_latency_kernel, smem);
+        err.zero();
+        touch(l2buf.get(), lat_bytes, dev.sm_count);
+        tma_latency_kernel<<<1, 32, smem>>>(m, s, reps, out.get(), err.get());
+        MB_CHECK_LAUNCH("tma_latency_kernel");
+        check_err(err, "tma_latency_kernel");
+        auto h = out.to_host();
+        std::vector<double> v(h.begin() + 8, h.end());  // first 8: warm-up
+        Json j = Json::object();
+        j["bytes"] = b;
+        j["median"] = median(v);
+        j["min"] = vmin(v);
+        j["p90"] = percentile(v, 90);
+        lat[std::string(mode == 0 ? "bulk_" : "tensor2d_") + std::to_string(b)] = j;
+        if (mode == 0) { sizes_b.push_back(b); bulk_med.push_back(median(v)); }
+        else { t2_sizes.push_back(b); t2_med.push_back(median(v)); }
+      }
+    }
+    // latency = a + bytes / bw: fit over the copies of at most 16 KB.
+    auto fit = [](const std::vector<double>& x, const std::vector<double>& y) {
+      double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (x[i] > 16384) continue;
+        n += 1; sx += x[i]; sy += y[i]; sxx += x[i] * x[i]; sxy += x[i] * y[i];
+      }
+      const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+      return std::pair<double, double>{(sy - b * sx) / n, b};
+    };
+    auto [a1, b1] = fit(sizes_b, bulk_med);
+    auto [a2, b2] = fit(t2_sizes, t2_med);
+    res["latency_fit_bulk"] = Json::object();
+    res["latency_fit_bulk"]["intercept_cycles"] = a1;
+    res["latency_fit_bulk"]["bytes_per_clk"] = b1 > 0 ? 1.0 / b1 : 0.0;
+    res["latency_fit_tensor2d"] = Json::object();
+    res["latency_fit_tensor2d"]["intercept_cycles"] = a2;
+    res["latency_fit_tensor2d"]["bytes_per_clk"] = b2 > 0 ? 1.0 / b2 : 0.0;
+    // FA3's unit of transfer: one 64-col x 128-row box (16 KB); and the fixed part for the model.
+    res["tma_latency_16k_tensor2d"] = lat["tensor2d_16384"]["median"];
+    res["tma_latency"] = a2;
+
+    // Plain L2-hit load latency (pointer chase over 4 MB).
+    const uint32_t n = 1u << 20;
+    std::vector<uint32_t> perm(n), next(n);
+    std::iota(perm.begin(), perm.end(), 0u);
+    std::shuffle(perm.begin() + 1, perm.end(), std::mt19937(12345));
+    for (uint32_t i = 0; i < n; ++i) next[perm[i]] = perm[(i + 1) % n];
+    DeviceBuffer<uint32_t> dn(n);
+    MB_CHECK(cudaMemcpy(dn.get(), next.data(), n * 4, cudaMemcpyHostToDevice));
+    touch(reinterpret_cast<const uint8_t*>(dn.get()), n * 4ull, dev.sm_count);
+    DeviceBuffer<long long> co(2);
+    const int steps = quick ? 512 : 4096;
+    chase_kernel<<<1, 1>>>(dn.get(), steps, co.get());
+    MB_CHECK_LAUNCH("chase_kernel");
+    res["l2_hit_ldg_cg_latency_cycles"] = static_cast<double>(co.to_host()[0]) / steps;
+  }
+
+  // --- bandwidth
+  {
+    touch(l2buf.get(), l2_bytes, dev.sm_count);
+    struct Cfg { const char* name; int mode; uint32_t bytes; int stages; };
+    const Cfg one[] = {{"bulk_4k_x16", 0, 4096, 16},   {"bulk_8k_x16", 0, 8192, 16},
+                       {"bulk_16k_x8", 0, 16384, 8},   {"bulk_32k_x4", 0, 32768, 4},
+                       {"tensor2d_8k_x16", 1, 8192, 16}, {"tensor2d_16k_x8", 1, 16384, 8}};
+    Json& j1 = res["one_sm_l2"];
+    double best_one = 0;
+    const double one_total = quick ? 8e6 : 32e6;
+    for (const Cfg& c : one) {
+      auto [s, m] = source(l2buf.get(), l2_bytes, c.mode, c.bytes);
+      const int per_block = static_cast<int>(one_total / c.bytes);
+      stream(s, m, 1, c.stages, std::max(1, per_block / 8), 1, 1);  // warm-up
+      StreamResult r = stream(s, m, 1, c.stages, per_block, 1, 1);
+      rep.clock().add(r.blocks);
+      Json j = Json::object();
+      j["bytes_per_copy"] = c.bytes;
+      j["stages"] = c.stages;
+      j["bytes_per_clk"] = r.bytes_per_clk_sm;
+      j["gb_per_s"] = r.chip_bytes_per_ns;
+      j1[c.name] = j;
+      best_one = std::max(best_one, r.bytes_per_clk_sm);
+    }
+    res["tma_bytes_per_clk_sm"] = best_one;
+
+    const int grid = dev.sm_count;
+    const double per_sm_total = quick ? 1e6 : 8e6;
+    Json& ja = res["all_sms_l2"];
+    double best_all = 0, best_all_clk = 0;
+    for (const Cfg& c : {Cfg{"bulk_16k_x8", 0, 16384, 8}, Cfg{"tensor2d_16k_x8", 1, 16384, 8}}) {
+      auto [s, m] = source(l2buf.get(), l2_bytes, c.mode, c.bytes);
+      const int per_block = static_cast<int>(per_sm_total / c.bytes);
+      stream(s, m, grid, c.stages, std::max(1, per_block / 8), 97, 1);  // warm-up
+      StreamResult r = stream(s, m, grid, c.stages, per_block, 97, 1);
+      rep.clock().add(r.blocks);
+      ClockMeter cm;
+      cm.add(r.blocks, 1000.0);
+      Json j = Json::object();
+      j["bytes_per_copy"] = c.bytes;
+      j["stages"] = c.stages;
+      j["bytes_per_clk_per_sm_median"] = r.bytes_per_clk_sm;
+      j["sum_over_sms_bytes_per_clk"] = r.sum_bytes_per_clk;
+      j["chip_gb_per_s"] = r.chip_bytes_per_ns;
+      j["chip_bytes_per_clk"] = cm.ghz() > 0 ? r.chip_bytes_per_ns / cm.ghz() : 0.0;
+      ja[c.name] = j;
+      if (r.chip_bytes_per_ns > best_all) {
+        best_all = r.chip_bytes_per_ns;
+        best_all_clk = cm.ghz() > 0 ? r.chip_bytes_per_ns / cm.ghz() : 0.0;
+      }
+    }
+    res["l2_bytes_per_clk"] = best_all_clk;
+    res["l2_gb_per_s"] = best_all;
+
+    // HBM: every SM streams its own chunks of a 1 GB buffer once (no reuse, so no L2 hits).
+    const size_t hbm_bytes = quick ? (256u << 20) : (1u << 30);
+    DeviceBuffer<uint8_t> hbuf(hbm_bytes);
+    MB_CHECK(cudaMemset(hbuf.get(), 0x3c, hbm_bytes));
+    {
+      // Writing 128 MB elsewhere pushes the tail of hbuf (which the memset left in L2) out.
+      DeviceBuffer<uint8_t> flush(128u << 20);
+      MB_CHECK(cudaMemset(flush.get(), 0x3d, flush.size()));
+      MB_CHECK(cudaDeviceSynchronize());
+    }
+    auto [s, m] = source(hbuf.get(), hbm_bytes, 0, 16384);
+    const int per_block = static_cast<int>(s.nchunks / grid);
+    StreamResult r = stream(s, m, grid, 8, per_block, 1, static_cast<unsigned long long>(grid));
+    rep.clock().add(r.blocks);
+    Json j = Json::object();
+    j["bytes_per_copy"] = 16384;
+    j["stages"] = 8;
+    j["buffer_bytes"] = static_cast<long long>(hbm_bytes);
+    j["chip_gb_per_s"] = r.chip_bytes_per_ns;
+    j["bytes_per_clk_per_sm_median"] = r.bytes_per_clk_sm;
+    res["all_sms_hbm"] = j;
+    res["hbm_bytes_per_s"] = r.chip_bytes_per_ns * 1e9;
+  }
+}
+
+// --- shared memory -----------------------------------------------------------------------------
+
+constexpr int kSmemUnroll = 8;  // 16 would need 64+ registers for v4 with 32 warps
+
+/// Every thread reads kVec 32-bit words per ld.shared (v1/v2/v4), 8 loads per iteration at
+/// immediate offsets 4 KB apart; a warp's access is contiguous (conflict-free). The loads are
+/// ld.volatile: plain ld.shared of loop-invariant addresses is hoisted out of the loop by ptxas
+/// (asm volatile only binds the front end). xor-folding keeps the values live. The launch
+/// bound caps registers at 64 so that 32 warps fit (unbounded, ptxas hoists all 16 v4 loads).
+template <int kVec>
+__global__ void __launch_bounds__(1024) smem_read_kernel(int iters, WarpSpan* spans, BlockClock* blocks, uint32_t* sink) {
+  extern __shared__ uint32_t words[];
+  for (int i = threadIdx.x; i < 16384; i += blockDim.x) words[i] = hash32(i);
+  __syncthreads();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const uint32_t base = smem_u32(words) + (warp % 8) * (32 * kVec * 4) + lane * kVec * 4;
+  uint32_t acc[4] = {0, 0, 0, 0};
+  block_clock_begin(blocks);
+  const long long c0 = clock64();
+#pragma unroll 1
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int u = 0; u < kSmemUnroll; ++u) {
+      const uint32_t addr = base + u * 4096;
+      if constexpr (kVec == 4) {
+        uint32_t x, y, z, w;
+        asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(x), "=r"(y), "=r"(z), "=r"(w) : "r"(addr));
+        acc[u & 3] ^= x ^ y ^ z ^ w;
+      } else if constexpr (kVec == 2) {
+        uint32_t x, y;
+        asm volatile("ld.volatile.shared.v2.u32 {%0, %1}, [%2];" : "=r"(x), "=r"(y) : "r"(addr));
+        acc[u & 3] ^= x ^ y;
+      } else {
+        uint32_t x;
+        asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(x) : "r"(addr));
+        acc[u & 3] ^= x;
+      }
+    }
+  }
+  const long long c1 = clock64();
+  if (lane == 0) spans[blockIdx.x * 32 + warp] = WarpSpan{c0, c1};
+  __syncthreads();
+  block_clock_end(blocks);
+  const uint32_t a = acc[0] ^ acc[1] ^ acc[2] ^ acc[3];
+  if (a == 0x9e3779b9u) sink[blockIdx.x * blockDim.x + threadIdx.x] = a;
+}
+
+template <int kVec>
+double smem_rate(Report& rep, int warps, Json& out, const char* name) {
+  const int grid = rep.dev().sm_count;
+  // kSmemUnroll loads x warps x 32 lanes x 4*kVec B per iteration; ~4M cycles at 128 B/clk.
+  const double bytes_per_iter = kSmemUnroll * warps * 32.0 * 4 * kVec;
+  const int iters = std::max(8, static_cast<int>((rep.opt().quick ? 4e5 : 4e6) * 128.0 / bytes_per_iter));
+  DeviceBuffer<WarpSpan> spans(static_cast<size_t>(grid) * 32);
+  DeviceBuffer<BlockClock> blocks(grid);
+  DeviceBuffer<uint32_t> sink(static_cast<size_t>(grid) * warps * 32);
+  allow_smem(smem_read_kernel<kVec>, kOneBlockPerSmSmem);
+  smem_read_kernel<kVec><<<grid, warps * 32, kOneBlockPerSmSmem>>>(std::max(1, iters / 8), spans.get(), blocks.get(),
+                                                                   sink.get());
+  MB_CHECK_LAUNCH("smem_read_kernel warm-up");
+  smem_read_kernel<kVec><<<grid, warps * 32, kOneBlockPerSmSmem>>>(iters, spans.get(), blocks.get(), sink.get());
+  MB_CHECK_LAUNCH("smem_read_kernel");
+  auto hb = blocks.to_host();
+  rep.clock().add(hb);
+  auto hs = spans.to_host();
+  std::vector<double> rates;
+  for (int b = 0; b < grid; ++b) {
+    long long lo = hs[b * 32].c0, hi = hs[b * 32].c1;
+    for (int w = 1; w < warps; ++w) {
+      lo = std::min(lo, hs[b * 32 + w].c0);
+      hi = std::max(hi, hs[b * 32 + w].c1);
+    }
+    rates.push_back(bytes_per_iter * iters / static_cast<double>(hi - lo));
+  }
+  Json j = Json::object();
+  j["warps_per_sm"] = warps;
+  j["bytes_per_thread_per_load"] = 4 * kVec;
+  j["bytes_per_clk_sm"] = median(rates);
+  j["bytes_per_clk_sm_min_over_sms"] = vmin(rates);
+  j["warp_loads_per_clk_sm"] = median(rates) / (128.0 * kVec);
+  out[name] = j;
+  return median(rates);
+}
+
+void bench_smem(Report& rep) {
+  rep.set_method(
+      "ld.volatile.shared (u32, v2.u32, v4.u32) reads, conflict-free (each warp reads a contiguous "
+      "128/256/512 B), 8 loads per loop iteration, one block per SM on all SMs; bytes per SM "
+      "clock from clock64 spans, median over SMs.");
+  Json& cfg = rep.results()["configs"];
+  const double v4_32 = smem_rate<4>(rep, 32, cfg, "v4_32_warps");
+  smem_rate<4>(rep, 16, cfg, "v4_16_warps");
+  smem_rate<4>(rep, 8, cfg, "v4_8_warps");
+  smem_rate<2>(rep, 32, cfg, "v2_32_warps");
+  smem_rate<1>(rep, 32, cfg, "v1_32_warps");
+  rep.results()["smem_bytes_per_clk"] = v4_32;
+}
+
+}  // namespace
+
+std::vector<Benchmark> memory_benchmarks() {
+  return {
+      {"tma", "TMA (bulk and tensor 2D) latency and bandwidth from L2, one SM and all SMs; HBM", bench_tma},
+      {"smem_bw", "shared-memory read bandwidth (ld.shared v1/v2/v4)", bench_smem},
+  };
+}
+
+}  // namespace mb

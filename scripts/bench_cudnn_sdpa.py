@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Times cuDNN's fused attention (PyTorch SDPA, cuDNN backend) on a GPU machine.
+
+Validation data for attnsim: end-to-end timings of another kernel, never used to fit the
+model. Median of CUDA-event timings after warm-up, random N(0,1) bf16 inputs, writes JSON.
+Usage: python3 scripts/bench_cudnn_sdpa.py OUT.json
+"""
+import datetime
+import json
+import sys
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+# (batch, heads, seqlen, head_dim, causal): FA3's benchmark shapes and the issue's validation set.
+SHAPES = [
+    (4, 16, 8448, 128, False), (2, 16, 8192, 128, False), (2, 16, 8192, 64, False), (2, 16, 8192, 256, False),
+    (2, 16, 8192, 128, True), (16, 16, 1024, 128, False), (4, 16, 4096, 64, True), (1, 16, 16384, 128, False),
+]
+
+
+def flops(b, h, s, d, causal):
+    f = 4.0 * b * h * s * s * d
+    return f / 2 if causal else f
+
+
+def time_ms(fn, warmup=5, reps=20):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def main():
+    out = {"benchmark": "cudnn_sdpa", "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "cudnn": torch.backends.cudnn.version(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+           "method": "torch.nn.functional.scaled_dot_product_attention under sdpa_kernel(CUDNN_ATTENTION), "
+                     "bf16 N(0,1) inputs (batch, heads, seqlen, head_dim), median of 20 CUDA-event timings after 5 warm-ups",
+           "results": []}
+    for b, h, s, d, causal in SHAPES:
+        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        row = {"batch": b, "heads": h, "seqlen": s, "head_dim": d, "causal": causal}
+        try:
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                ms = time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
+            row.update(time_us=ms * 1e3, tflops=flops(b, h, s, d, causal) / (ms * 1e-3) / 1e12)
+        except Exception as e:  # a shape the backend refuses is recorded, not fatal
+            row["error"] = str(e)[:200]
+        print(row, flush=True)
+        out["results"].append(row)
+    with open(sys.argv[1], "w") as f:
+        json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,180 @@
+#include "calibrate/calibrate.hpp"
+
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "model/hardware.hpp"
+#include "model/json_reader.hpp"
+
+namespace attnsim {
+
+namespace {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+/// Where each directly read constant lives: benchmark -> (JSON pointer in the results file, constant).
+struct DirectField {
+  const char* benchmark;
+  const char* pointer;
+  const char* constant;
+};
+constexpr DirectField kDirect[] = {
+    {"mufu_ex2", "/results/mufu_lanes_per_clk_smsp", "mufu_lanes_per_clk_smsp"},
+    {"ffma", "/results/fma_lanes_per_clk_smsp", "fma_lanes_per_clk_smsp"},
+    {"alu", "/results/alu_lanes_per_clk_smsp", "alu_lanes_per_clk_smsp"},
+    {"issue_rate", "/results/issue_per_clk_smsp", "issue_per_clk_smsp"},
+    {"wgmma", "/results/tensor_flops_per_clk", "tensor_flops_per_clk"},
+    {"mma_sync", "/results/mma_sync_flops_per_clk_sm", "mma_sync_flops_per_clk"},
+    {"smem_bw", "/results/smem_bytes_per_clk", "smem_bytes_per_clk"},
+    {"tma", "/results/tma_bytes_per_clk_sm", "tma_bytes_per_clk_sm"},
+    {"tma", "/results/l2_bytes_per_clk", "l2_bytes_per_clk"},
+    {"tma", "/results/hbm_bytes_per_s", "hbm_bytes_per_s"},
+    {"mbarrier", "/results/mbarrier_latency", "mbarrier_latency"},
+    {"clock_under_load", "/results/clock_ghz", "clock_ghz"},
+};
+
+double number_at(const json& doc, const std::string& file, const std::string& pointer) {
+  const json::json_pointer p(pointer);
+  if (!doc.contains(p) || !doc[p].is_number())
+    throw InputError(file, pointer, "expected a number (is this a kernels/microbench result file?)");
+  return doc[p].get<double>();
+}
+
+std::vector<std::string> expand(const std::vector<std::string>& inputs) {
+  std::vector<std::string> files;
+  for (const auto& in : inputs) {
+    if (fs::is_directory(in)) {
+      std::vector<std::string> here;
+      for (const auto& e : fs::directory_iterator(in))
+        if (e.path().extension() == ".json") here.push_back(e.path().string());
+      std::sort(here.begin(), here.end());
+      files.insert(files.end(), here.begin(), here.end());
+    } else {
+      files.push_back(in);
+    }
+  }
+  return files;
+}
+}  // namespace
+
+std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(x.size()), 2);
+  Eigen::VectorXd b(static_cast<Eigen::Index>(y.size()));
+  for (size_t i = 0; i < x.size(); ++i) {
+    a(static_cast<Eigen::Index>(i), 0) = 1;
+    a(static_cast<Eigen::Index>(i), 1) = x[i];
+    b(static_cast<Eigen::Index>(i)) = y[i];
+  }
+  const Eigen::Vector2d c = a.colPivHouseholderQr().solve(b);
+  return {c(0), c(1)};
+}
+
+std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>& results, std::string& note) {
+  std::vector<CalibratedConstant> out;
+  std::set<std::string> gpus;
+  std::string driver, date;
+  const auto files = expand(results);
+  if (files.empty()) throw InputError(results.empty() ? "(no input)" : results[0], "", "no microbenchmark result files found");
+  for (const auto& file : files) {
+    const json doc = load_json_file(file);
+    if (!doc.is_object() || !doc.contains("benchmark") || !doc["benchmark"].is_string())
+      throw InputError(file, "/benchmark", "expected the benchmark name (a kernels/microbench result file)");
+    if (!doc.contains("results") || !doc["results"].is_object())
+      throw InputError(file, "/results", "expected an object of results");
+    if (doc["results"].contains("skipped")) continue;
+    const std::string bench = doc["benchmark"];
+    gpus.insert(doc.value("gpu", "?"));
+    driver = doc.value("driver_version", "?");
+    date = std::max(date, doc.value("date", std::string()));
+    for (const auto& d : kDirect)
+      if (bench == d.benchmark) out.push_back({d.constant, number_at(doc, file, d.pointer), bench, d.pointer});
+    if (bench == "tma") {
+      // TMA latency = intercept of (issue -> data landed) against bytes, 2D tensor copies of 1-16 KiB.
+      std::vector<double> x, y;
+      const json::json_pointer lat("/results/latency_cycles");
+      if (!doc.contains(lat) || !doc[lat].is_object()) throw InputError(file, lat.to_string(), "expected latency points");
+      for (auto it = doc[lat].begin(); it != doc[lat].end(); ++it)
+        if (it.key().rfind("tensor2d_", 0) == 0) {
+          x.push_back(number_at(doc, file, lat.to_string() + "/" + it.key() + "/bytes"));
+          y.push_back(number_at(doc, file, lat.to_string() + "/" + it.key() + "/median"));
+        }
+      if (x.size() < 2) throw InputError(file, lat.to_string(), "expected at least two tensor2d_* latency points to fit");
+      const auto [intercept, slope] = fit_line(x, y);
+      out.push_back({"tma_latency", intercept, bench,
+                     fmt::format("Eigen least-squares fit of median latency vs bytes over {} 2D tensor copies: {:.1f} cycles + "
+                                 "bytes / {:.1f} B/clk",
+                                 x.size(), intercept, 1 / slope)});
+    }
+    if (bench == "wgmma") {
+      // wgmma completion latency beyond its pipe time: intercept of single-wgmma latency against the
+      // pipe cycles of m64nNk16 (N = 64..256, A and B from SMEM).
+      std::vector<double> x, y;
+      const json::json_pointer lat("/results/latency");
+      for (const char* n : {"n64_ss", "n128_ss", "n192_ss", "n256_ss"}) {
+        const std::string base = lat.to_string() + "/" + n;
+        if (!doc.contains(json::json_pointer(base))) continue;
+        x.push_back(number_at(doc, file, base + "/pipe_cycles_at_4096_flop_per_clk"));
+        y.push_back(number_at(doc, file, base + "/single_wgmma_latency_cycles"));
+      }
+      if (x.size() < 2) throw InputError(file, lat.to_string(), "expected single-wgmma latencies for at least two N");
+      const auto [intercept, slope] = fit_line(x, y);
+      out.push_back({"mma_latency", intercept, bench,
+                     fmt::format("Eigen fit of single-wgmma latency vs pipe cycles over {} N: {:.1f} cycles + {:.2f} x pipe time",
+                                 x.size(), intercept, slope)});
+    }
+  }
+  if (gpus.size() > 1)
+    throw InputError(files[0], "/gpu", fmt::format("results come from more than one GPU ({}); calibrate one GPU at a time",
+                                                    fmt::join(gpus, ", ")));
+  note = fmt::format("{}, driver {}, {}", gpus.empty() ? "?" : *gpus.begin(), driver, date.substr(0, 10));
+  return out;
+}
+
+void apply_calibration(const std::string& hw_file, const std::vector<CalibratedConstant>& constants,
+                       const std::string& note) {
+  load_hardware(hw_file);  // refuse to start from a broken config
+  std::ifstream in(hw_file);
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
+  auto& c = doc["constants"];
+  for (const auto& k : constants) {
+    auto& entry = c[k.name];
+    const std::string was = fmt::format("{} {}: {}", entry.value("provenance", "?"), entry["value"].dump(),
+                                        entry.value("source", ""));
+    nlohmann::ordered_json updated;
+    updated["value"] = hardware_constant_is_integer(k.name) ? nlohmann::ordered_json(std::llround(k.value))
+                                                            : nlohmann::ordered_json(k.value);
+    updated["provenance"] = "measured";
+    updated["source"] = fmt::format("kernels/microbench {} on {} ({})", k.benchmark, note, k.how);
+    // Keep the published / derived figure this replaced; a re-calibration keeps the first one.
+    updated["was"] = entry.value("provenance", "") == "measured" && entry.contains("was") ? entry["was"].get<std::string>() : was;
+    entry = updated;
+  }
+  // One constant per line, as the hand-written configs.
+  std::string text = "{\n";
+  size_t i = 0;
+  for (auto it = doc.begin(); it != doc.end(); ++it, ++i) {
+    text += fmt::format("  {}: ", nlohmann::ordered_json(it.key()).dump());
+    if (it.key() == "constants") {
+      text += "{\n";
+      size_t j = 0;
+      for (auto ct = it->begin(); ct != it->end(); ++ct, ++j)
+        text += fmt::format("    {}: {}{}\n", nlohmann::ordered_json(ct.key()).dump(), ct->dump(), j + 1 < it->size() ? "," : "");
+      text += "  }";
+    } else {
+      text += it->dump();
+    }
+    text += i + 1 < doc.size() ? ",\n" : "\n";
+  }
+  text += "}\n";
+  const std::string tmp = hw_file + ".tmp";
+  std::ofstream(tmp) << text;
+  load_hardware(tmp);  // the result must still be a valid config
+  fs::rename(tmp, hw_file);
+}
+
+}  // namespace attnsim

@@ -1,0 +1,53 @@
+// calibrate: the Eigen line fit, derived constants from the committed H100 results, and the
+// rewritten config (valid, marked measured, keeping what it replaced).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "calibrate/calibrate.hpp"
+#include "model/json_reader.hpp"
+#include "test_support.hpp"
+
+using namespace attnsim;
+namespace fs = std::filesystem;
+
+TEST_CASE("fit_line recovers latency + bytes / bandwidth", "[calibrate]") {
+  const auto [a, b] = fit_line({1024, 4096, 8192, 16384}, {400 + 1024 / 100.0, 400 + 40.96, 400 + 81.92, 400 + 163.84});
+  CHECK(a == Approx(400));
+  CHECK(1 / b == Approx(100));
+}
+
+TEST_CASE("calibrating from the committed H100 results writes a valid config marked measured", "[calibrate]") {
+  const std::string measured = test::root() + "/configs/measured/h100_sxm";
+  REQUIRE(fs::is_directory(measured));
+  std::string note;
+  const auto constants = derive_constants({measured}, note);
+  CHECK_THAT(note, Catch::Contains("H100"));
+  std::map<std::string, double> v;
+  for (const auto& c : constants) v[c.name] = c.value;
+  // MUFU: 16 ex2/clk/SM = 4 per SMSP (published), the wgmma peak 4096 FLOP/clk/SM.
+  CHECK(v.at("mufu_lanes_per_clk_smsp") == Approx(4).epsilon(0.01));
+  CHECK(v.at("tensor_flops_per_clk") == Approx(4096).epsilon(0.01));
+  CHECK(v.at("tma_latency") > 100);
+  const fs::path tmp = fs::temp_directory_path() / "attnsim_calibrate_test.json";
+  fs::copy_file(test::root() + "/configs/hw/h100_sxm.json", tmp, fs::copy_options::overwrite_existing);
+  apply_calibration(tmp.string(), constants, note);
+  const Hardware hw = load_hardware(tmp.string());
+  CHECK(hw.provenance.at("mufu_lanes_per_clk_smsp").kind == "measured");
+  CHECK_THAT(hw.provenance.at("mufu_lanes_per_clk_smsp").source, Catch::Contains("mufu_ex2 on NVIDIA H100"));
+  CHECK(hw.mufu_lanes_per_clk_smsp == Approx(v.at("mufu_lanes_per_clk_smsp")));
+  CHECK(hw.provenance.at("num_sms").kind == "published");  // untouched
+  const auto doc = load_json_file(tmp.string());
+  CHECK_THAT(doc["constants"]["mufu_lanes_per_clk_smsp"]["was"].get<std::string>(), Catch::Contains("published 4"));
+  // Calibrating again keeps the first "was" (the published figure), not the previous measurement.
+  apply_calibration(tmp.string(), constants, note);
+  CHECK_THAT(load_json_file(tmp.string())["constants"]["mufu_lanes_per_clk_smsp"]["was"].get<std::string>(),
+             Catch::Contains("published 4"));
+  fs::remove(tmp);
+}
+
+TEST_CASE("calibrate rejects files that are not microbenchmark results", "[calibrate][inputs]") {
+  std::string note;
+  CHECK_THROWS_WITH(derive_constants({test::root() + "/configs/hw/h100_sxm.json"}, note),
+                    Catch::Contains("h100_sxm.json: /benchmark: expected the benchmark name"));
+}
