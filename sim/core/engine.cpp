@@ -125,7 +125,7 @@ class Engine {
         break;
       case kTensorDone: tensor_done(); break;
       case kTmaDone: tma_done(); break;
-      case kBarrierArrive: arrive(e.a, static_cast<int>(e.b), 0, -1); break;
+      case kBarrierArrive: arrive(e.a, static_cast<int>(e.b), -1); break;
       case kTxComplete: complete_tx(e.a, static_cast<double>(e.b)); break;
       case kMmaComplete:
       case kCopyComplete: {
@@ -179,7 +179,7 @@ class Engine {
           return;
         }
         case OpKind::Arrive:
-          arrive(op.barrier, op.count, 0, w);
+          arrive(op.barrier, op.count, w);
           ++ws.pc;
           break;
         case OpKind::Compute: {
@@ -307,7 +307,7 @@ class Engine {
   // --- mbarriers ----------------------------------------------------------------
   void expect_tx(int b, double bytes, int w) {
     barriers_[b].tx += bytes;
-    arrive(b, 1, 0, w);
+    arrive(b, 1, w);
   }
 
   void complete_tx(int b, double bytes) {
@@ -319,7 +319,7 @@ class Engine {
     maybe_complete_phase(b);
   }
 
-  void arrive(int b, int count, double, int by_warp) {
+  void arrive(int b, int count, int by_warp) {
     Barrier& bar = barriers_[b];
     bar.pending -= count;
     if (bar.pending < 0)

@@ -26,6 +26,15 @@ struct Work {
   bool empty() const;
 };
 
+/// `n` warp instructions of integer/address work (descriptor updates, loop control): issue
+/// slots and the ALU pipe. Used for the cost of issuing asynchronous work (TMA, MMA).
+inline Work alu_instructions(double n) {
+  Work w;
+  w.issue = n;
+  w.alu_lanes = 32 * n;
+  return w;
+}
+
 /// What an op does; the engine switches on this.
 enum class OpKind : uint8_t {
   Wait,        ///< block until `barrier` has completed the phase with parity `parity`

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "model/hardware.hpp"
 #include "model/json_reader.hpp"
 
 namespace attnsim {
@@ -85,6 +86,12 @@ CostModel CostModel::read(const std::string& file) {
   }
   r.finish();
   return m;
+}
+
+CostModel CostModel::from_schedule(JsonReader& r) {
+  std::string path = r.string("costs");
+  if (!path.empty() && path[0] != '/') path = project_root() + "/" + path;
+  return load(path);
 }
 
 const BlockCost& CostModel::block(const std::string& name) const {

@@ -17,11 +17,15 @@ struct BlockCost {
   double latency = 0;///< cycles after the pipe work (dependency tail)
 };
 
+class JsonReader;
+
 /// All blocks of one cost file.
 class CostModel {
  public:
   /// Reads `file` (configs/costs/...); throws InputError with file and JSON path.
   static CostModel load(const std::string& file);  // cached per file
+  /// Reads a schedule's "costs" field (a path relative to the project root) and loads it.
+  static CostModel from_schedule(JsonReader& schedule);
   /// Warp work of block `name` over a row of `elements` columns (scaled by `share` per element).
   Work work(const std::string& name, double elements, double rows = 1) const;
   double latency(const std::string& name) const;

@@ -28,9 +28,7 @@ BlackFlashSchedule::BlackFlashSchedule(JsonReader& r) {
   cb.string_or("meaning", "");
   cb.finish();
   nb.finish();
-  std::string path = r.string("costs");
-  if (!path.empty() && path[0] != '/') path = project_root() + "/" + path;
-  costs_ = CostModel::load(path);
+  costs_ = CostModel::from_schedule(r);
 }
 
 Resolved BlackFlashSchedule::resolve(const Hardware& hw, const Problem& p) const {

@@ -6,7 +6,7 @@ namespace attnsim::blackflash {
 
 void emit_producer(Context& c, WarpBuilder& w) {
   const double tile_bytes = kTile * kTile * c.problem.elem_bytes();
-  const Work issue{c.hw.tma_issue_instrs, 0, 32 * c.hw.tma_issue_instrs, 0, 0, 0};
+  const Work issue = alu_instructions(c.hw.tma_issue_instrs);
   c.q.arrive_count("load", true, false);
   c.kv.arrive_count("load", true, false);
   PipeState q, kv;

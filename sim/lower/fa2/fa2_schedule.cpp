@@ -35,9 +35,7 @@ class Fa2Schedule : public Schedule {
     registers_ = static_cast<int>(r.integer("registers_per_thread", 32, 255));
     const auto& c = r.raw("ctas_per_sm");
     if (!(c.is_string() && c.get<std::string>() == "auto")) ctas_per_sm_ = static_cast<int>(r.integer("ctas_per_sm", 1, 32));
-    std::string path = r.string("costs");
-    if (!path.empty() && path[0] != '/') path = project_root() + "/" + path;
-    costs_ = CostModel::load(path);
+    costs_ = CostModel::from_schedule(r);
   }
 
   struct Resolved {

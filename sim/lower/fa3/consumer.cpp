@@ -18,10 +18,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const double qk_flops = 2.0 * 16 * n_blk * d, pv_flops = 2.0 * 16 * dv * n_blk;
   // SMEM operands per warp: QK reads the warpgroup's Q and K (SS); PV reads V (P in registers).
   const double qk_smem = (64.0 * d + n_blk * d) * eb / 4, pv_smem = static_cast<double>(n_blk) * dv * eb / 4;
-  auto issue = [&](int instructions) {
-    const double n = instructions * c.hw.mma_issue_instrs;
-    return Work{n, 0, 32 * n, 0, 0, 0};
-  };
+  auto issue = [&](int instructions) { return alu_instructions(instructions * c.hw.mma_issue_instrs); };
   // Per thread: n_block / 2 scores of 2 rows; head_dim_v / 2 outputs.
   const Work max_work = c.costs.work("softmax_max", n_blk / 2.0, 2);
   const Work mask_work = c.costs.work("softmax_mask", n_blk / 2.0, 0);
@@ -42,7 +39,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   auto turn_start = [&]() { if (pp) w.bar_sync(c.pingpong_bar[group], 32); };
   auto turn_end = [&]() { if (pp) w.bar_arrive(c.pingpong_bar[next_group], 32); };
   auto load = [&](Pipe& p, PipeState& s, int name, double bytes) {  // loader warp only
-    const Work tma{c.hw.tma_issue_instrs, 0, 32 * c.hw.tma_issue_instrs, 0, 0, 0};
+    const Work tma = alu_instructions(c.hw.tma_issue_instrs);
     w.producer_acquire(p.ids, s);
     w.compute(name, tma);
     w.tma_load(name, p.ids.full[s.index], bytes);
@@ -67,13 +64,12 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     w.compute(ATTNSIM_OP_MMA_PV, issue(n_blk / 16));
     w.mma(ATTNSIM_OP_MMA_PV, pv_flops, pv_smem);
   };
-  auto softmax = [&](int j, int tile, bool masked, bool rescale) {
+  auto softmax = [&](int j, int tile, bool masked) {
     w.tags(group, j, tile);
     Work m = max_work;
     if (masked) m += mask_work;
     w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"));
     w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_work);
-    (void)rescale;
   };
 
   for (size_t t = 0; t < c.tiles.size(); ++t) {
@@ -94,7 +90,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
       turn_end();
       w.wait_mma(0);
       w.consumer_release(c.k_pipe.ids, k_rel, release);
-      softmax(n - 1, tile, n - 1 >= first_masked, false);
+      softmax(n - 1, tile, n - 1 >= first_masked);
       if (loader && n > 1) load_kv(n - 2, tile);
       for (int j = n - 2; j >= 0; --j) {
         turn_start();
@@ -103,7 +99,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         turn_end();
         w.wait_mma(1);  // QK(j) done; PV(j+1) still running under this softmax
         w.consumer_release(c.k_pipe.ids, k_rel, release);
-        softmax(j, tile, j >= first_masked, true);
+        softmax(j, tile, j >= first_masked);
         w.wait_mma(0);  // PV(j+1) done: O may be rescaled for block j
         w.consumer_release(c.v_pipe.ids, v_rel, release);
         if (loader && j > 0) load_kv(j - 1, tile);  // the stages of block j+1 are free now
@@ -122,7 +118,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         turn_end();
         w.wait_mma(0);
         w.consumer_release(c.k_pipe.ids, k_rel, release);
-        softmax(j, tile, j >= first_masked, j < n - 1);
+        softmax(j, tile, j >= first_masked);
         if (j < n - 1) w.compute(ATTNSIM_OP_RESCALE_O, rescale_work);
         turn_start();
         pv(j, tile);
@@ -136,7 +132,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     w.compute(ATTNSIM_OP_FINAL_O, final_work, c.costs.latency("final_o"));
     w.bar_sync(c.epilogue_bar[group], 32);
     if (warp_in_group == 0) {
-      const Work tma{c.hw.tma_issue_instrs, 0, 32 * c.hw.tma_issue_instrs, 0, 0, 0};
+      const Work tma = alu_instructions(c.hw.tma_issue_instrs);
       w.compute(ATTNSIM_OP_STORE_O, tma);
       w.tma_store(ATTNSIM_OP_STORE_O, 64.0 * dv * eb);
     }

@@ -58,10 +58,7 @@ Fa3Schedule::Fa3Schedule(JsonReader& r) {
   const std::map<std::string, RoleDecl> role_names = {{"load", {}}, {"consumer", {}}};
   pipelines_ = read_pipelines(r, {"pipeline_q", "pipeline_k", "pipeline_v"}, {"kv_stage"}, role_names);
   knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt"});
-  knobs_.costs_file = r.string("costs");
-  std::string path = knobs_.costs_file;
-  if (!path.empty() && path[0] != '/') path = project_root() + "/" + path;
-  costs_ = CostModel::load(path);
+  costs_ = CostModel::from_schedule(r);
 }
 
 Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {

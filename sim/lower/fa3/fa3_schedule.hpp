@@ -26,7 +26,6 @@ struct Knobs {
   bool warp_specialization = true;
   std::optional<std::pair<int, int>> registers;  ///< consumer, producer; unset = auto
   std::string tile_scheduler = "auto";
-  std::string costs_file;
 };
 
 /// Knobs resolved for a problem.

@@ -6,7 +6,7 @@ namespace attnsim::fa3 {
 
 void emit_producer(Context& c, WarpBuilder& w) {
   const double eb = c.problem.elem_bytes();
-  const Work issue{c.hw.tma_issue_instrs, 0, 32 * c.hw.tma_issue_instrs, 0, 0, 0};
+  const Work issue = alu_instructions(c.hw.tma_issue_instrs);
   c.q.arrive_count("load", true, false);
   c.k_pipe.arrive_count("load", true, false);
   c.v_pipe.arrive_count("load", true, false);

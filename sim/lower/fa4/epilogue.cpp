@@ -6,7 +6,7 @@ namespace attnsim::fa4 {
 
 void emit_epilogue(Context& c, WarpBuilder& w) {
   const double o_bytes = c.k.m_block * c.k.head_dim_v * c.problem.elem_bytes();
-  const Work issue{c.hw.tma_issue_instrs, 0, 32 * c.hw.tma_issue_instrs, 0, 0, 0};
+  const Work issue = alu_instructions(c.hw.tma_issue_instrs);
   const int release = c.o_epi.arrive_count("epilogue", false, false);
   PipeState st;
   for (size_t t = 0; t < c.tiles.size(); ++t) {

@@ -163,10 +163,7 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
   knobs_.correction_warpgroup = r.boolean("correction_warpgroup");
   knobs_.exp_order_barrier = r.boolean("exp_order_barrier");
   knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt"});
-  knobs_.costs_file = r.string("costs");
-  std::string costs_path = knobs_.costs_file;
-  if (!costs_path.empty() && costs_path[0] != '/') costs_path = project_root() + "/" + costs_path;
-  costs_ = CostModel::load(costs_path);
+  costs_ = CostModel::from_schedule(r);
 }
 
 std::vector<std::string> Fa4Schedule::roles() const {

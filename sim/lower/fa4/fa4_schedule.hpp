@@ -37,7 +37,6 @@ struct Knobs {
   bool correction_warpgroup = true;
   bool exp_order_barrier = false;
   std::string tile_scheduler = "auto";  ///< auto | static_persistent | lpt
-  std::string costs_file;
 };
 
 /// Knobs resolved for one problem and GPU.

@@ -11,7 +11,7 @@ void emit_load(Context& c, WarpBuilder& w) {
   const double q_bytes = c.k.m_block * c.k.head_dim * eb;
   const double k_bytes = (c.k.n_block / c.k.cta_group) * c.k.head_dim * eb;
   const double v_bytes = (c.k.n_block / c.k.cta_group) * c.k.head_dim_v * eb;
-  const Work issue{c.hw.tma_issue_instrs, 0, 32 * c.hw.tma_issue_instrs, 0, 0, 0};
+  const Work issue = alu_instructions(c.hw.tma_issue_instrs);
   PipeState q, kv;
   auto load_kv = [&](int name, double bytes, int block, int tile) {
     w.tags(-1, block, tile);

@@ -20,10 +20,7 @@ void emit_mma(Context& c, WarpBuilder& w) {
   // (P comes from TMEM).
   const double qk_smem = (k.m_block + k.n_block / k.cta_group) * k.head_dim * eb;
   const double pv_smem = (k.n_block / k.cta_group) * k.head_dim_v * eb;
-  auto issue = [&](int instructions) {
-    const double n = instructions * c.hw.mma_issue_instrs;
-    return Work{n, 0, 32 * n, 0, 0, 0};
-  };
+  auto issue = [&](int instructions) { return alu_instructions(instructions * c.hw.mma_issue_instrs); };
   const int commit = 1;
   c.s_p_o.arrive_count("mma", true, true);
   c.kv.arrive_count("mma", false, true);
