@@ -79,7 +79,8 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
   std::set<std::string> gpus;
   std::string driver, date;
   const auto files = expand(results);
-  if (files.empty()) throw InputError(results.empty() ? "(no input)" : results[0], "", "no microbenchmark result files found");
+  if (files.empty())
+    throw InputError(results.empty() ? "(no input)" : results[0], "", "no microbenchmark result files found");
   for (const auto& file : files) {
     const json doc = load_json_file(file);
     if (!doc.is_object() || !doc.contains("benchmark") || !doc["benchmark"].is_string())
@@ -97,18 +98,21 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
       // TMA latency = intercept of (issue -> data landed) against bytes, 2D tensor copies of 1-16 KiB.
       std::vector<double> x, y;
       const json::json_pointer lat("/results/latency_cycles");
-      if (!doc.contains(lat) || !doc[lat].is_object()) throw InputError(file, lat.to_string(), "expected latency points");
+      if (!doc.contains(lat) || !doc[lat].is_object())
+        throw InputError(file, lat.to_string(), "expected latency points");
       for (auto it = doc[lat].begin(); it != doc[lat].end(); ++it)
         if (it.key().rfind("tensor2d_", 0) == 0) {
           x.push_back(number_at(doc, file, lat.to_string() + "/" + it.key() + "/bytes"));
           y.push_back(number_at(doc, file, lat.to_string() + "/" + it.key() + "/median"));
         }
-      if (x.size() < 2) throw InputError(file, lat.to_string(), "expected at least two tensor2d_* latency points to fit");
+      if (x.size() < 2)
+        throw InputError(file, lat.to_string(), "expected at least two tensor2d_* latency points to fit");
       const auto [intercept, slope] = fit_line(x, y);
-      out.push_back({"tma_latency", intercept, bench,
-                     fmt::format("Eigen least-squares fit of median latency vs bytes over {} 2D tensor copies: {:.1f} cycles + "
-                                 "bytes / {:.1f} B/clk",
-                                 x.size(), intercept, 1 / slope)});
+      out.push_back(
+          {"tma_latency", intercept, bench,
+           fmt::format("Eigen least-squares fit of median latency vs bytes over {} 2D tensor copies: {:.1f} cycles + "
+                       "bytes / {:.1f} B/clk",
+                       x.size(), intercept, 1 / slope)});
     }
     if (bench == "wgmma") {
       // wgmma completion latency beyond its pipe time: intercept of single-wgmma latency against the
@@ -123,14 +127,16 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
       }
       if (x.size() < 2) throw InputError(file, lat.to_string(), "expected single-wgmma latencies for at least two N");
       const auto [intercept, slope] = fit_line(x, y);
-      out.push_back({"mma_latency", intercept, bench,
-                     fmt::format("Eigen fit of single-wgmma latency vs pipe cycles over {} N: {:.1f} cycles + {:.2f} x pipe time",
-                                 x.size(), intercept, slope)});
+      out.push_back(
+          {"mma_latency", intercept, bench,
+           fmt::format("Eigen fit of single-wgmma latency vs pipe cycles over {} N: {:.1f} cycles + {:.2f} x pipe time",
+                       x.size(), intercept, slope)});
     }
   }
   if (gpus.size() > 1)
-    throw InputError(files[0], "/gpu", fmt::format("results come from more than one GPU ({}); calibrate one GPU at a time",
-                                                    fmt::join(gpus, ", ")));
+    throw InputError(
+        files[0], "/gpu",
+        fmt::format("results come from more than one GPU ({}); calibrate one GPU at a time", fmt::join(gpus, ", ")));
   note = fmt::format("{}, driver {}, {}", gpus.empty() ? "?" : *gpus.begin(), driver, date.substr(0, 10));
   return out;
 }
@@ -143,15 +149,16 @@ void apply_calibration(const std::string& hw_file, const std::vector<CalibratedC
   auto& c = doc["constants"];
   for (const auto& k : constants) {
     auto& entry = c[k.name];
-    const std::string was = fmt::format("{} {}: {}", entry.value("provenance", "?"), entry["value"].dump(),
-                                        entry.value("source", ""));
+    const std::string was =
+        fmt::format("{} {}: {}", entry.value("provenance", "?"), entry["value"].dump(), entry.value("source", ""));
     nlohmann::ordered_json updated;
     updated["value"] = hardware_constant_is_integer(k.name) ? nlohmann::ordered_json(std::llround(k.value))
                                                             : nlohmann::ordered_json(k.value);
     updated["provenance"] = "measured";
     updated["source"] = fmt::format("kernels/microbench {} on {} ({})", k.benchmark, note, k.how);
     // Keep the published / derived figure this replaced; a re-calibration keeps the first one.
-    updated["was"] = entry.value("provenance", "") == "measured" && entry.contains("was") ? entry["was"].get<std::string>() : was;
+    updated["was"] =
+        entry.value("provenance", "") == "measured" && entry.contains("was") ? entry["was"].get<std::string>() : was;
     entry = updated;
   }
   // One constant per line, as the hand-written configs.
@@ -163,7 +170,8 @@ void apply_calibration(const std::string& hw_file, const std::vector<CalibratedC
       text += "{\n";
       size_t j = 0;
       for (auto ct = it->begin(); ct != it->end(); ++ct, ++j)
-        text += fmt::format("    {}: {}{}\n", nlohmann::ordered_json(ct.key()).dump(), ct->dump(), j + 1 < it->size() ? "," : "");
+        text += fmt::format("    {}: {}{}\n", nlohmann::ordered_json(ct.key()).dump(), ct->dump(),
+                            j + 1 < it->size() ? "," : "");
       text += "  }";
     } else {
       text += it->dump();

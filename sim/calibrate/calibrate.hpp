@@ -4,16 +4,15 @@
 // "was": what it replaced}. Latencies that are intercepts (TMA latency + bytes /
 // bandwidth, wgmma latency + pipe time) are fitted here with Eigen from the raw points.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace attnsim {
 
 /// One constant a calibration sets.
 struct CalibratedConstant {
-  std::string name;       ///< hardware constant ("mufu_lanes_per_clk_smsp")
+  std::string name;  ///< hardware constant ("mufu_lanes_per_clk_smsp")
   double value = 0;
   std::string benchmark;  ///< where it came from
   std::string how;        ///< field read or fit made

@@ -20,7 +20,8 @@ struct Calibrate : Command {
     std::string note;
     const auto constants = derive_constants(results, note);
     std::cout << fmt::format("calibrating {} from {} ({} constants)\n", into, note, constants.size());
-    std::cout << fmt::format("  {:<26}{:>14}  {:<10}{:>14}  {}\n", "constant", "before", "was", "measured", "benchmark");
+    std::cout << fmt::format("  {:<26}{:>14}  {:<10}{:>14}  {}\n", "constant", "before", "was", "measured",
+                             "benchmark");
     for (const auto& c : constants) {
       const auto& p = before.provenance.at(c.name);
       std::cout << fmt::format("  {:<26}{:>14}  {:<10}{:>14.6g}  {}\n", c.name,

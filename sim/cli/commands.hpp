@@ -2,7 +2,6 @@
 // from main() (sim/cli/main.cpp), which maps exceptions to exit codes.
 #pragma once
 #include <CLI/CLI.hpp>
-
 #include <optional>
 #include <string>
 
@@ -23,7 +22,6 @@ struct ProblemFlags {
   /// The problem: the file (or the default) with the flags applied; throws InputError.
   Problem build() const;
 };
-
 
 /// A subcommand: registers its options, then runs once parsed. run() returns the exit code.
 struct Command {

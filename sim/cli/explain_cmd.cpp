@@ -19,8 +19,10 @@ struct Explain : Command {
     const Hardware hardware = load_hardware(resolve_hardware_path(hw));
     const Problem problem = pf.build();
     const Explanation e = explain(schedule, sets, hardware, problem);
-    if (json) std::cout << explanation_json(e).dump(2) << "\n";
-    else std::cout << format_explanation(e, width, !no_timeline);
+    if (json)
+      std::cout << explanation_json(e).dump(2) << "\n";
+    else
+      std::cout << format_explanation(e, width, !no_timeline);
     return 0;
   }
 };

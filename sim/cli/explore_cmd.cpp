@@ -86,9 +86,11 @@ struct Explore : Command {
       best << best_schedule(ev, *ranked.front()).dump(2) << "\n";
     }
     std::cout << fmt::format("\n{} evaluations in {:.1f} s on {} threads ({:.0f}/s){}\n", evals.size(), secs, threads,
-                             evals.size() / std::max(secs, 1e-9), interrupted ? "; interrupted, finished rows kept" : "");
-    std::cout << fmt::format("wrote {0}/results.csv, {0}/results.json{1}\n", dir,
-                             ranked.empty() ? "" : fmt::format(", {}/best_schedule.json (attnsim simulate accepts it)", dir));
+                             evals.size() / std::max(secs, 1e-9),
+                             interrupted ? "; interrupted, finished rows kept" : "");
+    std::cout << fmt::format(
+        "wrote {0}/results.csv, {0}/results.json{1}\n", dir,
+        ranked.empty() ? "" : fmt::format(", {}/best_schedule.json (attnsim simulate accepts it)", dir));
     return interrupted ? 130 : 0;
   }
 };

@@ -2,7 +2,6 @@
 // input (file, JSON path and what was expected on stderr), 3 the schedule deadlocks or
 // breaks a barrier rule (report on stderr), 130 explore interrupted, 1 anything else.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -21,9 +20,7 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) { return app.exit(e); } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
   }

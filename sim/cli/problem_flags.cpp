@@ -6,46 +6,47 @@
 namespace attnsim::cli {
 
 void ProblemFlags::add(CLI::App* app) {
-    app->add_option("--problem", file, "problem JSON (default: configs/problems/default.json)");
-    app->add_option("--batch", batch, "batch size");
-    app->add_option("--heads", heads, "query heads");
-    app->add_option("--kv-heads", kv_heads, "K/V heads (GQA/MQA; divides heads)");
-    app->add_option("--seqlen", seqlen_q, "seqlen_q (and seqlen_k unless --seqlen-k)");
-    app->add_option("--seqlen-k", seqlen_k, "seqlen_k");
-    app->add_option("--head-dim", head_dim, "head_dim (and head_dim_v unless --head-dim-v)");
-    app->add_option("--head-dim-v", head_dim_v, "head_dim of V");
-    app->add_flag("--causal", causal, "causal mask");
-    app->add_flag("--non-causal", non_causal, "no mask");
-    app->add_option("--dtype", dtype, "bf16 | fp16");
-    app->add_option("--rescale-rate", rescale_rate,
-                    "fraction of (warp, KV block) steps that rescale O (default: from random N(0,1) scores)");
-  }
+  app->add_option("--problem", file, "problem JSON (default: configs/problems/default.json)");
+  app->add_option("--batch", batch, "batch size");
+  app->add_option("--heads", heads, "query heads");
+  app->add_option("--kv-heads", kv_heads, "K/V heads (GQA/MQA; divides heads)");
+  app->add_option("--seqlen", seqlen_q, "seqlen_q (and seqlen_k unless --seqlen-k)");
+  app->add_option("--seqlen-k", seqlen_k, "seqlen_k");
+  app->add_option("--head-dim", head_dim, "head_dim (and head_dim_v unless --head-dim-v)");
+  app->add_option("--head-dim-v", head_dim_v, "head_dim of V");
+  app->add_flag("--causal", causal, "causal mask");
+  app->add_flag("--non-causal", non_causal, "no mask");
+  app->add_option("--dtype", dtype, "bf16 | fp16");
+  app->add_option("--rescale-rate", rescale_rate,
+                  "fraction of (warp, KV block) steps that rescale O (default: from random N(0,1) scores)");
+}
 
 Problem ProblemFlags::build() const {
-    const std::string path = file.empty() ? project_root() + "/configs/problems/default.json" : file;
-    nlohmann::json j = load_json_file(path);
-    auto set = [&](const char* key, const auto& v) {
-      if (v) j[key] = *v;
-    };
-    set("batch", batch);
-    set("heads", heads);
-    if (heads && !kv_heads && j.contains("kv_heads")) j.erase("kv_heads");
-    set("kv_heads", kv_heads);
-    if (seqlen_q) {
-      j["seqlen_q"] = *seqlen_q;
-      if (!seqlen_k) j.erase("seqlen_k");
-    }
-    set("seqlen_k", seqlen_k);
-    if (head_dim) {
-      j["head_dim"] = *head_dim;
-      if (!head_dim_v) j.erase("head_dim_v");
-    }
-    set("head_dim_v", head_dim_v);
-    if (causal) j["causal"] = true;
-    if (non_causal) j["causal"] = false;
-    set("dtype", dtype);
-    set("rescale_rate", rescale_rate);
-    return problem_from_json(j, path + (batch || heads || seqlen_q || head_dim || causal || non_causal ? " (with flags)" : ""));
+  const std::string path = file.empty() ? project_root() + "/configs/problems/default.json" : file;
+  nlohmann::json j = load_json_file(path);
+  auto set = [&](const char* key, const auto& v) {
+    if (v) j[key] = *v;
+  };
+  set("batch", batch);
+  set("heads", heads);
+  if (heads && !kv_heads && j.contains("kv_heads")) j.erase("kv_heads");
+  set("kv_heads", kv_heads);
+  if (seqlen_q) {
+    j["seqlen_q"] = *seqlen_q;
+    if (!seqlen_k) j.erase("seqlen_k");
   }
+  set("seqlen_k", seqlen_k);
+  if (head_dim) {
+    j["head_dim"] = *head_dim;
+    if (!head_dim_v) j.erase("head_dim_v");
+  }
+  set("head_dim_v", head_dim_v);
+  if (causal) j["causal"] = true;
+  if (non_causal) j["causal"] = false;
+  set("dtype", dtype);
+  set("rescale_rate", rescale_rate);
+  return problem_from_json(
+      j, path + (batch || heads || seqlen_q || head_dim || causal || non_causal ? " (with flags)" : ""));
+}
 
 }  // namespace attnsim::cli

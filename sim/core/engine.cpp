@@ -14,15 +14,15 @@ namespace attnsim {
 namespace {
 
 enum EventType : uint32_t {
-  kWarpResume,    // a = warp
-  kComputeDone,   // a = warp, b = version
-  kTensorDone,    // tensor core finished the job at its head
-  kTmaDone,       // TMA finished the job at its head
-  kBarrierArrive, // a = barrier, b = count (delayed arrive: tcgen05.commit)
-  kTxComplete,    // a = barrier, b = bytes (TMA load landed)
-  kStoreDone,     // a = warp (TMA store finished reading SMEM)
-  kMmaComplete,   // a = warp (one of its MMA groups finished: wgmma.wait_group accounting)
-  kCopyComplete,  // a = warp (one of its cp.async copies landed)
+  kWarpResume,     // a = warp
+  kComputeDone,    // a = warp, b = version
+  kTensorDone,     // tensor core finished the job at its head
+  kTmaDone,        // TMA finished the job at its head
+  kBarrierArrive,  // a = barrier, b = count (delayed arrive: tcgen05.commit)
+  kTxComplete,     // a = barrier, b = bytes (TMA load landed)
+  kStoreDone,      // a = warp (TMA store finished reading SMEM)
+  kMmaComplete,    // a = warp (one of its MMA groups finished: wgmma.wait_group accounting)
+  kCopyComplete,   // a = warp (one of its cp.async copies landed)
 };
 
 // Priorities among events at the same time: completions before resumptions, so a
@@ -35,21 +35,21 @@ enum class WarpState : uint8_t { Ready, Waiting, Computing, Storing, WaitingAsyn
 struct Warp {
   size_t pc = 0;
   WarpState state = WarpState::Ready;
-  double since = 0;     // start of the current span
+  double since = 0;  // start of the current span
   int wait_barrier = -1;
   int wait_parity = 0;
   int64_t version = 0;  // invalidates stale kComputeDone events
   int smsp = 0;
-  int mma_outstanding = 0;   // MMA groups issued and not finished (wgmma.wait_group)
-  int copy_outstanding = 0;  // cp.async copies issued and not landed (cp.async.wait_group)
-  int async_limit = 0;       // WaitingAsync: resume when the awaited count drops to this
-  bool async_on_mma = false; // WaitingAsync: on MMA groups (else on copies)
+  int mma_outstanding = 0;    // MMA groups issued and not finished (wgmma.wait_group)
+  int copy_outstanding = 0;   // cp.async copies issued and not landed (cp.async.wait_group)
+  int async_limit = 0;        // WaitingAsync: resume when the awaited count drops to this
+  bool async_on_mma = false;  // WaitingAsync: on MMA groups (else on copies)
 };
 
 struct Barrier {
-  int pending = 0;     // arrivals still missing in this phase
-  double tx = 0;       // transaction bytes still missing
-  int phase_bit = 0;   // flips when a phase completes
+  int pending = 0;    // arrivals still missing in this phase
+  double tx = 0;      // transaction bytes still missing
+  int phase_bit = 0;  // flips when a phase completes
   std::vector<int> waiters;
 };
 
@@ -71,8 +71,7 @@ class Engine {
     barriers_.resize(prog.barriers.size());
     for (size_t b = 0; b < barriers_.size(); ++b) barriers_[b].pending = prog.barriers[b].expected;
     tma_rate_ = hw.tma_bytes_per_clk_sm;
-    if (hw.l2_bytes_per_clk > 0)
-      tma_rate_ = std::min(tma_rate_, hw.l2_bytes_per_clk / std::max(1, opt.active_sms));
+    if (hw.l2_bytes_per_clk > 0) tma_rate_ = std::min(tma_rate_, hw.l2_bytes_per_clk / std::max(1, opt.active_sms));
     if (opt_.record_spans) {
       tl_.clock_ghz = hw.clock_ghz;
       for (size_t w = 0; w < warps_.size(); ++w)
@@ -119,14 +118,24 @@ class Engine {
  private:
   void dispatch(const Event& e) {
     switch (e.type) {
-      case kWarpResume: resume(e.a); break;
+      case kWarpResume:
+        resume(e.a);
+        break;
       case kComputeDone:
         if (e.b == warps_[e.a].version && warps_[e.a].state == WarpState::Computing) compute_done(e.a);
         break;
-      case kTensorDone: tensor_done(); break;
-      case kTmaDone: tma_done(); break;
-      case kBarrierArrive: arrive(e.a, static_cast<int>(e.b), -1); break;
-      case kTxComplete: complete_tx(e.a, static_cast<double>(e.b)); break;
+      case kTensorDone:
+        tensor_done();
+        break;
+      case kTmaDone:
+        tma_done();
+        break;
+      case kBarrierArrive:
+        arrive(e.a, static_cast<int>(e.b), -1);
+        break;
+      case kTxComplete:
+        complete_tx(e.a, static_cast<double>(e.b));
+        break;
       case kMmaComplete:
       case kCopyComplete: {
         Warp& w = warps_[e.a];
@@ -174,7 +183,10 @@ class Engine {
       switch (op.kind) {
         case OpKind::Wait: {
           const Barrier& b = barriers_[op.barrier];
-          if (b.phase_bit != op.parity) { ++ws.pc; break; }
+          if (b.phase_bit != op.parity) {
+            ++ws.pc;
+            break;
+          }
           block_on(w, op.barrier, op.parity);
           return;
         }
@@ -211,7 +223,10 @@ class Engine {
           break;
         case OpKind::BarSync: {
           const bool released = named_arrive(op.barrier, op.count, w);
-          if (released) { ++ws.pc; break; }
+          if (released) {
+            ++ws.pc;
+            break;
+          }
           block_on(w, op.barrier, 0);
           return;
         }
@@ -222,7 +237,10 @@ class Engine {
         case OpKind::MmaWait:
         case OpKind::CpAsyncWait: {
           const bool mma = op.kind == OpKind::MmaWait;
-          if ((mma ? ws.mma_outstanding : ws.copy_outstanding) <= op.count) { ++ws.pc; break; }
+          if ((mma ? ws.mma_outstanding : ws.copy_outstanding) <= op.count) {
+            ++ws.pc;
+            break;
+          }
           ws.state = WarpState::WaitingAsync;
           ws.since = now_;
           ws.async_limit = op.count;
@@ -255,7 +273,8 @@ class Engine {
   void close_span(int w, SpanKind kind, int op_name, int label) {
     Warp& ws = warps_[w];
     const double dur = now_ - ws.since;
-    if (kind == SpanKind::Busy) stats_[w].busy += dur;
+    if (kind == SpanKind::Busy)
+      stats_[w].busy += dur;
     else {
       stats_[w].wait += dur;
       if (label >= 0 && ws.state == WarpState::Waiting) stats_[w].wait_by_barrier[ws.wait_barrier] += dur;
@@ -282,7 +301,8 @@ class Engine {
       if (warps_[w].state != WarpState::Computing || !pipes_.active(static_cast<int>(w))) continue;
       const double t = pipes_.finish_time(static_cast<int>(w));
       ++warps_[w].version;
-      if (std::isfinite(t)) q_.push(std::max(t, now_), kPrioCompletion, kComputeDone, static_cast<int>(w), warps_[w].version);
+      if (std::isfinite(t))
+        q_.push(std::max(t, now_), kPrioCompletion, kComputeDone, static_cast<int>(w), warps_[w].version);
     }
   }
 
@@ -436,9 +456,11 @@ class Engine {
       const BarrierDecl& d = prog_.barriers[b];
       if (d.named) continue;
       if (barriers_[b].pending != d.expected || barriers_[b].tx != 0)
-        throw ProgramError(fmt::format("{} ended with a partial phase: {} of {} arrivals{} — arrivals and waits do not "
-                                       "balance", d.name, d.expected - barriers_[b].pending, d.expected,
-                                       barriers_[b].tx != 0 ? fmt::format(", {:.0f} TMA bytes outstanding", barriers_[b].tx) : ""));
+        throw ProgramError(
+            fmt::format("{} ended with a partial phase: {} of {} arrivals{} — arrivals and waits do not "
+                        "balance",
+                        d.name, d.expected - barriers_[b].pending, d.expected,
+                        barriers_[b].tx != 0 ? fmt::format(", {:.0f} TMA bytes outstanding", barriers_[b].tx) : ""));
     }
   }
 

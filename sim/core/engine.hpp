@@ -16,17 +16,17 @@ namespace attnsim {
 
 /// Engine settings.
 struct EngineOptions {
-  int active_sms = 1;              ///< SMs sharing L2 bandwidth with this one
-  bool record_spans = true;        ///< fill Timeline spans (stats are always kept)
-  uint64_t max_events = 200000000; ///< safety net: exceeding it is an error, never a hang
+  int active_sms = 1;               ///< SMs sharing L2 bandwidth with this one
+  bool record_spans = true;         ///< fill Timeline spans (stats are always kept)
+  uint64_t max_events = 200000000;  ///< safety net: exceeding it is an error, never a hang
 };
 
 /// Per-warp accounting, cycles.
 struct WarpStats {
-  double busy = 0;                  ///< executing compute / issue ops
-  double wait = 0;                  ///< blocked on barriers (incl. TMA store waits)
-  double end = 0;                   ///< when its program finished
-  std::vector<double> wait_by_barrier; ///< blocked time per barrier id, then wgmma.wait_group, cp.async.wait_group
+  double busy = 0;                      ///< executing compute / issue ops
+  double wait = 0;                      ///< blocked on barriers (incl. TMA store waits)
+  double end = 0;                       ///< when its program finished
+  std::vector<double> wait_by_barrier;  ///< blocked time per barrier id, then wgmma.wait_group, cp.async.wait_group
 };
 
 /// Totals per unit over the run.
@@ -35,9 +35,9 @@ struct UnitStats {
   std::vector<double> pipe_capacity;  ///< per resource per cycle
   double tensor_busy = 0;             ///< cycles the tensor core was executing MMAs
   double tensor_flops = 0;
-  double tma_busy = 0;                ///< cycles the TMA engine was moving bytes
+  double tma_busy = 0;  ///< cycles the TMA engine was moving bytes
   double tma_bytes = 0;
-  double mma_smem_bytes = 0;          ///< SMEM operand bytes read by MMAs
+  double mma_smem_bytes = 0;  ///< SMEM operand bytes read by MMAs
 };
 
 /// Result of one run.

@@ -9,9 +9,9 @@ namespace attnsim {
 
 /// One scheduled event. `type`, `a`, `b` are interpreted by the engine.
 struct Event {
-  double time = 0;     ///< cycles
-  int32_t priority = 0;///< lower runs first among equal times
-  uint64_t seq = 0;    ///< insertion order, the final tie-breaker
+  double time = 0;       ///< cycles
+  int32_t priority = 0;  ///< lower runs first among equal times
+  uint64_t seq = 0;      ///< insertion order, the final tie-breaker
   uint32_t type = 0;
   int32_t a = 0;
   int64_t b = 0;

@@ -74,7 +74,10 @@ void PipeSharing::solve() {
   std::vector<int> open;
   for (int w : active_) {
     Slot& s = slots_[static_cast<size_t>(w)];
-    if (s.standalone <= 0) { s.speed = 1; continue; }
+    if (s.standalone <= 0) {
+      s.speed = 1;
+      continue;
+    }
     s.speed = 0;
     open.push_back(w);
   }
@@ -97,7 +100,10 @@ void PipeSharing::solve() {
       bool saturated = level >= 1 - 1e-12;
       for (int r = 0; r < kNumResources && !saturated; ++r)
         saturated = s.demand[r] > 0 && used[r] >= capacity_[r] * (1 - 1e-12);
-      if (saturated) s.speed = level; else still_open.push_back(w);
+      if (saturated)
+        s.speed = level;
+      else
+        still_open.push_back(w);
     }
     if (still_open.size() == open.size()) {  // numerical corner: freeze everything at this level
       for (int w : open) slots_[static_cast<size_t>(w)].speed = level;

@@ -46,10 +46,10 @@ class PipeSharing {
   struct Slot {
     bool active = false;
     std::array<double, kNumResources> demand{};  ///< total work per resource
-    double standalone = 0;                        ///< cycles at full speed
-    double remaining = 0;                         ///< fraction of the block left, 1 -> 0
-    double speed = 0;                             ///< fraction of stand-alone speed
-    double last = 0;                              ///< time `remaining` was last updated
+    double standalone = 0;                       ///< cycles at full speed
+    double remaining = 0;                        ///< fraction of the block left, 1 -> 0
+    double speed = 0;                            ///< fraction of stand-alone speed
+    double last = 0;                             ///< time `remaining` was last updated
   };
   void advance(double now);
   void solve();

@@ -22,8 +22,8 @@ Work Work::scaled(double f) const {
 }
 
 bool Work::empty() const {
-  return issue == 0 && fma_lanes == 0 && alu_lanes == 0 && mufu_lanes == 0 && mma_sync_flops == 0 &&
-         tmem_bytes == 0 && smem_bytes == 0;
+  return issue == 0 && fma_lanes == 0 && alu_lanes == 0 && mufu_lanes == 0 && mma_sync_flops == 0 && tmem_bytes == 0 &&
+         smem_bytes == 0;
 }
 
 CtaProgram merge_ctas(const std::vector<CtaProgram>& ctas) {

@@ -13,13 +13,13 @@ namespace attnsim {
 
 /// Work of a compute block, as counts per pipe of the warp's SMSP and bytes on SM-wide datapaths.
 struct Work {
-  double issue = 0;       ///< warp instructions (issue slots)
-  double fma_lanes = 0;   ///< FMA-pipe lane-operations (FFMA = 32, FFMA2 = 64 per warp instruction)
-  double alu_lanes = 0;   ///< ALU-pipe lane-operations
-  double mufu_lanes = 0;  ///< MUFU lane-operations (one per ex2 element)
+  double issue = 0;           ///< warp instructions (issue slots)
+  double fma_lanes = 0;       ///< FMA-pipe lane-operations (FFMA = 32, FFMA2 = 64 per warp instruction)
+  double alu_lanes = 0;       ///< ALU-pipe lane-operations
+  double mufu_lanes = 0;      ///< MUFU lane-operations (one per ex2 element)
   double mma_sync_flops = 0;  ///< warp-level mma.sync FLOP on the SMSP's tensor core (synchronous MMA)
-  double tmem_bytes = 0;  ///< tcgen05.ld/st bytes (SM-wide TMEM datapath)
-  double smem_bytes = 0;  ///< ld/st.shared bytes (SM-wide SMEM bandwidth)
+  double tmem_bytes = 0;      ///< tcgen05.ld/st bytes (SM-wide TMEM datapath)
+  double smem_bytes = 0;      ///< ld/st.shared bytes (SM-wide SMEM bandwidth)
 
   Work& operator+=(const Work& o);
   Work scaled(double f) const;
@@ -37,18 +37,18 @@ inline Work alu_instructions(double n) {
 
 /// What an op does; the engine switches on this.
 enum class OpKind : uint8_t {
-  Wait,        ///< block until `barrier` has completed the phase with parity `parity`
-  Arrive,      ///< arrive `count` on mbarrier `barrier` (no time)
-  Compute,     ///< run `work` on the SMSP/SM pipes (processor sharing), then `latency` cycles
-  TmaLoad,     ///< arrive.expect_tx(bytes) on `barrier`, then a TMA copy of `bytes` that completes the tx
-  TmaStore,    ///< TMA store of `bytes`; the warp waits for it to finish reading SMEM
-  Mma,         ///< enqueue `flops` (+ `bytes` of SMEM operand reads) on the tensor core
-  MmaCommit,   ///< tcgen05.commit: arrive `count` on `barrier` when every MMA issued before it has finished
-  BarSync,     ///< named barrier `barrier`: arrive `count` threads and wait for the barrier to fill
-  BarArrive,   ///< named barrier `barrier`: arrive `count` threads, do not wait
-  MmaWait,     ///< wgmma.wait_group: block until at most `count` of this warp's MMA groups are unfinished
-  CpAsync,     ///< cp.async / synchronous-style global->SMEM copy of `bytes` by this warp (memory path)
-  CpAsyncWait, ///< cp.async.wait_group: block until at most `count` of this warp's copies are unfinished
+  Wait,         ///< block until `barrier` has completed the phase with parity `parity`
+  Arrive,       ///< arrive `count` on mbarrier `barrier` (no time)
+  Compute,      ///< run `work` on the SMSP/SM pipes (processor sharing), then `latency` cycles
+  TmaLoad,      ///< arrive.expect_tx(bytes) on `barrier`, then a TMA copy of `bytes` that completes the tx
+  TmaStore,     ///< TMA store of `bytes`; the warp waits for it to finish reading SMEM
+  Mma,          ///< enqueue `flops` (+ `bytes` of SMEM operand reads) on the tensor core
+  MmaCommit,    ///< tcgen05.commit: arrive `count` on `barrier` when every MMA issued before it has finished
+  BarSync,      ///< named barrier `barrier`: arrive `count` threads and wait for the barrier to fill
+  BarArrive,    ///< named barrier `barrier`: arrive `count` threads, do not wait
+  MmaWait,      ///< wgmma.wait_group: block until at most `count` of this warp's MMA groups are unfinished
+  CpAsync,      ///< cp.async / synchronous-style global->SMEM copy of `bytes` by this warp (memory path)
+  CpAsyncWait,  ///< cp.async.wait_group: block until at most `count` of this warp's copies are unfinished
 };
 
 /// One step of a warp's program. Tags (stage, block, tile) only label spans.
@@ -56,15 +56,15 @@ struct Op {
   OpKind kind = OpKind::Compute;
   int16_t name = ATTNSIM_OP_COMPUTE;  ///< attnsim_op_id used for the span
   int8_t stage = -1;
-  int8_t parity = 0;      ///< Wait: phase parity awaited (mbarrier try_wait.parity semantics)
+  int8_t parity = 0;  ///< Wait: phase parity awaited (mbarrier try_wait.parity semantics)
   int32_t block = -1;
   int32_t tile = -1;
-  int32_t barrier = -1;   ///< mbarrier or named-barrier id
-  int32_t count = 0;      ///< arrive count (threads, or 1 for elected-lane arrives)
-  double bytes = 0;       ///< TMA bytes, or SMEM operand bytes of an MMA
-  double flops = 0;       ///< MMA FLOP
-  double latency = 0;     ///< Compute: cycles after the throughput part
-  Work work;              ///< Compute
+  int32_t barrier = -1;  ///< mbarrier or named-barrier id
+  int32_t count = 0;     ///< arrive count (threads, or 1 for elected-lane arrives)
+  double bytes = 0;      ///< TMA bytes, or SMEM operand bytes of an MMA
+  double flops = 0;      ///< MMA FLOP
+  double latency = 0;    ///< Compute: cycles after the throughput part
+  Work work;             ///< Compute
 };
 
 /// A warp and the program it runs.
@@ -76,10 +76,10 @@ struct WarpProgram {
 
 /// An mbarrier (one stage of a pipeline side) or a named barrier, as declared by lowering.
 struct BarrierDecl {
-  std::string name;          ///< "pipeline_kv.full[2]" or "bar.stats[s0w1]"
-  bool named = false;        ///< named barrier (bar.sync/bar.arrive) rather than mbarrier
-  int expected = 1;          ///< arrive count per phase (threads for named barriers)
-  std::vector<int> arrivers; ///< warps that arrive on it (for deadlock wait-for graphs)
+  std::string name;           ///< "pipeline_kv.full[2]" or "bar.stats[s0w1]"
+  bool named = false;         ///< named barrier (bar.sync/bar.arrive) rather than mbarrier
+  int expected = 1;           ///< arrive count per phase (threads for named barriers)
+  std::vector<int> arrivers;  ///< warps that arrive on it (for deadlock wait-for graphs)
 };
 
 /// Everything the engine runs for one CTA (or for several CTAs resident on one SM, merged).

@@ -13,7 +13,10 @@ std::optional<int> TmemAllocator::allocate(int columns) {
   for (int base = 0; base + size <= columns_; base += size) {
     bool free = true;
     for (const auto& [b, s] : used_)
-      if (b < base + size && base < b + s) { free = false; break; }
+      if (b < base + size && base < b + s) {
+        free = false;
+        break;
+      }
     if (free) {
       used_[base] = size;
       return base;

@@ -31,7 +31,8 @@ class CtaRunner {
     if (it != done_.end()) return it->second;
     // CTAs sharing an SM are assumed to run alike: simulate that many copies together.
     const CtaProgram one = s_.lower(hw_, p_, tiles);
-    SimResult r = simulate_cta(hw_, ctas_per_sm_ > 1 ? merge_ctas(std::vector<CtaProgram>(ctas_per_sm_, one)) : one, eo_);
+    SimResult r =
+        simulate_cta(hw_, ctas_per_sm_ > 1 ? merge_ctas(std::vector<CtaProgram>(ctas_per_sm_, one)) : one, eo_);
     out_.events += r.events;
     ++out_.ctas_simulated;
     return done_.emplace(sig, std::move(r)).first->second;
@@ -108,7 +109,10 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
       free_at.pop();
       free_at.push(start + d);
       makespan = std::max(makespan, start + d);
-      if (d > longest) { longest = d; critical = &tiles; }
+      if (d > longest) {
+        longest = d;
+        critical = &tiles;
+      }
     }
     p.cycles = makespan;
   } else {
@@ -125,7 +129,10 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
       for (size_t j = 0; j < sigs.size() && !dominated; ++j) dominated = is_strict_prefix(sigs[i], sigs[j]);
       if (dominated) continue;
       const double d = runner.cycles(plan.cta_tiles[i], opt.extrapolate);
-      if (d > worst) { worst = d; critical = &plan.cta_tiles[i]; }
+      if (d > worst) {
+        worst = d;
+        critical = &plan.cta_tiles[i];
+      }
     }
     p.cycles = worst;
   }

@@ -24,21 +24,21 @@ struct PredictOptions {
 
 /// Predicted time of a kernel on a problem, and the CTA that bounds it.
 struct Prediction {
-  double time_us = 0;           ///< kernel time
-  double cycles = 0;            ///< kernel time in SM cycles
-  double tflops = 0;            ///< problem FLOP / time (dense FLOP, halved when causal)
+  double time_us = 0;  ///< kernel time
+  double cycles = 0;   ///< kernel time in SM cycles
+  double tflops = 0;   ///< problem FLOP / time (dense FLOP, halved when causal)
   double flops = 0;
-  SimResult critical;           ///< the CTA that finishes last (its timeline when recorded)
-  int critical_tiles = 0;       ///< tiles that CTA processed
-  int ctas_simulated = 0;       ///< distinct CTA simulations run
-  uint64_t events = 0;          ///< engine events over all of them
+  SimResult critical;      ///< the CTA that finishes last (its timeline when recorded)
+  int critical_tiles = 0;  ///< tiles that CTA processed
+  int ctas_simulated = 0;  ///< distinct CTA simulations run
+  uint64_t events = 0;     ///< engine events over all of them
   GridPlan::Mode mode = GridPlan::Mode::Single;
   int resident_ctas = 1;
   int cta_group = 1;
   size_t total_tiles = 0;
-  size_t cta_count = 0;         ///< CTAs launched
+  size_t cta_count = 0;  ///< CTAs launched
   int ctas_per_sm = 1;
-  bool extrapolated = false;    ///< times came from PredictOptions::extrapolate
+  bool extrapolated = false;  ///< times came from PredictOptions::extrapolate
 };
 
 /// Checks `schedule` against `hw` and `problem` (throws InputError), then predicts it.

@@ -11,11 +11,11 @@ namespace attnsim {
 
 /// What a family tells the scheduler about its tiles.
 struct TilingSpec {
-  int rows_per_cta = 128;  ///< query rows one CTA processes per tile (all its Q stages / warpgroups)
-  int n_block = 128;       ///< KV rows per block
-  int cta_group = 1;       ///< CTAs per cluster working on one tile
-  bool persistent = true;  ///< static persistent (else LPT single-tile)
-  int ctas_per_sm = 1;     ///< CTAs resident at once on one SM (non-persistent kernels)
+  int rows_per_cta = 128;       ///< query rows one CTA processes per tile (all its Q stages / warpgroups)
+  int n_block = 128;            ///< KV rows per block
+  int cta_group = 1;            ///< CTAs per cluster working on one tile
+  bool persistent = true;       ///< static persistent (else LPT single-tile)
+  int ctas_per_sm = 1;          ///< CTAs resident at once on one SM (non-persistent kernels)
   bool tiles_per_head = false;  ///< one CTA per (batch, head) that walks every m-block (FA2 style)
 };
 

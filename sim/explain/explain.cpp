@@ -65,9 +65,7 @@ Explanation explain(const std::string& schedule_file, const std::vector<std::str
       a.slowdown = a.prediction.time_us / e.base.time_us - 1;
       a.bottleneck = bottleneck_of(a.prediction, *s, hw, problem);
       a.ok = true;
-    } catch (const std::exception& err) {
-      a.error = err.what();
-    }
+    } catch (const std::exception& err) { a.error = err.what(); }
     e.ablations.push_back(std::move(a));
   }
   return e;

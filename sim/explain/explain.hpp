@@ -3,10 +3,9 @@
 // report the predicted slowdown, the new bottleneck, and the steady state before and
 // after, side by side.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "driver/simulate.hpp"
 #include "model/schedule.hpp"
@@ -16,10 +15,10 @@ namespace attnsim {
 /// One design choice switched.
 struct Ablation {
   VariantInfo variant;
-  bool ok = false;          ///< false when the variant is rejected (then `error` says why)
+  bool ok = false;  ///< false when the variant is rejected (then `error` says why)
   std::string error;
   Prediction prediction;
-  double slowdown = 0;      ///< time / base time - 1 (positive: the design choice helps)
+  double slowdown = 0;  ///< time / base time - 1 (positive: the design choice helps)
   std::string bottleneck;
 };
 

@@ -52,8 +52,8 @@ SweepSpec load_sweep(const std::string& file) {
     for (size_t i = 0; i < cs->size(); ++i) {
       JsonReader c((*cs)[i], file, "/constraints/" + std::to_string(i));
       if (c.has("resource")) {
-        s.limits.push_back({c.choice("resource", {"smem_bytes", "tmem_columns", "registers", "warps"}),
-                            c.number("max", 0, 1e12)});
+        s.limits.push_back(
+            {c.choice("resource", {"smem_bytes", "tmem_columns", "registers", "warps"}), c.number("max", 0, 1e12)});
       } else {
         JsonReader when = c.object("when");
         const auto keys = when.keys();
@@ -112,7 +112,8 @@ size_t SweepEvaluator::encode(const std::vector<int>& choice) const {
 nlohmann::json SweepEvaluator::document(size_t index) const {
   nlohmann::json doc = spec_.base;
   const auto c = decode(index);
-  for (size_t i = 0; i < spec_.axes.size(); ++i) doc[nlohmann::json::json_pointer(spec_.axes[i].pointer)] = spec_.axes[i].values[c[i]];
+  for (size_t i = 0; i < spec_.axes.size(); ++i)
+    doc[nlohmann::json::json_pointer(spec_.axes[i].pointer)] = spec_.axes[i].values[c[i]];
   doc["name"] = fmt::format("{}_{}", spec_.name, index);
   return doc;
 }
@@ -281,9 +282,12 @@ std::vector<const Evaluation*> pareto_front(const std::vector<Evaluation>& evals
   // By objective, best first: a point joins when its secondary is lower than every better point's;
   // among equal objectives only the lowest secondary survives.
   for (const auto* e : rank(evals)) {
-    if (out.empty()) out.push_back(e);
-    else if (e->objective == out.back()->objective) { if (e->secondary < out.back()->secondary) out.back() = e; }
-    else if (e->secondary < out.back()->secondary) out.push_back(e);
+    if (out.empty())
+      out.push_back(e);
+    else if (e->objective == out.back()->objective) {
+      if (e->secondary < out.back()->secondary) out.back() = e;
+    } else if (e->secondary < out.back()->secondary)
+      out.push_back(e);
   }
   return out;
 }

@@ -8,11 +8,10 @@
 #include <cstddef>
 #include <functional>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
@@ -21,7 +20,7 @@ namespace attnsim {
 
 /// One knob and the values to try.
 struct Axis {
-  std::string pointer;                 ///< JSON pointer into the schedule ("/kv_stage")
+  std::string pointer;  ///< JSON pointer into the schedule ("/kv_stage")
   std::vector<nlohmann::json> values;
 };
 
@@ -53,7 +52,7 @@ struct SearchSpec {
 struct SweepSpec {
   std::string name, file, description;
   std::string schedule_file;
-  nlohmann::json base;                  ///< the schedule document
+  nlohmann::json base;  ///< the schedule document
   Hardware hw;
   std::vector<Problem> problems;
   std::vector<std::string> problem_labels;
@@ -70,7 +69,7 @@ SweepSpec load_sweep(const std::string& file);
 
 /// The result of evaluating one candidate.
 struct Evaluation {
-  size_t index = 0;             ///< position in the grid (mixed radix over the axes, first axis slowest)
+  size_t index = 0;  ///< position in the grid (mixed radix over the axes, first axis slowest)
   bool feasible = false;
   std::string reason;           ///< rejection reason ("smem", "tmem", "registers", "deadlock", ...); "" if feasible
   std::string detail;           ///< the full rejection message

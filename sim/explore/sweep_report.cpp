@@ -38,8 +38,7 @@ void write_sweep_csv(const SweepEvaluator& ev, const std::vector<Evaluation>& ev
     out << rank << "," << e.index << "," << (e.feasible ? "true" : "false") << "," << csv_field(e.reason) << ","
         << (e.feasible ? fmt::format("{:.3f}", e.objective) : "");
     if (!s.secondary.empty()) out << "," << (e.feasible ? fmt::format("{:.0f}", e.secondary) : "");
-    for (size_t p = 0; p < s.problems.size(); ++p)
-      out << "," << (e.feasible ? fmt::format("{:.3f}", e.tflops[p]) : "");
+    for (size_t p = 0; p < s.problems.size(); ++p) out << "," << (e.feasible ? fmt::format("{:.3f}", e.tflops[p]) : "");
     const auto c = ev.decode(e.index);
     for (size_t a = 0; a < c.size(); ++a) out << "," << csv_field(s.axes[a].values[c[a]].dump());
     out << "\n";
@@ -93,8 +92,9 @@ std::string format_sweep_table(const SweepEvaluator& ev, const std::vector<Evalu
                                size_t top) {
   const SweepSpec& s = ev.spec();
   const auto ranked = rank(evals);
-  std::string o = fmt::format("sweep {} on {}: {} problems, grid {} candidates, {} after constraints, {} evaluated, {} feasible\n",
-                              s.name, s.hw.name, s.problems.size(), ev.grid_size(), admitted, evals.size(), ranked.size());
+  std::string o =
+      fmt::format("sweep {} on {}: {} problems, grid {} candidates, {} after constraints, {} evaluated, {} feasible\n",
+                  s.name, s.hw.name, s.problems.size(), ev.grid_size(), admitted, evals.size(), ranked.size());
   const auto rej = rejections(evals);
   if (!rej.empty()) {
     o += "rejected before simulation, by reason:\n";
@@ -107,7 +107,8 @@ std::string format_sweep_table(const SweepEvaluator& ev, const std::vector<Evalu
   if (!s.secondary.empty()) {
     o += fmt::format("\nPareto front (higher {}, lower {}):\n", s.objective, s.secondary);
     for (const auto* e : pareto_front(evals))
-      o += fmt::format("  {:>9.1f}  {} {:.0f}  {}\n", e->objective, s.secondary, e->secondary, knob_summary(ev, e->index));
+      o += fmt::format("  {:>9.1f}  {} {:.0f}  {}\n", e->objective, s.secondary, e->secondary,
+                       knob_summary(ev, e->index));
   }
   return o;
 }

@@ -1,11 +1,10 @@
 // Outputs of a sweep: CSV and JSON of every evaluated candidate, the ranked table and
 // rejection counts for the terminal, and the best candidate as a schedule file.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "explore/sweep.hpp"
 

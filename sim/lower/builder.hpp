@@ -21,7 +21,10 @@ struct PipeState {
   int index = 0;
   int phase = 0;
   void advance(int stages) {
-    if (++index == stages) { index = 0; phase ^= 1; }
+    if (++index == stages) {
+      index = 0;
+      phase ^= 1;
+    }
   }
 };
 

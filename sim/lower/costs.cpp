@@ -96,8 +96,7 @@ CostModel CostModel::from_schedule(JsonReader& r) {
 
 const BlockCost& CostModel::block(const std::string& name) const {
   auto it = blocks_.find(name);
-  if (it == blocks_.end())
-    throw InputError(file_, "/blocks/" + name, "missing block that the schedule family needs");
+  if (it == blocks_.end()) throw InputError(file_, "/blocks/" + name, "missing block that the schedule family needs");
   return it->second;
 }
 

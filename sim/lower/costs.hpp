@@ -12,9 +12,9 @@ namespace attnsim {
 
 /// Work of one named block, for one warp: per element of a row, per row, and a fixed latency.
 struct BlockCost {
-  Work per_element;  ///< warp work per column of the 32 rows
-  Work per_row;      ///< warp work once per row set (32 rows)
-  double latency = 0;///< cycles after the pipe work (dependency tail)
+  Work per_element;    ///< warp work per column of the 32 rows
+  Work per_row;        ///< warp work once per row set (32 rows)
+  double latency = 0;  ///< cycles after the pipe work (dependency tail)
 };
 
 class JsonReader;

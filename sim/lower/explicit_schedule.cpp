@@ -109,10 +109,10 @@ class ExplicitSchedule : public Schedule {
             std::map<std::string, PipeState>& prod, std::map<std::string, PipeState>& cons) const {
     for (size_t i = 0; i < ops.size(); ++i) {
       JsonReader o(ops[i], file_, path + "/" + std::to_string(i));
-      const std::string kind = o.choice("op", {"repeat", "producer_acquire", "producer_commit", "consumer_wait",
-                                               "consumer_release", "compute", "tma_load", "tma_store", "mma",
-                                               "mma_commit", "bar_sync", "bar_arrive", "wait_mma", "cp_async",
-                                               "wait_cp_async"});
+      const std::string kind =
+          o.choice("op", {"repeat", "producer_acquire", "producer_commit", "consumer_wait", "consumer_release",
+                          "compute", "tma_load", "tma_store", "mma", "mma_commit", "bar_sync", "bar_arrive", "wait_mma",
+                          "cp_async", "wait_cp_async"});
       auto pipe = [&]() -> const PipelineIds& {
         const std::string n = o.string("pipeline");
         auto it = ids.find(n);

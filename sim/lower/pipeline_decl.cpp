@@ -38,8 +38,10 @@ std::map<std::string, PipelineDecl> read_pipelines(JsonReader& r, const std::vec
     PipelineDecl d;
     d.path = pr.path();
     const auto& st = pr.raw("stages");
-    if (st.is_string()) d.stages = pr.choice("stages", stage_knobs);
-    else d.stages = std::to_string(pr.integer("stages", 1, 32));
+    if (st.is_string())
+      d.stages = pr.choice("stages", stage_knobs);
+    else
+      d.stages = std::to_string(pr.integer("stages", 1, 32));
     d.cluster = pr.choice_or("scope", "cta", {"cta", "cluster"}) == "cluster";
     d.full = read_side(pr, "full");
     d.empty = read_side(pr, "empty");
@@ -62,7 +64,8 @@ int arrivals_at_stage(const PipelineDecl& d, const SideDecl& side, int s, const 
     if (rd.q_stage >= 0 && d.stages == "q_stage" && rd.q_stage != s) continue;
     sum += static_cast<int>(rd.warps.size()) * per_warp;
     if (terms)
-      terms->push_back(fmt::format("{} {} warp{} x {}", role, rd.warps.size(), rd.warps.size() > 1 ? "s" : "", per_warp));
+      terms->push_back(
+          fmt::format("{} {} warp{} x {}", role, rd.warps.size(), rd.warps.size() > 1 ? "s" : "", per_warp));
   }
   return sum;
 }
@@ -77,12 +80,12 @@ void check_pipeline_counts(const std::string& file, const std::map<std::string, 
         std::vector<std::string> terms;
         const int sum = arrivals_at_stage(d, *side, s, roles, &terms);
         if (sum != *side->count)
-          throw InputError(file, side->path + "/count",
-                           fmt::format("pipeline counts do not match the warps that arrive: stage {} receives {} = {} per "
-                                       "phase, count says {}",
-                                       s, sum, terms.empty() ? "nothing" : fmt::format("{}", fmt::join(terms, " + ")),
-                                       *side->count),
-                           "pipeline_counts");
+          throw InputError(
+              file, side->path + "/count",
+              fmt::format("pipeline counts do not match the warps that arrive: stage {} receives {} = {} per "
+                          "phase, count says {}",
+                          s, sum, terms.empty() ? "nothing" : fmt::format("{}", fmt::join(terms, " + ")), *side->count),
+              "pipeline_counts");
       }
     }
 }
@@ -92,8 +95,8 @@ int Pipe::arrive_count(const std::string& role, bool full, bool leader_only) {
   auto it = side.arrivers.find(role);
   if (!side.present || it == side.arrivers.end())
     throw InputError(*file, (side.present ? side.path : decl->path + (full ? "/full" : "/empty")) + "/arrivers",
-                     fmt::format("{} warps arrive on {}.{} with these knobs, but the declaration does not list them", role,
-                                 ids.name, full ? "full" : "empty"),
+                     fmt::format("{} warps arrive on {}.{} with these knobs, but the declaration does not list them",
+                                 role, ids.name, full ? "full" : "empty"),
                      "pipeline_counts");
   (full ? used_full : used_empty)[role] = true;
   // The peer CTA of a 2-CTA cluster runs the same program at the same time: its arrivals on a
@@ -123,18 +126,20 @@ Pipe make_pipe(CtaBuilder& cta, const std::string& name, int stages, const Pipel
   return p;
 }
 
-void check_arrivers_used(const std::map<std::string, Pipe>& pipes, const std::function<bool(const std::string&)>& idle) {
+void check_arrivers_used(const std::map<std::string, Pipe>& pipes,
+                         const std::function<bool(const std::string&)>& idle) {
   for (const auto& [name, p] : pipes) {
     if (p.used_full.empty() && p.used_empty.empty()) continue;  // the knobs leave this pipeline unused
-    for (const auto& [side, decl, seen] : {std::tuple{"full", &p.decl->full, &p.used_full},
-                                           std::tuple{"empty", &p.decl->empty, &p.used_empty}})
+    for (const auto& [side, decl, seen] :
+         {std::tuple{"full", &p.decl->full, &p.used_full}, std::tuple{"empty", &p.decl->empty, &p.used_empty}})
       for (const auto& [role, per_warp] : decl->arrivers)
         if (!seen->count(role) && !idle(role))
-          throw InputError(*p.file, decl->path + "/arrivers/" + role,
-                           fmt::format("{} is listed as arriving on {}.{} but no {} warp arrives with these knobs; remove "
-                                       "it and fix the count",
-                                       role, name, side, role),
-                           "pipeline_counts");
+          throw InputError(
+              *p.file, decl->path + "/arrivers/" + role,
+              fmt::format("{} is listed as arriving on {}.{} but no {} warp arrives with these knobs; remove "
+                          "it and fix the count",
+                          role, name, side, role),
+              "pipeline_counts");
   }
 }
 

@@ -32,8 +32,8 @@ struct SideDecl {
 
 /// A pipeline (mbarrier ring) as declared.
 struct PipelineDecl {
-  std::string stages;   ///< a knob name ("q_stage", "kv_stage") or an integer
-  bool cluster = false; ///< barriers live in the leader CTA and count both CTAs' arrivals
+  std::string stages;    ///< a knob name ("q_stage", "kv_stage") or an integer
+  bool cluster = false;  ///< barriers live in the leader CTA and count both CTAs' arrivals
   SideDecl full, empty;
   std::string path;
 };

@@ -15,10 +15,8 @@ namespace {
 using Parser = std::function<std::unique_ptr<Schedule>(JsonReader&)>;
 const std::map<std::string, Parser>& families() {
   static const std::map<std::string, Parser> f = {
-      {"explicit", parse_explicit_schedule},
-      {"fa4_sm100", parse_fa4_schedule},
-      {"fa3_sm90", parse_fa3_schedule},
-      {"fa2_sm80", parse_fa2_schedule},
+      {"explicit", parse_explicit_schedule},     {"fa4_sm100", parse_fa4_schedule},
+      {"fa3_sm90", parse_fa3_schedule},          {"fa2_sm80", parse_fa2_schedule},
       {"blackflash", parse_blackflash_schedule},
   };
   return f;
@@ -47,7 +45,8 @@ std::unique_ptr<Schedule> load_schedule(const std::string& file, const std::vect
     if (!doc.contains("variants") || !doc["variants"].is_object() || !doc["variants"].contains(variant)) {
       std::vector<std::string> names;
       for (const auto& v : schedule_variants(file)) names.push_back(v.name);
-      throw InputError(file, "/variants", fmt::format("no variant \"{}\"; expected one of [{}]", variant, fmt::join(names, ", ")));
+      throw InputError(file, "/variants",
+                       fmt::format("no variant \"{}\"; expected one of [{}]", variant, fmt::join(names, ", ")));
     }
     JsonReader v(doc["variants"][variant], file, "/variants/" + variant);
     v.string("description");

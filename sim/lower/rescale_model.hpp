@@ -12,8 +12,8 @@ namespace attnsim {
 
 /// Rescale decisions for the warps of one Q tile over its KV iterations (in processing order).
 struct RescaleMask {
-  int warps = 0;       ///< row warps (a 128-row tile has 4)
-  int iterations = 0;  ///< KV blocks, in the order the kernel visits them
+  int warps = 0;              ///< row warps (a 128-row tile has 4)
+  int iterations = 0;         ///< KV blocks, in the order the kernel visits them
   std::vector<uint8_t> need;  ///< [iteration * warps + warp]: 1 = this warp rescales O at this iteration
   /// Iterations past the computed range reuse the last computed one's pattern cyclically.
   bool at(int warp, int iteration) const;

@@ -4,8 +4,6 @@
 // table does not name is an error, and so is anything it names that is missing.
 #include "model/hardware.hpp"
 
-#include "model/json_reader.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,6 +12,8 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "model/json_reader.hpp"
 
 namespace attnsim {
 
@@ -106,12 +106,11 @@ void read_constant(JsonReader& constants, const ConstantSpec& spec, Hardware& hw
   JsonReader c = constants.object(spec.name);
   switch (spec.kind) {
     case ConstantSpec::Kind::Int:
-      hw.*spec.int_field = static_cast<int>(
-          c.integer("value", static_cast<long long>(spec.lo), static_cast<long long>(spec.hi)));
+      hw.*spec.int_field =
+          static_cast<int>(c.integer("value", static_cast<long long>(spec.lo), static_cast<long long>(spec.hi)));
       break;
     case ConstantSpec::Kind::Int64:
-      hw.*spec.int64_field =
-          c.integer("value", static_cast<long long>(spec.lo), static_cast<long long>(spec.hi));
+      hw.*spec.int64_field = c.integer("value", static_cast<long long>(spec.lo), static_cast<long long>(spec.hi));
       break;
     case ConstantSpec::Kind::Double:
       hw.*spec.double_field = c.number("value", spec.lo, spec.hi);
@@ -120,8 +119,7 @@ void read_constant(JsonReader& constants, const ConstantSpec& spec, Hardware& hw
   Provenance p;
   p.kind = c.choice("provenance", kProvenanceKinds);
   p.source = c.string("source");
-  auto blank = std::all_of(p.source.begin(), p.source.end(),
-                           [](unsigned char ch) { return std::isspace(ch); });
+  auto blank = std::all_of(p.source.begin(), p.source.end(), [](unsigned char ch) { return std::isspace(ch); });
   if (blank)
     c.fail_at("source", "expected a non-empty source (paper/spec, microbenchmark with GPU and date, or formula)");
   // An assumed value must say how it will be replaced; insist on at least naming a measurement.
@@ -142,26 +140,22 @@ void check_consistency(const Hardware& hw, const std::string& file) {
   if (hw.arch == "sm100") {
     if (hw.tmem_columns != 512)
       fail("tmem_columns", fmt::format("arch sm100 has 512 TMEM columns, got {}", hw.tmem_columns));
-    if (hw.tmem_lanes != 128)
-      fail("tmem_lanes", fmt::format("arch sm100 has 128 TMEM lanes, got {}", hw.tmem_lanes));
-    if (!(hw.tmem_bytes_per_clk > 0))
-      fail("tmem_bytes_per_clk", "arch sm100 has TMEM: expected a TMEM bandwidth > 0");
+    if (hw.tmem_lanes != 128) fail("tmem_lanes", fmt::format("arch sm100 has 128 TMEM lanes, got {}", hw.tmem_lanes));
+    if (!(hw.tmem_bytes_per_clk > 0)) fail("tmem_bytes_per_clk", "arch sm100 has TMEM: expected a TMEM bandwidth > 0");
   } else {  // sm90
     if (hw.tmem_columns != 0)
       fail("tmem_columns", fmt::format("arch sm90 has no TMEM: expected 0, got {}", hw.tmem_columns));
-    if (hw.tmem_lanes != 0)
-      fail("tmem_lanes", fmt::format("arch sm90 has no TMEM: expected 0, got {}", hw.tmem_lanes));
+    if (hw.tmem_lanes != 0) fail("tmem_lanes", fmt::format("arch sm90 has no TMEM: expected 0, got {}", hw.tmem_lanes));
     if (hw.tmem_bytes_per_clk != 0)
-      fail("tmem_bytes_per_clk",
-           fmt::format("arch sm90 has no TMEM: expected 0, got {}", hw.tmem_bytes_per_clk));
+      fail("tmem_bytes_per_clk", fmt::format("arch sm90 has no TMEM: expected 0, got {}", hw.tmem_bytes_per_clk));
   }
   if (hw.max_registers_per_thread * 32 > hw.registers_per_sm)
     fail("max_registers_per_thread",
          fmt::format("one warp at {} registers/thread needs {} registers, more than registers_per_sm = {}",
                      hw.max_registers_per_thread, hw.max_registers_per_thread * 32, hw.registers_per_sm));
   if (hw.max_warps_per_sm % hw.smsp_per_sm != 0)
-    fail("max_warps_per_sm", fmt::format("expected a multiple of smsp_per_sm = {}, got {}", hw.smsp_per_sm,
-                                         hw.max_warps_per_sm));
+    fail("max_warps_per_sm",
+         fmt::format("expected a multiple of smsp_per_sm = {}, got {}", hw.smsp_per_sm, hw.max_warps_per_sm));
 }
 
 }  // namespace
@@ -172,9 +166,12 @@ double constant_value(const Hardware& hw, const std::string& name) {
   for (const auto& s : constant_specs()) {
     if (name != s.name) continue;
     switch (s.kind) {
-      case ConstantSpec::Kind::Int: return hw.*s.int_field;
-      case ConstantSpec::Kind::Int64: return static_cast<double>(hw.*s.int64_field);
-      case ConstantSpec::Kind::Double: return hw.*s.double_field;
+      case ConstantSpec::Kind::Int:
+        return hw.*s.int_field;
+      case ConstantSpec::Kind::Int64:
+        return static_cast<double>(hw.*s.int64_field);
+      case ConstantSpec::Kind::Double:
+        return hw.*s.double_field;
     }
   }
   throw std::out_of_range("no hardware constant " + name);
@@ -240,8 +237,8 @@ std::string resolve_hardware_path(const std::string& arg) {
         present.push_back(entry.path().stem().string());
   }
   std::sort(present.begin(), present.end());
-  const std::string choices =
-      present.empty() ? fmt::format("(no configs found in {})", dir.string()) : fmt::format("{}", fmt::join(present, ", "));
+  const std::string choices = present.empty() ? fmt::format("(no configs found in {})", dir.string())
+                                              : fmt::format("{}", fmt::join(present, ", "));
   throw InputError(arg, "", "no such hardware config; expected a path or one of: " + choices);
 }
 

@@ -22,39 +22,39 @@ struct Hardware {
   std::string file;  ///< config file it was read from
 
   // Chip
-  int num_sms = 0;              ///< SMs on the chip
-  int smsp_per_sm = 4;          ///< SM sub-partitions; warp w sits on SMSP w % smsp_per_sm
-  double clock_ghz = 0;         ///< SM clock used to turn cycles into time
+  int num_sms = 0;       ///< SMs on the chip
+  int smsp_per_sm = 4;   ///< SM sub-partitions; warp w sits on SMSP w % smsp_per_sm
+  double clock_ghz = 0;  ///< SM clock used to turn cycles into time
 
   // Per SMSP pipes (lane-operations per cycle; a warp instruction is 32 lane-ops)
-  double issue_per_clk_smsp = 1;     ///< warp instructions issued per cycle
-  double fma_lanes_per_clk_smsp = 0; ///< FP32 FMA lanes (FFMA: 32 lane-ops, FFMA2: 64)
-  double alu_lanes_per_clk_smsp = 0; ///< integer/logic/FMNMX lanes
-  double mufu_lanes_per_clk_smsp = 0;///< MUFU (ex2) lanes
+  double issue_per_clk_smsp = 1;       ///< warp instructions issued per cycle
+  double fma_lanes_per_clk_smsp = 0;   ///< FP32 FMA lanes (FFMA: 32 lane-ops, FFMA2: 64)
+  double alu_lanes_per_clk_smsp = 0;   ///< integer/logic/FMNMX lanes
+  double mufu_lanes_per_clk_smsp = 0;  ///< MUFU (ex2) lanes
 
   // Per SM
-  double tensor_flops_per_clk = 0;   ///< dense bf16 FLOP per cycle per SM (wgmma / tcgen05.mma)
-  double mma_sync_flops_per_clk = 0; ///< dense bf16 FLOP per cycle per SM through warp-level mma.sync m16n8k16
-  double smem_bytes_per_clk = 0;     ///< shared-memory bandwidth
-  double tmem_bytes_per_clk = 0;     ///< TMEM <-> register datapath (tcgen05.ld/st), 0 = no TMEM
-  long long smem_bytes_per_block = 0;///< max dynamic SMEM per CTA
-  int tmem_columns = 0;              ///< 0 when the GPU has no TMEM
+  double tensor_flops_per_clk = 0;     ///< dense bf16 FLOP per cycle per SM (wgmma / tcgen05.mma)
+  double mma_sync_flops_per_clk = 0;   ///< dense bf16 FLOP per cycle per SM through warp-level mma.sync m16n8k16
+  double smem_bytes_per_clk = 0;       ///< shared-memory bandwidth
+  double tmem_bytes_per_clk = 0;       ///< TMEM <-> register datapath (tcgen05.ld/st), 0 = no TMEM
+  long long smem_bytes_per_block = 0;  ///< max dynamic SMEM per CTA
+  int tmem_columns = 0;                ///< 0 when the GPU has no TMEM
   int tmem_lanes = 0;
-  int registers_per_sm = 0;          ///< 32-bit registers
+  int registers_per_sm = 0;  ///< 32-bit registers
   int max_registers_per_thread = 0;
   int max_warps_per_sm = 0;
 
   // Memory system, shared by all SMs
-  double l2_bytes_per_clk = 0;       ///< L2 -> SM aggregate bandwidth (whole chip)
-  double hbm_bytes_per_s = 0;        ///< DRAM bandwidth
-  double tma_bytes_per_clk_sm = 0;   ///< per-SM TMA/L2 read port limit
+  double l2_bytes_per_clk = 0;      ///< L2 -> SM aggregate bandwidth (whole chip)
+  double hbm_bytes_per_s = 0;       ///< DRAM bandwidth
+  double tma_bytes_per_clk_sm = 0;  ///< per-SM TMA/L2 read port limit
 
   // Latencies and issue costs (cycles)
-  double tma_latency = 0;            ///< TMA load issue -> data in SMEM (L2 hit)
-  double mma_latency = 0;            ///< last MMA of a group done -> commit visible
-  double mbarrier_latency = 0;       ///< arrive -> waiting warp resumes
-  double mma_issue_instrs = 0;       ///< warp instructions the MMA warp spends per MMA instruction
-  double tma_issue_instrs = 0;       ///< warp instructions to issue one TMA copy
+  double tma_latency = 0;       ///< TMA load issue -> data in SMEM (L2 hit)
+  double mma_latency = 0;       ///< last MMA of a group done -> commit visible
+  double mbarrier_latency = 0;  ///< arrive -> waiting warp resumes
+  double mma_issue_instrs = 0;  ///< warp instructions the MMA warp spends per MMA instruction
+  double tma_issue_instrs = 0;  ///< warp instructions to issue one TMA copy
 
   std::map<std::string, Provenance> provenance;  ///< per constant name
 

@@ -29,10 +29,15 @@ nlohmann::json load_json_file(const std::string& file) {
     const std::string text = ss.str();
     size_t line = 1, col = 1;
     for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
     }
-    throw InputError(file, "", fmt::format("malformed JSON at line {}, column {}: expected valid JSON ({})",
-                                           line, col, e.what()));
+    throw InputError(
+        file, "", fmt::format("malformed JSON at line {}, column {}: expected valid JSON ({})", line, col, e.what()));
   }
 }
 
@@ -77,8 +82,7 @@ std::optional<JsonReader> JsonReader::optional_object(const std::string& key) {
 
 long long JsonReader::integer(const std::string& key, long long lo, long long hi) {
   const auto& v = require(key);
-  if (!v.is_number_integer())
-    fail_at(key, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, v.dump()));
+  if (!v.is_number_integer()) fail_at(key, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, v.dump()));
   long long x = v.get<long long>();
   if (x < lo || x > hi) fail_at(key, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, x));
   return x;
@@ -178,9 +182,7 @@ void apply_override(nlohmann::json& doc, const std::string& assignment, const st
   nlohmann::json value;
   try {
     value = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error&) {
-    value = text;
-  }
+  } catch (const nlohmann::json::parse_error&) { value = text; }
   try {
     nlohmann::json::json_pointer p(ptr);
     if (!doc.contains(p.parent_pointer()))

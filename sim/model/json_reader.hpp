@@ -4,7 +4,6 @@
 // are reported the same way everywhere.
 #pragma once
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -57,8 +56,7 @@ class JsonReader {
   std::string string_or(const std::string& key, const std::string& dflt);
   /// A string that must be one of `allowed`.
   std::string choice(const std::string& key, const std::vector<std::string>& allowed);
-  std::string choice_or(const std::string& key, const std::string& dflt,
-                        const std::vector<std::string>& allowed);
+  std::string choice_or(const std::string& key, const std::string& dflt, const std::vector<std::string>& allowed);
   std::vector<long long> int_array(const std::string& key, long long lo, long long hi);
 
   /// Throws InputError naming the first key that was never read.

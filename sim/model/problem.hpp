@@ -1,9 +1,8 @@
 // The attention problem being simulated: shapes, masking, dtype.
 #pragma once
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace attnsim {
 
@@ -12,7 +11,7 @@ namespace attnsim {
 struct Problem {
   int batch = 4;
   int heads = 16;
-  int kv_heads = 16;        ///< divides heads (GQA/MQA)
+  int kv_heads = 16;  ///< divides heads (GQA/MQA)
   int seqlen_q = 8192;
   int seqlen_k = 8192;
   int head_dim = 128;

@@ -6,10 +6,9 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/program.hpp"
 #include "model/hardware.hpp"
@@ -31,9 +30,9 @@ struct GridPlan {
   /// Single: one CTA. StaticPersistent: CTAs loop over tiles. LptSingleTile: one CTA per tile,
   /// longest first. PerHead: one CTA per (batch, head) walking its Q tiles (FA2 style).
   enum class Mode { Single, StaticPersistent, LptSingleTile, PerHead } mode = Mode::Single;
-  int cta_group = 1;                 ///< CTAs per cluster (2 for 2-CTA MMA)
-  int resident_ctas = 1;             ///< CTAs running at once on the whole GPU
-  int ctas_per_sm = 1;               ///< CTAs sharing one SM at once (simulated together, alike)
+  int cta_group = 1;      ///< CTAs per cluster (2 for 2-CTA MMA)
+  int resident_ctas = 1;  ///< CTAs running at once on the whole GPU
+  int ctas_per_sm = 1;    ///< CTAs sharing one SM at once (simulated together, alike)
   /// StaticPersistent: the tile list of each resident CTA (cluster leader), in order.
   /// LptSingleTile: every tile, in launch order (longest first). PerHead: each CTA's tile walk,
   /// in launch order. Single: one entry.

@@ -50,17 +50,28 @@ std::vector<size_t> warp_row_order(const Timeline& tl) {
 std::string short_op_name(const Span& s) {
   auto num = [](const char* p, int v) { return v >= 0 ? fmt::format("{}{}", p, v) : std::string(p); };
   switch (s.op) {
-    case ATTNSIM_OP_MMA_QK: return num("QK", s.stage);
-    case ATTNSIM_OP_MMA_PV: return num("PV", s.stage);
-    case ATTNSIM_OP_LOAD_K: return num("K", s.block);
-    case ATTNSIM_OP_LOAD_V: return num("V", s.block);
-    case ATTNSIM_OP_LOAD_Q: return num("Q", s.stage);
-    case ATTNSIM_OP_SOFTMAX_EXP: return "exp";
-    case ATTNSIM_OP_SOFTMAX_MAX: return "max";
-    case ATTNSIM_OP_RESCALE_O: return num("O", s.stage);
-    case ATTNSIM_OP_FINAL_O: return "fin";
-    case ATTNSIM_OP_STORE_O: return "st";
-    default: return attnsim_op_name(s.op);
+    case ATTNSIM_OP_MMA_QK:
+      return num("QK", s.stage);
+    case ATTNSIM_OP_MMA_PV:
+      return num("PV", s.stage);
+    case ATTNSIM_OP_LOAD_K:
+      return num("K", s.block);
+    case ATTNSIM_OP_LOAD_V:
+      return num("V", s.block);
+    case ATTNSIM_OP_LOAD_Q:
+      return num("Q", s.stage);
+    case ATTNSIM_OP_SOFTMAX_EXP:
+      return "exp";
+    case ATTNSIM_OP_SOFTMAX_MAX:
+      return "max";
+    case ATTNSIM_OP_RESCALE_O:
+      return num("O", s.stage);
+    case ATTNSIM_OP_FINAL_O:
+      return "fin";
+    case ATTNSIM_OP_STORE_O:
+      return "st";
+    default:
+      return attnsim_op_name(s.op);
   }
 }
 
@@ -71,7 +82,9 @@ namespace {
 std::string upper6(const std::string& s) {
   size_t digits = 0;
   while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[s.size() - 1 - digits]))) ++digits;
-  std::string r = s.size() <= 6 ? s : s.substr(0, 6 - std::min<size_t>(digits, 3)) + s.substr(s.size() - std::min<size_t>(digits, 3));
+  std::string r = s.size() <= 6
+                      ? s
+                      : s.substr(0, 6 - std::min<size_t>(digits, 3)) + s.substr(s.size() - std::min<size_t>(digits, 3));
   for (char& c : r) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return r;
 }
@@ -82,9 +95,7 @@ struct Grid {
   int width;
   double at(int c) const { return t0 + (t1 - t0) * c / width; }
   double cell() const { return (t1 - t0) / width; }
-  int cell_of(double t) const {
-    return std::clamp(static_cast<int>(std::floor((t - t0) / cell())), 0, width - 1);
-  }
+  int cell_of(double t) const { return std::clamp(static_cast<int>(std::floor((t - t0) / cell())), 0, width - 1); }
 };
 
 /// One row of cells (UTF-8 glyphs) for `spans`; `waits` = false for unit tracks.
@@ -131,25 +142,21 @@ std::string label_line(const Grid& g, const std::vector<Span>& spans) {
   return line.empty() ? line : "       " + line;  // under the 6-char label and '│'
 }
 
-std::string row(const std::string& label, const std::string& body) {
-  return fmt::format("{:<6}│{}│\n", label, body);
-}
+std::string row(const std::string& label, const std::string& body) { return fmt::format("{:<6}│{}│\n", label, body); }
 
 }  // namespace
 
 std::string render_ascii(const Timeline& tl, const AsciiOptions& opt) {
   Grid g{opt.t0_cycles, opt.t1_cycles < 0 ? timeline_end(tl) : opt.t1_cycles, opt.width};
   if (g.width < 1) throw std::invalid_argument("ascii timeline: width must be >= 1");
-  if (!(g.t1 > g.t0))
-    throw std::invalid_argument(fmt::format("ascii timeline: empty window [{}, {}]", g.t0, g.t1));
+  if (!(g.t1 > g.t0)) throw std::invalid_argument(fmt::format("ascii timeline: empty window [{}, {}]", g.t0, g.t1));
 
   double span_us = tl.to_us(g.t1 - g.t0);
   int prec = std::clamp(3 - static_cast<int>(std::floor(std::log10(span_us))), 1, 7);
   std::string t0s = fmt::format("{:.{}f}", tl.to_us(g.t0), prec);
   std::string t1s = fmt::format("{:.{}f}", tl.to_us(g.t1), prec);
   // "TIME (us) " + t0 + " " + dashes + "▶ " + t1, ending near the closing '│'.
-  int dashes = std::max(3, 6 + 1 + g.width + 1 - 10 - static_cast<int>(t0s.size()) - 3 -
-                               static_cast<int>(t1s.size()));
+  int dashes = std::max(3, 6 + 1 + g.width + 1 - 10 - static_cast<int>(t0s.size()) - 3 - static_cast<int>(t1s.size()));
   std::string out = "TIME (us) " + t0s + " ";
   for (int i = 0; i < dashes; ++i) out += "─";
   out += "▶ " + t1s + "\n";

@@ -17,10 +17,18 @@ void put_str(Buf& b, std::string_view s) {
   b.push_back('"');
   for (char c : s) {
     switch (c) {
-      case '"': b.append(std::string_view("\\\"")); break;
-      case '\\': b.append(std::string_view("\\\\")); break;
-      case '\n': b.append(std::string_view("\\n")); break;
-      case '\t': b.append(std::string_view("\\t")); break;
+      case '"':
+        b.append(std::string_view("\\\""));
+        break;
+      case '\\':
+        b.append(std::string_view("\\\\"));
+        break;
+      case '\n':
+        b.append(std::string_view("\\n"));
+        break;
+      case '\t':
+        b.append(std::string_view("\\t"));
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20)
           fmt::format_to(std::back_inserter(b), "\\u{:04x}", static_cast<unsigned>(c));
@@ -36,10 +44,9 @@ long long ticks(const Timeline& tl, double cycles) { return std::llround(tl.to_u
 
 void put_us(Buf& b, long long t) { fmt::format_to(std::back_inserter(b), "{:.4f}", t / 1e4); }
 
-void put_meta(Buf& b, const char* name, int pid, int tid, std::string_view key, std::string_view str,
-              long long num) {
-  fmt::format_to(std::back_inserter(b), "{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"{}\":",
-                 name, pid, tid, key);
+void put_meta(Buf& b, const char* name, int pid, int tid, std::string_view key, std::string_view str, long long num) {
+  fmt::format_to(std::back_inserter(b), "{{\"name\":\"{}\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"{}\":", name,
+                 pid, tid, key);
   if (key == "name")
     put_str(b, str);
   else
@@ -65,7 +72,10 @@ struct Writer {
     else
       put_str(b, attnsim_op_name(s.op));
     fmt::format_to(std::back_inserter(b), ",\"cat\":\"{}\",\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":",
-                   unit ? "unit" : wait ? "wait" : "busy", pid, tid);
+                   unit   ? "unit"
+                   : wait ? "wait"
+                          : "busy",
+                   pid, tid);
     put_us(b, a);
     b.append(std::string_view(",\"dur\":"));
     put_us(b, std::max(0LL, e - a));

@@ -10,10 +10,10 @@ namespace attnsim {
 
 /// What to export. Window bounds are SM clock cycles from the start of the CTA.
 struct TraceOptions {
-  double t0_cycles = 0;              ///< window start (cycles)
-  double t1_cycles = -1;             ///< window end (cycles); negative = end of the timeline
+  double t0_cycles = 0;                ///< window start (cycles)
+  double t1_cycles = -1;               ///< window end (cycles); negative = end of the timeline
   std::string process_name = "CTA 0";  ///< name shown for the process (pid) track group
-  int pid = 0;                       ///< process id of every event (one per exported CTA)
+  int pid = 0;                         ///< process id of every event (one per exported CTA)
 };
 
 /// Writes `tl` as Chrome Trace Event JSON to `out`:

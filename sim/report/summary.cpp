@@ -45,7 +45,9 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
       out.grid = fmt::format("one CTA per (batch, head) walking its Q tiles: {} CTAs on {} slots ({} per SM), {} tiles",
                              p.cta_count, p.resident_ctas, p.ctas_per_sm, p.total_tiles);
       break;
-    case GridPlan::Mode::Single: out.grid = "one CTA"; break;
+    case GridPlan::Mode::Single:
+      out.grid = "one CTA";
+      break;
   }
 
   const SimResult& r = p.critical;
@@ -60,8 +62,9 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
     }
     return c > 0 ? u / (c * T) : 0.0;
   };
-  out.units.push_back({"tensor_core", r.units.tensor_busy / T,
-                       fmt::format("{:.3g} GFLOP per CTA at {} FLOP/clk", r.units.tensor_flops / 1e9, hw.tensor_flops_per_clk)});
+  out.units.push_back(
+      {"tensor_core", r.units.tensor_busy / T,
+       fmt::format("{:.3g} GFLOP per CTA at {} FLOP/clk", r.units.tensor_flops / 1e9, hw.tensor_flops_per_clk)});
   out.units.push_back({"mufu", pipe(kMufuPipe), "ex2 lane-ops / (MUFU lanes x cycles), all SMSPs"});
   out.units.push_back({"fma", pipe(kFmaPipe), "FMA-pipe lane-ops / capacity, all SMSPs"});
   out.units.push_back({"alu", pipe(kAluPipe), "ALU-pipe lane-ops / capacity, all SMSPs"});
@@ -71,17 +74,20 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
   if (hw.has_tmem())
     out.units.push_back({"tmem", used[kTmemResource] / (hw.tmem_bytes_per_clk * T), "tcgen05.ld/st bytes / datapath"});
   const double smem_bytes = used[kSmemResource] + r.units.mma_smem_bytes + r.units.tma_bytes;
-  out.units.push_back({"smem", smem_bytes / (hw.smem_bytes_per_clk * T), "MMA operand reads + TMA traffic + ld/st.shared"});
+  out.units.push_back(
+      {"smem", smem_bytes / (hw.smem_bytes_per_clk * T), "MMA operand reads + TMA traffic + ld/st.shared"});
   out.units.push_back({"tma", r.units.tma_busy / T, fmt::format("{:.0f} B/clk per SM share", r.tma_bytes_per_clk)});
   if (hw.l2_bytes_per_clk > 0)
     out.units.push_back({"l2", r.units.tma_bytes * std::min(hw.num_sms, p.resident_ctas) / (hw.l2_bytes_per_clk * T),
                          "TMA bytes of all resident CTAs / L2 bandwidth"});
   if (hw.hbm_bytes_per_s > 0 && p.flops > 0 && p.time_us > 0) {
     const double eb = problem.elem_bytes();
-    const double bytes = eb * problem.batch *
-                         (static_cast<double>(problem.heads) * problem.seqlen_q * (problem.head_dim + problem.head_dim_v) +
-                          static_cast<double>(problem.kv_heads) * problem.seqlen_k * (problem.head_dim + problem.head_dim_v));
-    out.units.push_back({"hbm", bytes / (hw.hbm_bytes_per_s * p.time_us * 1e-6), "compulsory Q, K, V, O bytes / HBM bandwidth"});
+    const double bytes =
+        eb * problem.batch *
+        (static_cast<double>(problem.heads) * problem.seqlen_q * (problem.head_dim + problem.head_dim_v) +
+         static_cast<double>(problem.kv_heads) * problem.seqlen_k * (problem.head_dim + problem.head_dim_v));
+    out.units.push_back(
+        {"hbm", bytes / (hw.hbm_bytes_per_s * p.time_us * 1e-6), "compulsory Q, K, V, O bytes / HBM bandwidth"});
   }
   const auto top = std::max_element(out.units.begin(), out.units.end(),
                                     [](const UnitUse& a, const UnitUse& b) { return a.utilisation < b.utilisation; });
@@ -135,13 +141,14 @@ std::string format_summary(const Summary& s) {
                        : "");
   o += "unit utilisation (critical CTA)\n";
   for (const auto& u : s.units)
-    o += fmt::format("  {:<12}{:6.1f}%  {}{}\n", u.name, 100 * u.utilisation, u.name == s.bottleneck ? "<- bound  " : "",
-                     u.detail);
+    o += fmt::format("  {:<12}{:6.1f}%  {}{}\n", u.name, 100 * u.utilisation,
+                     u.name == s.bottleneck ? "<- bound  " : "", u.detail);
   o += "\nroles            warps   busy  stall  waited most on\n";
   for (const auto& r : s.roles)
     o += fmt::format("  {:<14}{:>5} {:5.1f}% {:5.1f}%  {}\n", r.role, r.warps, 100 * r.busy, 100 * r.stall,
                      r.top_wait.empty() ? "-" : fmt::format("{} ({:.1f}%)", r.top_wait, 100 * r.top_wait_share));
-  o += fmt::format("\n({} CTA simulation{}, {} events)\n", s.ctas_simulated, s.ctas_simulated == 1 ? "" : "s", s.events);
+  o +=
+      fmt::format("\n({} CTA simulation{}, {} events)\n", s.ctas_simulated, s.ctas_simulated == 1 ? "" : "s", s.events);
   return o;
 }
 
@@ -159,7 +166,10 @@ nlohmann::ordered_json summary_json(const Summary& s) {
   j["grid"] = s.grid;
   for (const auto& u : s.units) j["units"][u.name] = u.utilisation;
   for (const auto& r : s.roles)
-    j["roles"][r.role] = {{"warps", r.warps}, {"busy", r.busy}, {"stall", r.stall}, {"top_wait", r.top_wait},
+    j["roles"][r.role] = {{"warps", r.warps},
+                          {"busy", r.busy},
+                          {"stall", r.stall},
+                          {"top_wait", r.top_wait},
                           {"top_wait_share", r.top_wait_share}};
   j["ctas_simulated"] = s.ctas_simulated;
   j["events"] = s.events;

@@ -2,10 +2,9 @@
 // unit, per-role busy and stall shares and what each role waited on most. Printed as
 // text or JSON (keys documented in README.md).
 #pragma once
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "driver/simulate.hpp"
 
@@ -13,7 +12,7 @@ namespace attnsim {
 
 /// Utilisation of one unit over the critical CTA's run, in [0, 1].
 struct UnitUse {
-  std::string name;    ///< "tensor_core", "mufu", "fma", "alu", "issue", "tmem", "smem", "tma", "l2", "hbm"
+  std::string name;  ///< "tensor_core", "mufu", "fma", "alu", "issue", "tmem", "smem", "tma", "l2", "hbm"
   double utilisation = 0;
   std::string detail;  ///< how it was computed, human-readable
 };

@@ -15,13 +15,11 @@ namespace {
 
 /// Fill colour per op id (index = attnsim_op_id).
 constexpr const char* kPalette[] = {
-    "#d9d9d9" /*wait*/,        "#7f7f7f" /*arrive*/,      "#a6a6a6" /*compute*/,
-    "#1f77b4" /*load_q*/,      "#17becf" /*load_k*/,      "#6baed6" /*load_v*/,
-    "#aec7e8" /*tma_load*/,    "#393b79" /*store_o*/,     "#d62728" /*mma_qk*/,
-    "#ff7f0e" /*mma_pv*/,      "#ff9896" /*mma*/,         "#c49c94" /*mma_commit*/,
-    "#8c564b" /*issue*/,       "#2ca02c" /*softmax_max*/, "#98df8a" /*softmax_exp*/,
-    "#bcbd22" /*softmax_sum*/, "#9467bd" /*rescale_o*/,   "#c5b0d5" /*correction_vote*/,
-    "#e377c2" /*final_o*/,     "#f7b6d2" /*bar_sync*/,
+    "#d9d9d9" /*wait*/,      "#7f7f7f" /*arrive*/,          "#a6a6a6" /*compute*/,     "#1f77b4" /*load_q*/,
+    "#17becf" /*load_k*/,    "#6baed6" /*load_v*/,          "#aec7e8" /*tma_load*/,    "#393b79" /*store_o*/,
+    "#d62728" /*mma_qk*/,    "#ff7f0e" /*mma_pv*/,          "#ff9896" /*mma*/,         "#c49c94" /*mma_commit*/,
+    "#8c564b" /*issue*/,     "#2ca02c" /*softmax_max*/,     "#98df8a" /*softmax_exp*/, "#bcbd22" /*softmax_sum*/,
+    "#9467bd" /*rescale_o*/, "#c5b0d5" /*correction_vote*/, "#e377c2" /*final_o*/,     "#f7b6d2" /*bar_sync*/,
 };
 static_assert(std::size(kPalette) == ATTNSIM_OP_COUNT, "one colour per op");
 
@@ -38,11 +36,20 @@ std::string xml(std::string_view s) {
   std::string r;
   for (char c : s) {
     switch (c) {
-      case '&': r += "&amp;"; break;
-      case '<': r += "&lt;"; break;
-      case '>': r += "&gt;"; break;
-      case '"': r += "&quot;"; break;
-      default: r += c;
+      case '&':
+        r += "&amp;";
+        break;
+      case '<':
+        r += "&lt;";
+        break;
+      case '>':
+        r += "&gt;";
+        break;
+      case '"':
+        r += "&quot;";
+        break;
+      default:
+        r += c;
     }
   }
   return r;
@@ -65,8 +72,8 @@ struct Canvas {
   double x(double cycles) const { return kLeft + (cycles - t0) / (t1 - t0) * plot_w; }
 
   void track(const std::string& name, const std::vector<Span>& spans, double y, bool unit) {
-    put(out, "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"end\" class=\"row\">{}</text>\n",
-                   kLeft - 6, y + kRowH - 5, xml(name));
+    put(out, "<text x=\"{:.2f}\" y=\"{:.2f}\" text-anchor=\"end\" class=\"row\">{}</text>\n", kLeft - 6, y + kRowH - 5,
+        xml(name));
     for (const Span& s : spans) {
       bool zero = s.end <= s.start;
       if (zero ? (s.start < t0 || s.start > t1) : (s.end <= t0 || s.start >= t1)) continue;
@@ -81,10 +88,13 @@ struct Canvas {
       if (s.block >= 0) tip += fmt::format("\nblock {}", s.block);
       if (s.tile >= 0) tip += fmt::format("\ntile {}", s.tile);
       tip += fmt::format("\nstart {:.4f} us, dur {:.4f} us", tl.to_us(s.start), tl.to_us(s.end - s.start));
-      put(out, "<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" "
-                     "fill=\"{}\"><title>{}</title></rect>\n",
-                     unit ? "unit" : wait ? "wait" : "busy", xa, y, w, kRowH,
-                     wait ? "url(#hatch)" : color(s.op), xml(tip));
+      put(out,
+          "<rect class=\"{}\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"{:.2f}\" height=\"{:.2f}\" "
+          "fill=\"{}\"><title>{}</title></rect>\n",
+          unit   ? "unit"
+          : wait ? "wait"
+                 : "busy",
+          xa, y, w, kRowH, wait ? "url(#hatch)" : color(s.op), xml(tip));
       std::string name = short_op_name(s);
       if (!wait && w >= 6.5 * static_cast<double>(name.size()) + 4)
         put(out, "<text x=\"{:.2f}\" y=\"{:.2f}\" class=\"op\" fill=\"{}\">{}</text>\n", xa + 2, y + kRowH - 5,
@@ -125,7 +135,8 @@ std::string render_svg(const Timeline& tl, const SvgOptions& opt) {
   }
 
   std::string out;  // body; the <svg> header goes in front once the height is known
-  put(out, "<text x=\"10\" y=\"16\" font-weight=\"bold\">attnsim timeline: {:.4f} .. {:.4f} us "
+  put(out,
+      "<text x=\"10\" y=\"16\" font-weight=\"bold\">attnsim timeline: {:.4f} .. {:.4f} us "
       "({:.0f} .. {:.0f} cycles @ {:.3f} GHz)</text>\n",
       tl.to_us(t0), tl.to_us(t1), t0, t1, tl.clock_ghz);
 
@@ -141,7 +152,8 @@ std::string render_svg(const Timeline& tl, const SvgOptions& opt) {
   put(out, "<text x=\"{:.2f}\" y=\"34\" class=\"tick\" text-anchor=\"end\">time (µs)</text>\n", kLeft - 24);
   for (long long k = static_cast<long long>(std::ceil(u0 / step - 1e-9)); k * step <= u1 + 1e-9 * step; ++k) {
     double xs = kLeft + (k * step - u0) / (u1 - u0) * plot_w;
-    put(out, "<line class=\"grid\" x1=\"{0:.2f}\" y1=\"38\" x2=\"{0:.2f}\" y2=\"{1:.2f}\"/>\n"
+    put(out,
+        "<line class=\"grid\" x1=\"{0:.2f}\" y1=\"38\" x2=\"{0:.2f}\" y2=\"{1:.2f}\"/>\n"
         "<text x=\"{0:.2f}\" y=\"34\" class=\"tick\" text-anchor=\"middle\">{2:.{3}f}</text>\n",
         xs, y, k * step, prec);
   }
@@ -159,7 +171,8 @@ std::string render_svg(const Timeline& tl, const SvgOptions& opt) {
       lx = 10;
       ly += 20;
     }
-    put(out, "<rect class=\"key\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
+    put(out,
+        "<rect class=\"key\" x=\"{:.2f}\" y=\"{:.2f}\" width=\"10\" height=\"10\" fill=\"{}\"/>"
         "<text x=\"{:.2f}\" y=\"{:.2f}\">{}</text>\n",
         lx, ly, fill, lx + 14, ly + 9, name);
     lx += w;

@@ -1,7 +1,6 @@
 // calibrate: the Eigen line fit, derived constants from the committed H100 results, and the
 // rewritten config (valid, marked measured, keeping what it replaced).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "calibrate/calibrate.hpp"

@@ -1,7 +1,6 @@
 // Exact timings of hand-computable micro-schedules (tests/schedules/), deadlock
 // reports, and the engine's conservation and determinism properties.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 
 #include "core/engine.hpp"
@@ -43,7 +42,7 @@ TEST_CASE("two warps on one SMSP share its MUFU - on two SMSPs they do not", "[e
   const Prediction same = test::run(micro("mufu_same_smsp.json"), hw, Problem{});
   CHECK(warp_end(same, 0) == Approx(1600));  // 3200 lanes each, 4 lanes/clk shared by two warps
   CHECK(warp_end(same, 4) == Approx(1600));
-  CHECK(warp_end(same, 8) == Approx(100));   // FMA pipe: not shared with MUFU work
+  CHECK(warp_end(same, 8) == Approx(100));  // FMA pipe: not shared with MUFU work
   const Prediction two = test::run(micro("mufu_two_smsp.json"), hw, Problem{});
   CHECK(warp_end(two, 0) == Approx(800));
   CHECK(warp_end(two, 1) == Approx(800));
@@ -51,8 +50,8 @@ TEST_CASE("two warps on one SMSP share its MUFU - on two SMSPs they do not", "[e
 
 TEST_CASE("TMA loads - MMA groups and tcgen05.commit releases follow the unit models", "[engine]") {
   const Hardware hw = b200();
-  const double tma = 32768 / hw.tma_bytes_per_clk_sm;       // per load, FIFO
-  const double mma = 4194304 / hw.tensor_flops_per_clk;     // 512 cycles
+  const double tma = 32768 / hw.tma_bytes_per_clk_sm;    // per load, FIFO
+  const double mma = 4194304 / hw.tensor_flops_per_clk;  // 512 cycles
   const double L = hw.mbarrier_latency;
   // Load 0 lands at tma + latency, load 1 at 2 tma + latency. MMA 0 starts when the MMA warp
   // wakes, MMA 1 when load 1 has landed and the warp woke (after MMA 0 ended here); the
@@ -85,7 +84,8 @@ TEST_CASE("arrivals beyond a barrier's count and partial phases are errors - not
   const int bar = cta.barrier("x.full[0]", 1);
   WarpBuilder w = cta.warp(0, "w");
   w.arrive(bar, 2);  // two arrivals on a count-1 barrier in one step
-  CHECK_THROWS_WITH(simulate_cta(hw, cta.take()), Catch::Contains("x.full[0]: 2 arrivals in one phase but its count is 1"));
+  CHECK_THROWS_WITH(simulate_cta(hw, cta.take()),
+                    Catch::Contains("x.full[0]: 2 arrivals in one phase but its count is 1"));
 
   CtaBuilder cta2;
   const int bar2 = cta2.barrier("y.full[0]", 2);
@@ -105,8 +105,10 @@ TEST_CASE("repeated runs give byte-identical traces", "[engine][determinism]") {
     const Prediction r = test::run(test::fa4(), hw, p);
     std::ostringstream os;
     write_chrome_trace(r.critical.timeline, TraceOptions{}, os);
-    if (i == 0) first = os.str();
-    else CHECK(os.str() == first);
+    if (i == 0)
+      first = os.str();
+    else
+      CHECK(os.str() == first);
     CHECK(os.str().size() > 10000);
   }
 }
@@ -126,7 +128,7 @@ TEST_CASE("TMEM allocations are powers of two from 32 columns - aligned - within
   CHECK(TmemAllocator::round_up(1) == 32);
   CHECK(TmemAllocator::round_up(96) == 128);
   CHECK(t.allocate(32) == 0);
-  CHECK(t.allocate(64) == 64);   // aligned to its size: columns 32-63 stay free
+  CHECK(t.allocate(64) == 64);  // aligned to its size: columns 32-63 stay free
   CHECK(t.allocate(20) == 32);
   CHECK(t.allocate(256) == 256);
   CHECK(t.allocate(128) == 128);

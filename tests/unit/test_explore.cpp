@@ -1,7 +1,6 @@
 // explore: feasibility counting, ranking against brute force, interruption, the local
 // search target on the bundled sweep, determinism; explain; extrapolation accuracy.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <sstream>
 
@@ -21,7 +20,11 @@ std::string bundled_sweep() { return test::root() + "/configs/sweeps/fa4_b200.js
 TEST_CASE("extrapolated predictions match exact simulation", "[explore][extrapolate]") {
   const Hardware hw = test::b200();
   const auto s = load_schedule(test::fa4());
-  struct Shape { int hd; bool causal; int seqlen, batch; };
+  struct Shape {
+    int hd;
+    bool causal;
+    int seqlen, batch;
+  };
   for (const Shape sh : {Shape{64, false, 4096, 2}, Shape{128, true, 4096, 2}, Shape{128, false, 16384, 1}}) {
     Problem p = test::default_problem();
     p.head_dim = p.head_dim_v = sh.hd;
@@ -62,8 +65,7 @@ TEST_CASE("the best candidate of a small sweep equals a brute-force computation"
       for (const auto& p : ev.spec().problems) log_sum += std::log(predict(*s, ev.spec().hw, p).tflops);
       const double g = std::exp(log_sum / ev.spec().problems.size());
       if (g > best) best = g, best_index = i;
-    } catch (const InputError&) {
-    }
+    } catch (const InputError&) {}
   }
   const auto ranked = rank(evals);
   REQUIRE(!ranked.empty());
@@ -95,13 +97,17 @@ TEST_CASE("rankings are identical across runs and thread counts", "[explore][det
   for (int threads : {1, 2, 2}) {
     std::ostringstream csv;
     write_sweep_csv(ev, evaluate_all(ev, grid_candidates(ev), threads, nullptr, nullptr), csv);
-    if (first.empty()) first = csv.str();
-    else CHECK(csv.str() == first);
+    if (first.empty())
+      first = csv.str();
+    else
+      CHECK(csv.str() == first);
   }
 }
 
-TEST_CASE("the bundled FA4 sweep: >= 2000 candidates x 6 problems - local search finds the grid's best within 1% "
-          "using under 10% of the evaluations", "[explore][search][slow]") {
+TEST_CASE(
+    "the bundled FA4 sweep: >= 2000 candidates x 6 problems - local search finds the grid's best within 1% "
+    "using under 10% of the evaluations",
+    "[explore][search][slow]") {
   SweepSpec spec = load_sweep(bundled_sweep());
   REQUIRE(spec.problems.size() == 6);
   const SweepEvaluator grid(spec);

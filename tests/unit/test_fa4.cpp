@@ -70,7 +70,8 @@ TEST_CASE("the seed's claims hold on B200 - hd128 - seqlen 8192 - non-causal", "
   SECTION("rescaling O inside the softmax warps is slower than in a correction warpgroup") {
     // The seed's premise: O is rescaled at every KV block (its "what actually it is" timeline).
     const double with_wg = test::run(test::fa4(), hw, p, "unconditional_rescale").time_us;
-    const double without = test::run(test::fa4(), hw, p, "no_correction_warpgroup", {"/rescale/conditional=false"}).time_us;
+    const double without =
+        test::run(test::fa4(), hw, p, "no_correction_warpgroup", {"/rescale/conditional=false"}).time_us;
     CHECK(without > 1.03 * with_wg);
   }
   SECTION("2-CTA MMA halves the B-operand SMEM traffic; 1-CTA is SMEM-bound") {
@@ -112,13 +113,15 @@ TEST_CASE("resource checks reject schedules that do not fit - naming file and JS
   rejects({"/kv_stage=7"}, "/kv_stage", "SMEM overflow");
   rejects({"/registers={\"softmax\":200,\"correction\":88,\"other\":72}"}, "/registers", "register overflow");
   rejects({"/pipelines/pipeline_s_p_o/empty/count=255"}, "/pipelines/pipeline_s_p_o/empty/count",
-          "pipeline counts do not match the warps that arrive: stage 0 receives 256 = correction 4 warps x 32 + softmax0 4 warps x 32");
+          "pipeline counts do not match the warps that arrive: stage 0 receives 256 = correction 4 warps x 32 + "
+          "softmax0 4 warps x 32");
   // Dropping the correction warpgroup without re-declaring who arrives is caught:
   rejects({"/correction_warpgroup=false"}, "/pipelines/pipeline_o_epi/full/arrivers",
           "softmax0 warps arrive on pipeline_o_epi.full with these knobs, but the declaration does not list them");
   rejects({"/correction_warpgroup=false", "/pipelines/pipeline_o_epi/full/arrivers={\"softmax0\":32,\"softmax1\":32}",
            "/pipelines/pipeline_o_acc/empty/arrivers={\"softmax0\":32,\"softmax1\":32}"},
-          "/pipelines/pipeline_s_p_o/empty/arrivers/correction", "correction is listed as arriving on pipeline_s_p_o.empty");
+          "/pipelines/pipeline_s_p_o/empty/arrivers/correction",
+          "correction is listed as arriving on pipeline_s_p_o.empty");
   rejects({"/registers={\"softmax\":120,\"correction\":88,\"other\":72}"}, "/registers/softmax", "row of S");
   rejects({"/tile/n_block=160"}, "/tmem/S0/columns", "expected at least 160 columns");
 }
@@ -131,9 +134,11 @@ TEST_CASE("an SM100 schedule refuses an SM90 GPU with the reason", "[fa4][inputs
 
 TEST_CASE("schedule parsing rejects unknown fields - bad values and bad variants", "[fa4][inputs]") {
   CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/q_stagee=2"}), Catch::Contains("/q_stagee: unknown field"));
-  CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/q_stage=9"}), Catch::Contains("/q_stage: expected an integer in [1, 4], got 9"));
+  CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/q_stage=9"}),
+                    Catch::Contains("/q_stage: expected an integer in [1, 4], got 9"));
   CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/split_p/first_columns=100"}),
                     Catch::Contains("/split_p/first_columns: expected a multiple of 32"));
-  CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/warps/mma/ids=[12,15]"}), Catch::Contains("warp 15 is given to two roles"));
+  CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/warps/mma/ids=[12,15]"}),
+                    Catch::Contains("warp 15 is given to two roles"));
   CHECK_THROWS_WITH(load_schedule(test::fa4(), {}, "nope"), Catch::Contains("no variant \"nope\""));
 }

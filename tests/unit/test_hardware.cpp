@@ -1,32 +1,47 @@
 // Hardware configs (configs/hw/*.json) and their strict loader.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
-
-#include "model/hardware.hpp"
-#include "model/json_reader.hpp"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include <unistd.h>
+#include "model/hardware.hpp"
+#include "model/json_reader.hpp"
 
 using namespace attnsim;
 namespace fs = std::filesystem;
 
 namespace {
 
-const char* kConstantNames[] = {
-    "num_sms", "smsp_per_sm", "clock_ghz", "issue_per_clk_smsp", "fma_lanes_per_clk_smsp",
-    "alu_lanes_per_clk_smsp", "mufu_lanes_per_clk_smsp", "tensor_flops_per_clk", "mma_sync_flops_per_clk",
-    "smem_bytes_per_clk",
-    "tmem_bytes_per_clk", "smem_bytes_per_block", "tmem_columns", "tmem_lanes", "registers_per_sm",
-    "max_registers_per_thread", "max_warps_per_sm", "l2_bytes_per_clk", "hbm_bytes_per_s",
-    "tma_bytes_per_clk_sm", "tma_latency", "mma_latency", "mbarrier_latency", "mma_issue_instrs",
-    "tma_issue_instrs"};
+const char* kConstantNames[] = {"num_sms",
+                                "smsp_per_sm",
+                                "clock_ghz",
+                                "issue_per_clk_smsp",
+                                "fma_lanes_per_clk_smsp",
+                                "alu_lanes_per_clk_smsp",
+                                "mufu_lanes_per_clk_smsp",
+                                "tensor_flops_per_clk",
+                                "mma_sync_flops_per_clk",
+                                "smem_bytes_per_clk",
+                                "tmem_bytes_per_clk",
+                                "smem_bytes_per_block",
+                                "tmem_columns",
+                                "tmem_lanes",
+                                "registers_per_sm",
+                                "max_registers_per_thread",
+                                "max_warps_per_sm",
+                                "l2_bytes_per_clk",
+                                "hbm_bytes_per_s",
+                                "tma_bytes_per_clk_sm",
+                                "tma_latency",
+                                "mma_latency",
+                                "mbarrier_latency",
+                                "mma_issue_instrs",
+                                "tma_issue_instrs"};
 
 /// configs/hw/<stem>.json in the source tree.
 std::string config_path(const std::string& stem) {
@@ -148,30 +163,27 @@ TEST_CASE("B200 per-tile budget matches the FA4 paper", "[hardware]") {
 TEST_CASE("hardware loader rejects bad configs with file and JSON path", "[hardware]") {
   SECTION("unknown top-level field") {
     auto msg = load_error("b200", "unknown_top.json", [](auto& j) { j["vendor"] = "nvidia"; });
-    CHECK_THAT(msg, Catch::Contains("unknown_top.json") && Catch::Contains("/vendor") &&
-                        Catch::Contains("unknown field"));
+    CHECK_THAT(msg,
+               Catch::Contains("unknown_top.json") && Catch::Contains("/vendor") && Catch::Contains("unknown field"));
   }
   SECTION("unknown field inside a constant") {
-    auto msg = load_error("b200", "unknown_in_const.json",
-                          [](auto& j) { j["constants"]["num_sms"]["unit"] = "SMs"; });
+    auto msg = load_error("b200", "unknown_in_const.json", [](auto& j) { j["constants"]["num_sms"]["unit"] = "SMs"; });
     CHECK_THAT(msg, Catch::Contains("unknown_in_const.json") && Catch::Contains("/constants/num_sms/unit"));
   }
   SECTION("unknown constant name") {
-    auto msg = load_error("b200", "unknown_const.json", [](auto& j) {
-      j["constants"]["num_smz"] = j["constants"]["num_sms"];
-    });
+    auto msg = load_error("b200", "unknown_const.json",
+                          [](auto& j) { j["constants"]["num_smz"] = j["constants"]["num_sms"]; });
     CHECK_THAT(msg, Catch::Contains("unknown_const.json") && Catch::Contains("/constants/num_smz") &&
                         Catch::Contains("unknown constant"));
   }
   SECTION("missing provenance") {
-    auto msg = load_error("h100_sxm", "no_prov.json",
-                          [](auto& j) { j["constants"]["clock_ghz"].erase("provenance"); });
+    auto msg = load_error("h100_sxm", "no_prov.json", [](auto& j) { j["constants"]["clock_ghz"].erase("provenance"); });
     CHECK_THAT(msg, Catch::Contains("no_prov.json") && Catch::Contains("/constants/clock_ghz/provenance") &&
                         Catch::Contains("missing"));
   }
   SECTION("bad provenance string") {
-    auto msg = load_error("h100_sxm", "bad_prov.json",
-                          [](auto& j) { j["constants"]["clock_ghz"]["provenance"] = "guessed"; });
+    auto msg =
+        load_error("h100_sxm", "bad_prov.json", [](auto& j) { j["constants"]["clock_ghz"]["provenance"] = "guessed"; });
     CHECK_THAT(msg, Catch::Contains("bad_prov.json") && Catch::Contains("/constants/clock_ghz/provenance") &&
                         Catch::Contains("guessed") && Catch::Contains("published"));
   }
@@ -245,6 +257,9 @@ TEST_CASE("hardware config paths resolve by name or path", "[hardware]") {
   CHECK(project_root() == dir.path.string());
   CHECK(resolve_hardware_path("mygpu") == (dir.path / "configs" / "hw" / "mygpu.json").string());
   CHECK_THROWS_WITH(resolve_hardware_path("h200"), Catch::Contains("one of: mygpu"));
-  if (old) ::setenv("ATTNSIM_ROOT", saved.c_str(), 1); else ::unsetenv("ATTNSIM_ROOT");
+  if (old)
+    ::setenv("ATTNSIM_ROOT", saved.c_str(), 1);
+  else
+    ::unsetenv("ATTNSIM_ROOT");
   CHECK(project_root() == (old ? saved : std::string(ATTNSIM_SOURCE_ROOT)));
 }

@@ -1,7 +1,6 @@
 // SM90 semantics and the seed schedules on H100: wgmma.wait_group, cp.async, per-tile
 // budgets computed by hand, and the FA3 design choices.
 #include <catch2/catch.hpp>
-
 #include <set>
 
 #include "lower/builder.hpp"
@@ -83,7 +82,8 @@ TEST_CASE("BlackFlash 64x64x64 blocks: 4*64^3 FLOP of mma.sync per block", "[hop
   CHECK((two.mma_sync_flops - one.mma_sync_flops) / hw.mma_sync_flops_per_clk == Approx(per_smsp_cycles));
 }
 
-TEST_CASE("FA2-style on the CUDA cores: Br x Bc x d multiply-adds twice per block with one FFMA each", "[hopper][budget]") {
+TEST_CASE("FA2-style on the CUDA cores: Br x Bc x d multiply-adds twice per block with one FFMA each",
+          "[hopper][budget]") {
   const Hardware hw = h100();
   const auto s = load_schedule(schedule("fa2_sm80"));
   const Problem p = shape(64, 4096);
@@ -96,9 +96,13 @@ TEST_CASE("every seed schedule simulates on H100", "[hopper]") {
   PredictOptions fast;
   fast.record_spans = false;
   fast.extrapolate = true;
-  struct Case { std::string schedule; int hd; bool causal; };
+  struct Case {
+    std::string schedule;
+    int hd;
+    bool causal;
+  };
   for (const Case& c : {Case{"fa3_sm90", 64, false}, Case{"fa3_sm90", 128, true}, Case{"fa3_sm90", 256, false},
-                       Case{"fa2_sm80", 128, false}, Case{"blackflash", 64, true}}) {
+                        Case{"fa2_sm80", 128, false}, Case{"blackflash", 64, true}}) {
     Problem p = shape(c.hd, 4096, 2);
     p.causal = c.causal;
     INFO(c.schedule << " " << p.describe());
@@ -108,8 +112,7 @@ TEST_CASE("every seed schedule simulates on H100", "[hopper]") {
   }
 }
 
-TEST_CASE("FA3 intra-warpgroup overlap and warp specialization pay off on H100 at hd128 seqlen 8448",
-          "[hopper][fa3]") {
+TEST_CASE("FA3 intra-warpgroup overlap and warp specialization pay off on H100 at hd128 seqlen 8448", "[hopper][fa3]") {
   const Hardware hw = h100();
   const Problem p = shape(128, 8448, 1);
   PredictOptions fast;
@@ -140,8 +143,8 @@ TEST_CASE("FA3 pingpong makes the two consumer warpgroups take turns on the tens
     return std::pair{groups.size(), switches};
   };
   const auto [n, alternations] = turns("");
-  REQUIRE(n == 2 * 4 * 8);             // 2 warpgroups x 4 warps x 8 blocks
-  CHECK(alternations == 2 * 8 - 1);    // groups of 4, strictly alternating
+  REQUIRE(n == 2 * 4 * 8);           // 2 warpgroups x 4 warps x 8 blocks
+  CHECK(alternations == 2 * 8 - 1);  // groups of 4, strictly alternating
 }
 
 TEST_CASE("Hopper schedules refuse what they cannot run", "[hopper][inputs]") {
@@ -159,10 +162,16 @@ TEST_CASE("MUFU and FMA sharing between warps matches the H100 microbenchmarks",
   // configs/measured/h100_sxm: per-warp rates with 2 warps on one SMSP (warps 0 and 4: two
   // consumer warpgroups' warps share an SMSP so) and on two SMSPs (warps 0 and 1), and 4 per SMSP.
   const Hardware hw = h100();
-  struct Pipe { const char* file; double Work::*field; };
+  struct Pipe {
+    const char* file;
+    double Work::*field;
+  };
   for (const Pipe pipe : {Pipe{"mufu_ex2", &Work::mufu_lanes}, Pipe{"ffma", &Work::fma_lanes}}) {
     const auto measured = load_json_file(test::root() + "/configs/measured/h100_sxm/" + pipe.file + ".json");
-    struct Config { const char* name; std::vector<int> warps; };
+    struct Config {
+      const char* name;
+      std::vector<int> warps;
+    };
     for (const Config& c : {Config{"2_warps_same_smsp", {0, 4}}, Config{"2_warps_diff_smsp", {0, 1}},
                             Config{"16_warps", {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}}}) {
       INFO(pipe.file << " " << c.name);
@@ -178,7 +187,8 @@ TEST_CASE("MUFU and FMA sharing between warps matches the H100 microbenchmarks",
       // Throughput of each SMSP in use: the warps on it share its pipe.
       std::set<int> smsps;
       for (int w : c.warps) smsps.insert(w % hw.smsp_per_sm);
-      const double per_smsp = lanes * static_cast<double>(c.warps.size()) / static_cast<double>(smsps.size()) / r.end_cycles;
+      const double per_smsp =
+          lanes * static_cast<double>(c.warps.size()) / static_cast<double>(smsps.size()) / r.end_cycles;
       CHECK(per_smsp == Approx(m["lanes_per_clk_per_used_smsp"].get<double>()).epsilon(0.05));
       // Two warps on one SMSP split it evenly (the hardware alternates them); with more warps the
       // hardware's split is uneven, so only the aggregate is compared there.

@@ -1,9 +1,8 @@
 // Tests of the timeline reports: Chrome trace JSON, ASCII rows, SVG.
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -44,15 +43,21 @@ Timeline sample() {
   tl.clock_ghz = 1.0;
   tl.end_cycles = 200;
   tl.labels = {"pipeline_kv.empty[0] phase 1", "pipeline_kv.full[0] phase 0", "pipeline_s.full[0] phase 0"};
-  tl.warps.push_back({2, 0, "softmax0",
-                      {busy(0, 50, ATTNSIM_OP_SOFTMAX_EXP, 0), wait(50, 100, 2),
-                       busy(150, 160, ATTNSIM_OP_SOFTMAX_MAX, 0)}});
-  tl.warps.push_back({1, 1, "mma",
-                      {wait(0, 20, 1), busy(20, 22, ATTNSIM_OP_ISSUE, 0), busy(60, 62, ATTNSIM_OP_ISSUE, 0),
-                       wait(62, 100)}});
-  tl.warps.push_back({0, 2, "load",
-                      {busy(0, 20, ATTNSIM_OP_LOAD_K, -1, 3), wait(20, 50, 0),
-                       busy(50, 130, ATTNSIM_OP_LOAD_V, -1, 3)}});
+  tl.warps.push_back(
+      {2,
+       0,
+       "softmax0",
+       {busy(0, 50, ATTNSIM_OP_SOFTMAX_EXP, 0), wait(50, 100, 2), busy(150, 160, ATTNSIM_OP_SOFTMAX_MAX, 0)}});
+  tl.warps.push_back(
+      {1,
+       1,
+       "mma",
+       {wait(0, 20, 1), busy(20, 22, ATTNSIM_OP_ISSUE, 0), busy(60, 62, ATTNSIM_OP_ISSUE, 0), wait(62, 100)}});
+  tl.warps.push_back(
+      {0,
+       2,
+       "load",
+       {busy(0, 20, ATTNSIM_OP_LOAD_K, -1, 3), wait(20, 50, 0), busy(50, 130, ATTNSIM_OP_LOAD_V, -1, 3)}});
   tl.warps.push_back({3, 3, "empty", {}});
   tl.units.push_back({"tensor_core",
                       {busy(20, 60, ATTNSIM_OP_MMA_QK, 0, 3), busy(60, 90, ATTNSIM_OP_MMA_PV, 0, 3),
@@ -231,8 +236,7 @@ TEST_CASE("svg: one rect per span in the window - well formed - deterministic", 
   auto svg = render_svg(sample(), opt);
   CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
   CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
-  CHECK(count(svg, "<rect class=\"busy\"") + count(svg, "<rect class=\"wait\"") +
-            count(svg, "<rect class=\"unit\"") ==
+  CHECK(count(svg, "<rect class=\"busy\"") + count(svg, "<rect class=\"wait\"") + count(svg, "<rect class=\"unit\"") ==
         11);
   CHECK(count(svg, "<rect class=\"wait\"") == 4);
   CHECK(count(svg, "<title>") == 11);

@@ -15,7 +15,8 @@ BlackFlashSchedule::BlackFlashSchedule(JsonReader& r) {
   kv_stage_ = static_cast<int>(r.integer("kv_stage", 1, 8));
   registers_ = static_cast<int>(r.integer("registers_per_thread", 32, 255));
   const auto& c = r.raw("ctas_per_sm");
-  if (!(c.is_string() && c.get<std::string>() == "auto")) ctas_per_sm_ = static_cast<int>(r.integer("ctas_per_sm", 1, 32));
+  if (!(c.is_string() && c.get<std::string>() == "auto"))
+    ctas_per_sm_ = static_cast<int>(r.integer("ctas_per_sm", 1, 32));
   RoleDecl load, consumer;
   load.warps = {0};
   for (int w = 1; w <= kConsumerWarps; ++w) consumer.warps.push_back(w);
@@ -38,26 +39,25 @@ Resolved BlackFlashSchedule::resolve(const Hardware& hw, const Problem& p) const
   // sQ + kv_stage x (sK + sV), bf16 64 x 64 tiles; 5 mbarriers and 4 * Br floats of row stats.
   k.smem_bytes = static_cast<long long>(kTile) * kTile * 2 * (1 + 2 * k.kv_stage) + 5 * 8 + 4 * kTile * 4;
   const int threads = 32 * (kConsumerWarps + 1);
-  k.occupancy = std::max(1, std::min({static_cast<int>(hw.smem_bytes_per_block / k.smem_bytes),
-                                      hw.registers_per_sm / (threads * registers_),
-                                      hw.max_warps_per_sm / (kConsumerWarps + 1)}));
+  k.occupancy =
+      std::max(1, std::min({static_cast<int>(hw.smem_bytes_per_block / k.smem_bytes),
+                            hw.registers_per_sm / (threads * registers_), hw.max_warps_per_sm / (kConsumerWarps + 1)}));
   const long long ctas = static_cast<long long>(p.batch) * p.heads * ((p.seqlen_q + kTile - 1) / kTile);
-  k.ctas_per_sm = ctas_per_sm_.value_or(
-      std::min<long long>(k.occupancy, (ctas + hw.num_sms - 1) / hw.num_sms));
+  k.ctas_per_sm = ctas_per_sm_.value_or(std::min<long long>(k.occupancy, (ctas + hw.num_sms - 1) / hw.num_sms));
   return k;
 }
 
 void BlackFlashSchedule::check(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);
   if (p.head_dim != kTile || p.head_dim_v != kTile)
-    throw InputError(p.describe(), "/head_dim", fmt::format("BlackFlash is written for head_dim 64 (Br = Bc = d = 64), not {}",
-                                                            p.head_dim), "mma_shape");
+    throw InputError(p.describe(), "/head_dim",
+                     fmt::format("BlackFlash is written for head_dim 64 (Br = Bc = d = 64), not {}", p.head_dim),
+                     "mma_shape");
   if (k.ctas_per_sm > k.occupancy)
-    throw InputError(file_, "/ctas_per_sm", fmt::format("{} CTAs do not fit on one SM ({} do)", k.ctas_per_sm, k.occupancy),
-                     "registers");
-  check_pipeline_counts(file_, pipelines_, roles_, [&](const std::string& st) {
-    return st == "kv_stage" ? k.kv_stage : std::stoi(st);
-  });
+    throw InputError(file_, "/ctas_per_sm",
+                     fmt::format("{} CTAs do not fit on one SM ({} do)", k.ctas_per_sm, k.occupancy), "registers");
+  check_pipeline_counts(file_, pipelines_, roles_,
+                        [&](const std::string& st) { return st == "kv_stage" ? k.kv_stage : std::stoi(st); });
   lower(hw, p, {TileWork{0, kTile, 3, 0}});
 }
 
@@ -76,8 +76,15 @@ CtaProgram BlackFlashSchedule::lower(const Hardware& hw, const Problem& p, const
   CtaBuilder cta;
   std::map<std::string, Pipe> pipes;
   for (const auto& [name, d] : pipelines_)
-    pipes.emplace(name, make_pipe(cta, name, d.stages == "kv_stage" ? k.kv_stage : std::stoi(d.stages), d, roles_, 1, file_));
-  Context c{hw, p, k, costs_, tiles, pipes.at("mbar_q"), pipes.at("mbar_kv"),
+    pipes.emplace(name,
+                  make_pipe(cta, name, d.stages == "kv_stage" ? k.kv_stage : std::stoi(d.stages), d, roles_, 1, file_));
+  Context c{hw,
+            p,
+            k,
+            costs_,
+            tiles,
+            pipes.at("mbar_q"),
+            pipes.at("mbar_kv"),
             cta.barrier("bar.consumers", 32 * kConsumerWarps, true)};
   WarpBuilder producer = cta.warp(0, "load");
   emit_producer(c, producer);
@@ -91,9 +98,10 @@ CtaProgram BlackFlashSchedule::lower(const Hardware& hw, const Problem& p, const
 
 std::vector<std::string> BlackFlashSchedule::knob_lines(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);
-  return {fmt::format("Br = Bc = d = 64, 1 TMA producer warp + 8 consumer warps (4 x 2), {}-stage K/V buffer, mma.sync "
-                      "m16n8k16, P through SMEM, SMEM {} B, {} CTA{} per SM (occupancy {})",
-                      k.kv_stage, k.smem_bytes, k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
+  return {
+      fmt::format("Br = Bc = d = 64, 1 TMA producer warp + 8 consumer warps (4 x 2), {}-stage K/V buffer, mma.sync "
+                  "m16n8k16, P through SMEM, SMEM {} B, {} CTA{} per SM (occupancy {})",
+                  k.kv_stage, k.smem_bytes, k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
 }
 
 std::map<std::string, double> BlackFlashSchedule::resources(const Hardware& hw, const Problem& p) const {

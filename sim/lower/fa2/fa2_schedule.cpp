@@ -34,7 +34,8 @@ class Fa2Schedule : public Schedule {
     gemm_ = r.choice("gemm", {"fma", "mma_sync"});
     registers_ = static_cast<int>(r.integer("registers_per_thread", 32, 255));
     const auto& c = r.raw("ctas_per_sm");
-    if (!(c.is_string() && c.get<std::string>() == "auto")) ctas_per_sm_ = static_cast<int>(r.integer("ctas_per_sm", 1, 32));
+    if (!(c.is_string() && c.get<std::string>() == "auto"))
+      ctas_per_sm_ = static_cast<int>(r.integer("ctas_per_sm", 1, 32));
     costs_ = CostModel::from_schedule(r);
   }
 
@@ -64,13 +65,18 @@ class Fa2Schedule : public Schedule {
   void check(const Hardware& hw, const Problem& p) const override {
     const Resolved k = resolve(hw, p);
     if (k.smem_bytes > hw.smem_bytes_per_block)
-      throw InputError(file_, "/block", fmt::format("SMEM overflow: Q, K, V and S tiles take {} B > {} B", k.smem_bytes,
-                                                    hw.smem_bytes_per_block), "smem");
+      throw InputError(
+          file_, "/block",
+          fmt::format("SMEM overflow: Q, K, V and S tiles take {} B > {} B", k.smem_bytes, hw.smem_bytes_per_block),
+          "smem");
     if (k.ctas_per_sm > k.occupancy)
-      throw InputError(file_, "/ctas_per_sm", fmt::format("{} CTAs do not fit on one SM (SMEM, registers, warps allow {})",
-                                                          k.ctas_per_sm, k.occupancy), "registers");
+      throw InputError(
+          file_, "/ctas_per_sm",
+          fmt::format("{} CTAs do not fit on one SM (SMEM, registers, warps allow {})", k.ctas_per_sm, k.occupancy),
+          "registers");
     if (gemm_ == "mma_sync" && (k.bc % 8 || p.head_dim % 16))
-      throw InputError(file_, "/gemm", "mma.sync m16n8k16 needs Bc a multiple of 8 and head_dim a multiple of 16", "mma_shape");
+      throw InputError(file_, "/gemm", "mma.sync m16n8k16 needs Bc a multiple of 8 and head_dim a multiple of 16",
+                       "mma_shape");
   }
 
   GridPlan plan_grid(const Hardware& hw, const Problem& p) const override {
@@ -143,14 +149,17 @@ class Fa2Schedule : public Schedule {
 
   std::vector<std::string> knob_lines(const Hardware& hw, const Problem& p) const override {
     const Resolved k = resolve(hw, p);
-    return {fmt::format("Br {} x Bc {}{}, 4 warps (no warp specialization), GEMMs on {}, SMEM {} B, {} CTA{} per SM (occupancy {})",
-                        k.br, k.bc, br_ ? "" : " (auto)", gemm_ == "fma" ? "the CUDA cores (FFMA)" : "mma.sync m16n8k16",
-                        k.smem_bytes, k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
+    return {fmt::format(
+        "Br {} x Bc {}{}, 4 warps (no warp specialization), GEMMs on {}, SMEM {} B, {} CTA{} per SM (occupancy {})",
+        k.br, k.bc, br_ ? "" : " (auto)", gemm_ == "fma" ? "the CUDA cores (FFMA)" : "mma.sync m16n8k16", k.smem_bytes,
+        k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
   }
   std::vector<std::string> roles() const override { return {"worker"}; }
   std::map<std::string, double> resources(const Hardware& hw, const Problem& p) const override {
     const Resolved k = resolve(hw, p);
-    return {{"smem_bytes", static_cast<double>(k.smem_bytes)}, {"registers", 128.0 * registers_}, {"warps", kWarps},
+    return {{"smem_bytes", static_cast<double>(k.smem_bytes)},
+            {"registers", 128.0 * registers_},
+            {"warps", kWarps},
             {"tmem_columns", 0}};
   }
 

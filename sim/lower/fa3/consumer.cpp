@@ -36,8 +36,12 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   if (pp && group != 0) w.bar_arrive(c.pingpong_bar[0], 32);  // warpgroup 0 issues first
 
   PipeState q_wait, q_rel, k_wait, v_wait, k_rel, v_rel, q_load, k_load, v_load;
-  auto turn_start = [&]() { if (pp) w.bar_sync(c.pingpong_bar[group], 32); };
-  auto turn_end = [&]() { if (pp) w.bar_arrive(c.pingpong_bar[next_group], 32); };
+  auto turn_start = [&]() {
+    if (pp) w.bar_sync(c.pingpong_bar[group], 32);
+  };
+  auto turn_end = [&]() {
+    if (pp) w.bar_arrive(c.pingpong_bar[next_group], 32);
+  };
   auto load = [&](Pipe& p, PipeState& s, int name, double bytes) {  // loader warp only
     const Work tma = alu_instructions(c.hw.tma_issue_instrs);
     w.producer_acquire(p.ids, s);

@@ -31,7 +31,8 @@ Fa3Schedule::Fa3Schedule(JsonReader& r) {
   read_header(r);
   knobs_.tile = read_pair_or_auto(r, "tile", "m_block", "n_block", 16, 256);
   if (knobs_.tile) {
-    if (knobs_.tile->first % 64) r.fail_at("tile", "m_block must be a multiple of 64 (one consumer warpgroup per 64 rows)");
+    if (knobs_.tile->first % 64)
+      r.fail_at("tile", "m_block must be a multiple of 64 (one consumer warpgroup per 64 rows)");
     if (knobs_.tile->second % 16) r.fail_at("tile", "n_block must be a multiple of 16 (wgmma N and K steps)");
   }
   knobs_.kv_stage = static_cast<int>(r.integer("kv_stage", 1, 16));
@@ -52,8 +53,11 @@ Fa3Schedule::Fa3Schedule(JsonReader& r) {
     pp.finish();
     nb.finish();
     if (pingpong_threads_ != 256)
-      nb.fail_at("pingpong", fmt::format("threads: expected 256 = the warpgroup whose turn it is (128) + the one handing over (128), got {}",
-                                         pingpong_threads_));
+      nb.fail_at(
+          "pingpong",
+          fmt::format(
+              "threads: expected 256 = the warpgroup whose turn it is (128) + the one handing over (128), got {}",
+              pingpong_threads_));
   }
   const std::map<std::string, RoleDecl> role_names = {{"load", {}}, {"consumer", {}}};
   pipelines_ = read_pipelines(r, {"pipeline_q", "pipeline_k", "pipeline_v"}, {"kv_stage"}, role_names);
@@ -94,7 +98,8 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.registers_needed = p.head_dim_v / 2 + k.n_block / 2 + (k.overlap ? k.n_block / 4 : 0) + kBookkeepingRegisters;
   const long long eb = p.elem_bytes();
   // Q (O is staged in Q's buffer once the last QK has read it), the K and V rings, barriers.
-  k.smem_bytes = k.m_block * p.head_dim * eb + static_cast<long long>(k.kv_stage) * k.n_block * (p.head_dim + p.head_dim_v) * eb + 1024;
+  k.smem_bytes = k.m_block * p.head_dim * eb +
+                 static_cast<long long>(k.kv_stage) * k.n_block * (p.head_dim + p.head_dim_v) * eb + 1024;
   RoleDecl load, consumer;
   const int first_consumer = k.warp_specialization ? 4 : 0;
   for (int w = 0; w < 4 * k.consumers; ++w) consumer.warps.push_back(first_consumer + w);
@@ -106,39 +111,46 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
 void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
   const std::string& f = file_;
   if (hw.arch != "sm90")
-    throw InputError(f, "/arch", fmt::format("this schedule issues wgmma, which exists only on sm_90a; {} is {}", hw.name, hw.arch),
+    throw InputError(f, "/arch",
+                     fmt::format("this schedule issues wgmma, which exists only on sm_90a; {} is {}", hw.name, hw.arch),
                      "arch");
   const Resolved k = resolve(hw, p);
   if (k.consumers < 1 || k.consumers > 3)
-    throw InputError(f, "/tile", fmt::format("m_block {} needs {} consumer warpgroups; 1 to 3 fit", k.m_block, k.consumers), "threads");
+    throw InputError(f, "/tile",
+                     fmt::format("m_block {} needs {} consumer warpgroups; 1 to 3 fit", k.m_block, k.consumers),
+                     "threads");
   if (k.n_block > 256 || k.head_dim_v > 256)
     throw InputError(f, "/tile", "wgmma N is at most 256 (n_block for QK^T, head_dim_v for PV)", "mma_shape");
   if (k.pingpong && k.consumers != 2)
-    throw InputError(f, "/pingpong", fmt::format("pingpong alternates two consumer warpgroups; this tile has {}", k.consumers),
+    throw InputError(f, "/pingpong",
+                     fmt::format("pingpong alternates two consumer warpgroups; this tile has {}", k.consumers),
                      "named_barriers");
   if (k.smem_bytes > hw.smem_bytes_per_block)
-    throw InputError(f, "/kv_stage", fmt::format("SMEM overflow: Q {} + {} K/V stages of {} B + barriers = {} B > {} B per CTA on {}",
-                                                 k.m_block * p.head_dim * 2, k.kv_stage, k.n_block * (p.head_dim + p.head_dim_v) * 2,
-                                                 k.smem_bytes, hw.smem_bytes_per_block, hw.name),
+    throw InputError(f, "/kv_stage",
+                     fmt::format("SMEM overflow: Q {} + {} K/V stages of {} B + barriers = {} B > {} B per CTA on {}",
+                                 k.m_block * p.head_dim * 2, k.kv_stage, k.n_block * (p.head_dim + p.head_dim_v) * 2,
+                                 k.smem_bytes, hw.smem_bytes_per_block, hw.name),
                      "smem");
   if (k.kv_stage < 2 && !k.warp_specialization)
-    throw InputError(f, "/kv_stage", "without a producer warpgroup the consumers prefetch the next block: needs 2 stages", "smem");
+    throw InputError(f, "/kv_stage",
+                     "without a producer warpgroup the consumers prefetch the next block: needs 2 stages", "smem");
   const long long regs = 128LL * k.consumers * k.reg_consumer + (k.warp_specialization ? 128LL * k.reg_producer : 0);
   if (regs > hw.registers_per_sm)
-    throw InputError(f, "/registers", fmt::format("register overflow: 128 x ({} consumer warpgroups x {}{}) = {} > {} per SM",
-                                                  k.consumers, k.reg_consumer,
-                                                  k.warp_specialization ? fmt::format(" + {}", k.reg_producer) : "", regs,
-                                                  hw.registers_per_sm),
-                     "registers");
+    throw InputError(
+        f, "/registers",
+        fmt::format("register overflow: 128 x ({} consumer warpgroups x {}{}) = {} > {} per SM", k.consumers,
+                    k.reg_consumer, k.warp_specialization ? fmt::format(" + {}", k.reg_producer) : "", regs,
+                    hw.registers_per_sm),
+        "registers");
   if (k.reg_consumer < k.registers_needed)
-    throw InputError(f, "/registers", fmt::format("a consumer thread holds O ({}), S ({}){} and bookkeeping ({}): {} registers > {}",
-                                                  k.head_dim_v / 2, k.n_block / 2,
-                                                  k.overlap ? fmt::format(", P of the previous block ({})", k.n_block / 4) : "",
-                                                  kBookkeepingRegisters, k.registers_needed, k.reg_consumer),
+    throw InputError(f, "/registers",
+                     fmt::format("a consumer thread holds O ({}), S ({}){} and bookkeeping ({}): {} registers > {}",
+                                 k.head_dim_v / 2, k.n_block / 2,
+                                 k.overlap ? fmt::format(", P of the previous block ({})", k.n_block / 4) : "",
+                                 kBookkeepingRegisters, k.registers_needed, k.reg_consumer),
                      "registers");
-  check_pipeline_counts(f, pipelines_, k.pipeline_roles, [&](const std::string& st) {
-    return st == "kv_stage" ? k.kv_stage : std::stoi(st);
-  });
+  check_pipeline_counts(f, pipelines_, k.pipeline_roles,
+                        [&](const std::string& st) { return st == "kv_stage" ? k.kv_stage : std::stoi(st); });
   lower(hw, p, {TileWork{0, k.m_block, 2, 0}});  // arrivals vs declarations
 }
 
@@ -158,7 +170,16 @@ CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::v
   for (const auto& [name, d] : pipelines_)
     pipes.emplace(name, make_pipe(cta, name, d.stages == "kv_stage" ? k.kv_stage : std::stoi(d.stages), d,
                                   k.pipeline_roles, 1, file_));
-  Context c{hw, p, k, costs_, tiles, pipes.at("pipeline_q"), pipes.at("pipeline_k"), pipes.at("pipeline_v"), {}, {},
+  Context c{hw,
+            p,
+            k,
+            costs_,
+            tiles,
+            pipes.at("pipeline_q"),
+            pipes.at("pipeline_k"),
+            pipes.at("pipeline_v"),
+            {},
+            {},
             pingpong_threads_};
   for (int g = 0; g < k.consumers; ++g) {
     if (k.pingpong) c.pingpong_bar.push_back(cta.barrier(fmt::format("bar.pingpong[{}]", g), pingpong_threads_, true));
@@ -179,7 +200,9 @@ CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::v
   return cta.take();
 }
 
-std::vector<std::string> Fa3Schedule::roles() const { return {"load", "producer", "consumer0", "consumer1", "consumer2"}; }
+std::vector<std::string> Fa3Schedule::roles() const {
+  return {"load", "producer", "consumer0", "consumer1", "consumer2"};
+}
 
 std::map<std::string, double> Fa3Schedule::resources(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);

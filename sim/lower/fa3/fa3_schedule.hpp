@@ -21,8 +21,8 @@ namespace attnsim::fa3 {
 struct Knobs {
   std::optional<std::pair<int, int>> tile;  ///< m_block, n_block; unset = auto
   int kv_stage = 2;
-  std::optional<bool> pingpong;             ///< unset = auto (2 consumer warpgroups and head_dim <= 128)
-  bool overlap = true;                      ///< intra-warpgroup overlap of softmax and PV
+  std::optional<bool> pingpong;  ///< unset = auto (2 consumer warpgroups and head_dim <= 128)
+  bool overlap = true;           ///< intra-warpgroup overlap of softmax and PV
   bool warp_specialization = true;
   std::optional<std::pair<int, int>> registers;  ///< consumer, producer; unset = auto
   std::string tile_scheduler = "auto";

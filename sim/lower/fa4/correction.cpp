@@ -32,8 +32,7 @@ void emit_correction(Context& c, WarpBuilder& w, int warp_in_group) {
         w.bar_sync(c.stats_bar[s][warp_in_group], 32);
         w.compute(ATTNSIM_OP_CORRECTION_VOTE, vote, c.costs.latency("correction_vote"));
         if (i > 0) {
-          if (c.rescale_at(warp_in_group, i))
-            w.compute(ATTNSIM_OP_RESCALE_O, rescale, c.costs.latency("rescale_o"));
+          if (c.rescale_at(warp_in_group, i)) w.compute(ATTNSIM_OP_RESCALE_O, rescale, c.costs.latency("rescale_o"));
           w.arrive(c.s_p_o.ids.empty[s], release_p);
         }
         w.arrive(c.sm_stats.ids.empty[s], release_stats);

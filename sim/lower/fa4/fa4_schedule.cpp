@@ -17,7 +17,6 @@ namespace attnsim::fa4 {
 namespace {
 constexpr long long kKiB = 1024;
 
-
 }  // namespace
 
 Fa4Schedule::Fa4Schedule(JsonReader& r) {
@@ -27,7 +26,8 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
     JsonReader t = r.object("tile");
     knobs_.m_block = static_cast<int>(t.integer("m_block", 64, 128));
     knobs_.n_block = static_cast<int>(t.integer("n_block", 32, 256));
-    if (knobs_.m_block != 128) t.fail_at("m_block", "expected 128: one softmax thread owns one row of the 128 TMEM lanes");
+    if (knobs_.m_block != 128)
+      t.fail_at("m_block", "expected 128: one softmax thread owns one row of the 128 TMEM lanes");
     if (knobs_.n_block % 32) t.fail_at("n_block", "expected a multiple of 32 (softmax works in 32-column fragments)");
     t.finish();
   }
@@ -66,7 +66,8 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
     }
     static const std::vector<std::string> required = {"softmax0", "correction", "mma", "epilogue", "load"};
     for (const auto& role : required)
-      if (!roles_.count(role)) w.fail_at(role, "missing role: the fa4_sm100 family needs softmax0.., correction, mma, epilogue, load");
+      if (!roles_.count(role))
+        w.fail_at(role, "missing role: the fa4_sm100 family needs softmax0.., correction, mma, epilogue, load");
     for (const auto& [role, d] : roles_) {
       const bool known = role == "correction" || role == "mma" || role == "epilogue" || role == "load" ||
                          role == "empty" || (role.rfind("softmax", 0) == 0 && role.size() == 8 && isdigit(role[7]));
@@ -107,8 +108,9 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
     }
     nb.finish();
     if (named_threads_["softmax_stats"] != 64)
-      nb.fail_at("softmax_stats", fmt::format("threads: expected 64 = one softmax warp (32) + one correction warp (32), got {}",
-                                              named_threads_["softmax_stats"]));
+      nb.fail_at("softmax_stats",
+                 fmt::format("threads: expected 64 = one softmax warp (32) + one correction warp (32), got {}",
+                             named_threads_["softmax_stats"]));
     if (named_threads_["exp_order"] != 256)
       nb.fail_at("exp_order", fmt::format("threads: expected 256 = two softmax warpgroups (128 + 128), got {}",
                                           named_threads_["exp_order"]));
@@ -189,11 +191,12 @@ Resolved Fa4Schedule::resolve(const Hardware& hw, const Problem& p) const {
   const long long eb = p.elem_bytes();
   const long long q_bytes = static_cast<long long>(k.q_stage) * k.m_block * p.head_dim * eb;
   const long long o_bytes = static_cast<long long>(k.q_stage) * k.m_block * p.head_dim_v * eb;
-  const long long stage_bytes = static_cast<long long>(k.n_block / k.cta_group) * std::max(p.head_dim, p.head_dim_v) * eb;
+  const long long stage_bytes =
+      static_cast<long long>(k.n_block / k.cta_group) * std::max(p.head_dim, p.head_dim_v) * eb;
   k.kv_stage_auto = !knobs_.kv_stage;
   // FA4: kv_stage = min((224 KiB - smem(Q) - smem(O)) / smem_per_stage, 32).
-  k.kv_stage = knobs_.kv_stage.value_or(
-      static_cast<int>(std::clamp((224 * kKiB - q_bytes - o_bytes) / stage_bytes, 1LL, 32LL)));
+  k.kv_stage =
+      knobs_.kv_stage.value_or(static_cast<int>(std::clamp((224 * kKiB - q_bytes - o_bytes) / stage_bytes, 1LL, 32LL)));
   const long long stats_bytes = static_cast<long long>(k.q_stage) * 2 * k.m_block * 4;  // sScale: max and sum
   const long long barrier_bytes = 1024;
   k.smem_bytes = q_bytes + o_bytes + k.kv_stage * stage_bytes + stats_bytes + barrier_bytes;
@@ -212,10 +215,14 @@ Resolved Fa4Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.split_columns = knobs_.split_p ? knobs_.split_p_columns : k.n_block;
   k.ex2_auto = !knobs_.ex2_emu;
   std::array<int, 3> emu{0, 0, 0};
-  if (knobs_.ex2_emu) emu = *knobs_.ex2_emu;
-  else if (k.cta_group == 2 && !p.causal && p.head_dim == 128) emu = {10, 4, 1};
-  else if (k.cta_group == 1 && p.causal && p.head_dim == 128) emu = {16, 4, 1};
-  else if (k.cta_group == 2 && !p.causal && p.head_dim == 192) emu = {16, 4, 0};
+  if (knobs_.ex2_emu)
+    emu = *knobs_.ex2_emu;
+  else if (k.cta_group == 2 && !p.causal && p.head_dim == 128)
+    emu = {10, 4, 1};
+  else if (k.cta_group == 1 && p.causal && p.head_dim == 128)
+    emu = {16, 4, 1};
+  else if (k.cta_group == 2 && !p.causal && p.head_dim == 192)
+    emu = {16, 4, 0};
   k.emu_freq = emu[0], k.emu_res = emu[1], k.emu_start_frg = emu[2];
   // Pair (e, e+1) of fragment j is emulated iff e % freq >= freq - res and start_frg <= j < last fragment.
   const int frags = k.n_block / 32;
@@ -236,80 +243,112 @@ Resolved Fa4Schedule::resolve(const Hardware& hw, const Problem& p) const {
 void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
   const std::string& f = file_;
   if (hw.arch != "sm100")
-    throw InputError(f, "/arch", fmt::format("this schedule needs SM100 (tcgen05.mma, TMEM, 2-CTA MMA); {} ({}) has no "
-                                             "TMEM and no tcgen05: use an SM90 schedule on it", hw.name, hw.arch), "arch");
+    throw InputError(f, "/arch",
+                     fmt::format("this schedule needs SM100 (tcgen05.mma, TMEM, 2-CTA MMA); {} ({}) has no "
+                                 "TMEM and no tcgen05: use an SM90 schedule on it",
+                                 hw.name, hw.arch),
+                     "arch");
   const Resolved k = resolve(hw, p);
   // MMA shape rules, tcgen05.mma kind::f16 (CUTLASS mma_sm100_umma.hpp): M = m_block * cta_group.
   const int M = k.m_block * k.cta_group;
   if (k.cta_group == 2 && !(M == 128 || M == 256))
     throw InputError(f, "/cta_group", fmt::format("2-CTA MMA needs M in {{128, 256}}, got {}", M), "mma_shape");
-  for (const auto& [what, n] : std::vector<std::pair<std::string, int>>{{"n_block (QK^T N)", k.n_block},
-                                                                         {"head_dim_v (PV N)", k.head_dim_v}}) {
+  for (const auto& [what, n] :
+       std::vector<std::pair<std::string, int>>{{"n_block (QK^T N)", k.n_block}, {"head_dim_v (PV N)", k.head_dim_v}}) {
     if (n > 256 || n % 16)
-      throw InputError(f, "/tile", fmt::format("tcgen05.mma with M = 128 needs N a multiple of 16 up to 256; {} = {}", what, n), "mma_shape");
+      throw InputError(f, "/tile",
+                       fmt::format("tcgen05.mma with M = 128 needs N a multiple of 16 up to 256; {} = {}", what, n),
+                       "mma_shape");
   }
   if (k.head_dim % 16) throw InputError(f, "/tile", "head_dim must be a multiple of the MMA K step (16)", "mma_shape");
   if (k.n_block % k.cta_group)
     throw InputError(f, "/cta_group", "n_block must split evenly across the CTAs of the cluster", "mma_shape");
   // SMEM
   if (k.smem_bytes > hw.smem_bytes_per_block)
-    throw InputError(f, k.kv_stage_auto ? "/q_stage" : "/kv_stage",
-                     fmt::format("SMEM overflow: Q {} + O {} + {} K/V stages of {} B + stats/barriers = {} B > {} B per CTA on {}",
-                                 k.q_stage * k.m_block * k.head_dim * 2, k.q_stage * k.m_block * k.head_dim_v * 2,
-                                 k.kv_stage, (k.n_block / k.cta_group) * std::max(k.head_dim, k.head_dim_v) * 2,
-                                 k.smem_bytes, hw.smem_bytes_per_block, hw.name), "smem");
+    throw InputError(
+        f, k.kv_stage_auto ? "/q_stage" : "/kv_stage",
+        fmt::format("SMEM overflow: Q {} + O {} + {} K/V stages of {} B + stats/barriers = {} B > {} B per CTA on {}",
+                    k.q_stage * k.m_block * k.head_dim * 2, k.q_stage * k.m_block * k.head_dim_v * 2, k.kv_stage,
+                    (k.n_block / k.cta_group) * std::max(k.head_dim, k.head_dim_v) * 2, k.smem_bytes,
+                    hw.smem_bytes_per_block, hw.name),
+        "smem");
   if (k.kv_stage < 2)
-    throw InputError(f, "/kv_stage", "expected at least 2 K/V stages: K_j and V_j share one ring and are in flight together", "smem");
+    throw InputError(f, "/kv_stage",
+                     "expected at least 2 K/V stages: K_j and V_j share one ring and are in flight together", "smem");
   // Registers (setmaxnreg): 32-bit registers per SM.
   int softmax_warps = 0, correction_warps = 0, other_warps = 0;
   for (const auto& [role, d] : roles_) {
-    if (role.rfind("softmax", 0) == 0) softmax_warps += static_cast<int>(d.warps.size());
-    else if (role == "correction") correction_warps += static_cast<int>(d.warps.size());
-    else other_warps += static_cast<int>(d.warps.size());
+    if (role.rfind("softmax", 0) == 0)
+      softmax_warps += static_cast<int>(d.warps.size());
+    else if (role == "correction")
+      correction_warps += static_cast<int>(d.warps.size());
+    else
+      other_warps += static_cast<int>(d.warps.size());
   }
-  const long long regs = 32LL * (softmax_warps * k.reg_softmax + correction_warps * k.reg_correction + other_warps * k.reg_other);
+  const long long regs =
+      32LL * (softmax_warps * k.reg_softmax + correction_warps * k.reg_correction + other_warps * k.reg_other);
   if (regs > hw.registers_per_sm)
-    throw InputError(f, "/registers", fmt::format("register overflow: 32 x ({} softmax warps x {} + {} correction x {} + {} other x {}) = {} > {} per SM",
-                                                  softmax_warps, k.reg_softmax, correction_warps, k.reg_correction,
-                                                  other_warps, k.reg_other, regs, hw.registers_per_sm), "registers");
+    throw InputError(
+        f, "/registers",
+        fmt::format(
+            "register overflow: 32 x ({} softmax warps x {} + {} correction x {} + {} other x {}) = {} > {} per SM",
+            softmax_warps, k.reg_softmax, correction_warps, k.reg_correction, other_warps, k.reg_other, regs,
+            hw.registers_per_sm),
+        "registers");
   if (k.reg_softmax < k.n_block)
-    throw InputError(f, "/registers/softmax", fmt::format("a softmax thread holds its row of S (n_block = {} fp32) in registers; {} registers cannot",
-                                                          k.n_block, k.reg_softmax), "registers");
+    throw InputError(
+        f, "/registers/softmax",
+        fmt::format("a softmax thread holds its row of S (n_block = {} fp32) in registers; {} registers cannot",
+                    k.n_block, k.reg_softmax),
+        "registers");
   const int warps_total = softmax_warps + correction_warps + other_warps;
   if (warps_total * 32 > 1024) throw InputError(f, "/warps", "more than 1024 threads per CTA", "threads");
   // Named barriers: 16 per CTA, barrier 0 is __syncthreads.
   const int named = k.q_stage * 4 + (knobs_.exp_order_barrier ? k.q_stage : 0);
-  if (named > 15) throw InputError(f, "/named_barriers", fmt::format("{} named barriers needed, 15 available", named), "named_barriers");
+  if (named > 15)
+    throw InputError(f, "/named_barriers", fmt::format("{} named barriers needed, 15 available", named),
+                     "named_barriers");
   if (knobs_.exp_order_barrier && k.q_stage != 2)
-    throw InputError(f, "/exp_order_barrier", "the exp-ordering barrier alternates two softmax warpgroups: needs q_stage 2", "named_barriers");
+    throw InputError(f, "/exp_order_barrier",
+                     "the exp-ordering barrier alternates two softmax warpgroups: needs q_stage 2", "named_barriers");
   // TMEM: regions needed for this q_stage, sizes, overlaps, allocation.
   if (!hw.has_tmem()) throw InputError(f, "/tmem", fmt::format("{} has no tensor memory", hw.name), "arch");
   int max_end = 0;
   for (int s = 0; s < k.q_stage; ++s) {
     const std::string S = "S" + std::to_string(s), P = "P" + std::to_string(s), O = "O" + std::to_string(s);
-    for (const auto& [name, need] : std::vector<std::pair<std::string, int>>{{S, k.n_block}, {P, k.n_block / 2}, {O, k.head_dim_v}}) {
+    for (const auto& [name, need] :
+         std::vector<std::pair<std::string, int>>{{S, k.n_block}, {P, k.n_block / 2}, {O, k.head_dim_v}}) {
       auto it = tmem_.find(name);
       if (it == tmem_.end())
-        throw InputError(f, "/tmem", fmt::format("q_stage {} needs a TMEM region {} ({} columns)", k.q_stage, name, need), "tmem");
+        throw InputError(f, "/tmem",
+                         fmt::format("q_stage {} needs a TMEM region {} ({} columns)", k.q_stage, name, need), "tmem");
       if (it->second.columns < need)
         throw InputError(f, "/tmem/" + name + "/columns",
                          fmt::format("expected at least {} columns ({}), got {}", need,
-                                     name[0] == 'S' ? "n_block fp32 scores" : name[0] == 'P' ? "n_block bf16 probabilities, 2 per column" : "head_dim_v fp32 accumulators",
-                                     it->second.columns), "tmem");
+                                     name[0] == 'S'   ? "n_block fp32 scores"
+                                     : name[0] == 'P' ? "n_block bf16 probabilities, 2 per column"
+                                                      : "head_dim_v fp32 accumulators",
+                                     it->second.columns),
+                         "tmem");
     }
     if (tmem_.at(P).alias_of != S)
-      throw InputError(f, "/tmem/" + P + "/alias_of", fmt::format("expected \"{}\": P is written over the S it came from", S), "tmem");
+      throw InputError(f, "/tmem/" + P + "/alias_of",
+                       fmt::format("expected \"{}\": P is written over the S it came from", S), "tmem");
   }
   for (const auto& [name, r] : tmem_) {
     max_end = std::max(max_end, r.start + r.columns);
     if (r.start + r.columns > hw.tmem_columns)
-      throw InputError(f, "/tmem/" + name, fmt::format("TMEM overflow: columns [{}, {}) exceed the {} columns of {}", r.start,
-                                                       r.start + r.columns, hw.tmem_columns, hw.name), "tmem");
+      throw InputError(f, "/tmem/" + name,
+                       fmt::format("TMEM overflow: columns [{}, {}) exceed the {} columns of {}", r.start,
+                                   r.start + r.columns, hw.tmem_columns, hw.name),
+                       "tmem");
     if (!r.alias_of.empty()) {
       const TmemRegion& base = tmem_.at(r.alias_of);
       if (r.start < base.start || r.start + r.columns > base.start + base.columns)
-        throw InputError(f, "/tmem/" + name, fmt::format("alias of {} must lie inside it: [{}, {}) vs [{}, {})", r.alias_of,
-                                                         r.start, r.start + r.columns, base.start, base.start + base.columns), "tmem");
+        throw InputError(f, "/tmem/" + name,
+                         fmt::format("alias of {} must lie inside it: [{}, {}) vs [{}, {})", r.alias_of, r.start,
+                                     r.start + r.columns, base.start, base.start + base.columns),
+                         "tmem");
     }
   }
   for (auto a = tmem_.begin(); a != tmem_.end(); ++a)
@@ -319,15 +358,18 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
       const bool aliased = a->second.alias_of == b->first || b->second.alias_of == a->first;
       if (overlap && !aliased)
         throw InputError(f, "/tmem/" + b->first,
-                         fmt::format("TMEM columns [{}, {}) overlap {} [{}, {}) and no alias is declared", b->second.start,
-                                     b->second.start + b->second.columns, a->first, a->second.start,
-                                     a->second.start + a->second.columns), "tmem");
+                         fmt::format("TMEM columns [{}, {}) overlap {} [{}, {}) and no alias is declared",
+                                     b->second.start, b->second.start + b->second.columns, a->first, a->second.start,
+                                     a->second.start + a->second.columns),
+                         "tmem");
     }
   // One CTA per SM allocates every column its regions use (FA4 allocates all 512).
   TmemAllocator tmem(hw.tmem_columns);
   if (!tmem.allocate(max_end))
-    throw InputError(f, "/tmem", fmt::format("TMEM allocation of {} columns (regions end at {}) exceeds {}",
-                                             TmemAllocator::round_up(max_end), max_end, hw.tmem_columns), "tmem");
+    throw InputError(f, "/tmem",
+                     fmt::format("TMEM allocation of {} columns (regions end at {}) exceeds {}",
+                                 TmemAllocator::round_up(max_end), max_end, hw.tmem_columns),
+                     "tmem");
   // Pipeline arrive counts: declared count = sum over arriving roles of warps x per-warp count.
   check_pipeline_counts(f, pipelines_, roles_, [&](const std::string& st) {
     return st == "q_stage" ? k.q_stage : st == "kv_stage" ? k.kv_stage : std::stoi(st);
@@ -369,21 +411,25 @@ std::vector<std::string> Fa4Schedule::knob_lines(const Hardware& hw, const Probl
                             k.kv_stage, a(k.kv_stage_auto), k.cta_group, a(k.cta_group_auto)));
   out.push_back(fmt::format("registers softmax/correction/other {}/{}/{}{}, SMEM {} B", k.reg_softmax, k.reg_correction,
                             k.reg_other, a(k.registers_auto), k.smem_bytes));
-  out.push_back(fmt::format("split P {}, exp2 emulation {}{}, rescale {} (threshold {} log2), correction warpgroup {}, "
-                            "exp-order barrier {}, scheduler {}",
-                            knobs_.split_p ? fmt::format("at {} of {} columns", k.split_columns, k.n_block) : "off",
-                            k.emu_freq ? fmt::format("freq {} res {} start_frg {} = {:.2f}% of exp2", k.emu_freq, k.emu_res,
-                                                     k.emu_start_frg, 100 * k.emu_share)
-                                       : "off",
-                            a(k.ex2_auto), knobs_.conditional_rescale ? "conditional" : "every block",
-                            knobs_.rescale_threshold_log2, knobs_.correction_warpgroup ? "on" : "off",
-                            knobs_.exp_order_barrier ? "on" : "off", k.persistent ? "static persistent" : "LPT single-tile"));
-  if (!knobs_.conditional_rescale) out.push_back("O rescaled at every KV block after the first");
-  else if (p.rescale_rate) out.push_back(fmt::format("O rescale rate {:.2f}% of (warp, KV block) steps (given)", 100 * *p.rescale_rate));
+  out.push_back(
+      fmt::format("split P {}, exp2 emulation {}{}, rescale {} (threshold {} log2), correction warpgroup {}, "
+                  "exp-order barrier {}, scheduler {}",
+                  knobs_.split_p ? fmt::format("at {} of {} columns", k.split_columns, k.n_block) : "off",
+                  k.emu_freq ? fmt::format("freq {} res {} start_frg {} = {:.2f}% of exp2", k.emu_freq, k.emu_res,
+                                           k.emu_start_frg, 100 * k.emu_share)
+                             : "off",
+                  a(k.ex2_auto), knobs_.conditional_rescale ? "conditional" : "every block",
+                  knobs_.rescale_threshold_log2, knobs_.correction_warpgroup ? "on" : "off",
+                  knobs_.exp_order_barrier ? "on" : "off", k.persistent ? "static persistent" : "LPT single-tile"));
+  if (!knobs_.conditional_rescale)
+    out.push_back("O rescaled at every KV block after the first");
+  else if (p.rescale_rate)
+    out.push_back(fmt::format("O rescale rate {:.2f}% of (warp, KV block) steps (given)", 100 * *p.rescale_rate));
   else
-    out.push_back(fmt::format("O rescale rate {:.2f}% of (warp, KV block) steps (from random N(0,1) Q, K scores at hd {}, seqlen_k {})",
-                              100 * rescale_from_random_scores(p.head_dim, p.seqlen_k, k.n_block, 4, knobs_.rescale_threshold_log2).rate(),
-                              p.head_dim, p.seqlen_k));
+    out.push_back(fmt::format(
+        "O rescale rate {:.2f}% of (warp, KV block) steps (from random N(0,1) Q, K scores at hd {}, seqlen_k {})",
+        100 * rescale_from_random_scores(p.head_dim, p.seqlen_k, k.n_block, 4, knobs_.rescale_threshold_log2).rate(),
+        p.head_dim, p.seqlen_k));
   return out;
 }
 

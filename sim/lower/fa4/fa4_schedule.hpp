@@ -26,8 +26,8 @@ struct TmemRegion {
 /// Knobs as written (before "auto" is resolved).
 struct Knobs {
   int m_block = 128, n_block = 128, q_stage = 2;
-  std::optional<int> kv_stage;   ///< unset = auto
-  std::optional<int> cta_group;  ///< unset = auto
+  std::optional<int> kv_stage;                          ///< unset = auto
+  std::optional<int> cta_group;                         ///< unset = auto
   std::optional<std::map<std::string, int>> registers;  ///< softmax/correction/other; unset = auto
   bool split_p = true;
   int split_p_columns = 96;
@@ -44,10 +44,10 @@ struct Resolved {
   int m_block, n_block, q_stage, kv_stage, cta_group, head_dim, head_dim_v;
   bool kv_stage_auto, cta_group_auto, registers_auto, ex2_auto;
   int reg_softmax, reg_correction, reg_other;
-  int split_columns;           ///< PV waits for the last split after this many P columns (n_block = no split)
+  int split_columns;  ///< PV waits for the last split after this many P columns (n_block = no split)
   int emu_freq, emu_res, emu_start_frg;
   std::vector<double> emu_share_per_fragment;  ///< fraction of each 32-column fragment's exp2 on the FMA pipe
-  double emu_share = 0;        ///< over the whole row
+  double emu_share = 0;                        ///< over the whole row
   bool persistent;
   long long smem_bytes;
 };
@@ -85,7 +85,7 @@ struct Context {
   const Knobs& knobs;
   const CostModel& costs;
   const std::vector<TileWork>& tiles;
-  RescaleMask rescale;  ///< per softmax warp (0..3) and KV iteration
+  RescaleMask rescale;                                            ///< per softmax warp (0..3) and KV iteration
   Pipe &q, &kv, &s_p_o, &p_lastsplit, &o_acc, &sm_stats, &o_epi;  ///< entries of the CTA's pipe map
   std::vector<std::vector<int>> stats_bar;  ///< [q_stage][warp in group]: softmax -> correction named barriers
   std::vector<int> order_bar;               ///< [q_stage]: exp-ordering named barriers (empty when off)

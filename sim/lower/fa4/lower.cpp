@@ -26,28 +26,51 @@ CtaProgram Fa4Schedule::lower(const Hardware& hw, const Problem& p, const std::v
   const int max_blocks = tiles.empty() ? 1 : std::max_element(tiles.begin(), tiles.end(), [](auto& a, auto& b) {
                                                return a.n_blocks < b.n_blocks;
                                              })->n_blocks;
-  if (p.rescale_rate) mask = rescale_from_rate(*p.rescale_rate, rows_warps, max_blocks);
+  if (p.rescale_rate)
+    mask = rescale_from_rate(*p.rescale_rate, rows_warps, max_blocks);
   else if (knobs_.conditional_rescale)
     mask = rescale_from_random_scores(p.head_dim, std::min(p.seqlen_k, max_blocks * k.n_block), k.n_block, rows_warps,
                                       knobs_.rescale_threshold_log2);
-  Context c{hw, p, k, knobs_, costs_, tiles, mask,
-            pipes.at("pipeline_q"), pipes.at("pipeline_kv"), pipes.at("pipeline_s_p_o"), pipes.at("pipeline_p_lastsplit"),
-            pipes.at("pipeline_o_acc"), pipes.at("pipeline_sm_stats"), pipes.at("pipeline_o_epi"),
-            {}, {}, named_threads_.at("softmax_stats"), named_threads_.at("exp_order"), roles_};
+  Context c{hw,
+            p,
+            k,
+            knobs_,
+            costs_,
+            tiles,
+            mask,
+            pipes.at("pipeline_q"),
+            pipes.at("pipeline_kv"),
+            pipes.at("pipeline_s_p_o"),
+            pipes.at("pipeline_p_lastsplit"),
+            pipes.at("pipeline_o_acc"),
+            pipes.at("pipeline_sm_stats"),
+            pipes.at("pipeline_o_epi"),
+            {},
+            {},
+            named_threads_.at("softmax_stats"),
+            named_threads_.at("exp_order"),
+            roles_};
   for (int s = 0; s < k.q_stage; ++s) {
     c.stats_bar.emplace_back();
     for (int w = 0; w < 4; ++w)
       c.stats_bar[s].push_back(cta.barrier(fmt::format("bar.softmax_stats[s{}w{}]", s, w), c.stats_threads, true));
-    if (knobs_.exp_order_barrier) c.order_bar.push_back(cta.barrier(fmt::format("bar.exp_order[{}]", s), c.order_threads, true));
+    if (knobs_.exp_order_barrier)
+      c.order_bar.push_back(cta.barrier(fmt::format("bar.exp_order[{}]", s), c.order_threads, true));
   }
   for (const auto& [role, d] : roles_) {
     for (size_t i = 0; i < d.warps.size(); ++i) {
       WarpBuilder w = cta.warp(d.warps[i], role);
-      if (role == "load") emit_load(c, w);
-      else if (role == "mma") emit_mma(c, w);
-      else if (role == "epilogue") emit_epilogue(c, w);
-      else if (role == "correction") { if (knobs_.correction_warpgroup) emit_correction(c, w, static_cast<int>(i)); }
-      else if (role.rfind("softmax", 0) == 0) { if (d.q_stage < k.q_stage) emit_softmax(c, w, d.q_stage, static_cast<int>(i)); }
+      if (role == "load")
+        emit_load(c, w);
+      else if (role == "mma")
+        emit_mma(c, w);
+      else if (role == "epilogue")
+        emit_epilogue(c, w);
+      else if (role == "correction") {
+        if (knobs_.correction_warpgroup) emit_correction(c, w, static_cast<int>(i));
+      } else if (role.rfind("softmax", 0) == 0) {
+        if (d.q_stage < k.q_stage) emit_softmax(c, w, d.q_stage, static_cast<int>(i));
+      }
     }
   }
   // Every declared arriver must arrive (else the barrier never fills); stage-bound roles past q_stage idle.

@@ -66,15 +66,18 @@ void emit_softmax(Context& c, WarpBuilder& w, int stage, int warp_in_group) {
       if (corr) {  // sScale is reused: write it once the correction warp has read the previous stats
         w.wait(c.sm_stats.ids.empty[stage], sm_stats.producer());
         w.bar_arrive(c.stats_bar[stage][warp_in_group], 32);
-      }
-      else if (rescale) w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, c.costs.latency("rescale_o"));
+      } else if (rescale)
+        w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, c.costs.latency("rescale_o"));
       if (ordered) w.bar_sync(c.order_bar[stage], 32);
       for (int f = 0; f < frags; ++f) {
         w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_work[f]);
-        if (split && f + 1 == split_frag) w.arrive(c.s_p_o.ids.empty[stage], release_p);  // tcgen05.wait::st, then release
+        if (split && f + 1 == split_frag)
+          w.arrive(c.s_p_o.ids.empty[stage], release_p);  // tcgen05.wait::st, then release
       }
-      if (split) w.arrive(c.p_lastsplit.ids.full[stage], release_last);
-      else w.arrive(c.s_p_o.ids.empty[stage], release_p);
+      if (split)
+        w.arrive(c.p_lastsplit.ids.full[stage], release_last);
+      else
+        w.arrive(c.s_p_o.ids.empty[stage], release_p);
       if (ordered) w.bar_arrive(c.order_bar[other], 32);
       w.compute(ATTNSIM_OP_SOFTMAX_SUM, sum_work);
     }
