@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -12,32 +14,8 @@ namespace {
 
 using Buf = fmt::memory_buffer;
 
-/// Appends `s` as a JSON string literal (with quotes).
-void put_str(Buf& b, std::string_view s) {
-  b.push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        b.append(std::string_view("\\\""));
-        break;
-      case '\\':
-        b.append(std::string_view("\\\\"));
-        break;
-      case '\n':
-        b.append(std::string_view("\\n"));
-        break;
-      case '\t':
-        b.append(std::string_view("\\t"));
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20)
-          fmt::format_to(std::back_inserter(b), "\\u{:04x}", static_cast<unsigned>(c));
-        else
-          b.push_back(c);
-    }
-  }
-  b.push_back('"');
-}
+/// Appends `s` as a JSON string literal (with quotes); nlohmann::json does the escaping.
+void put_str(Buf& b, std::string_view s) { b.append(nlohmann::json(std::string(s)).dump()); }
 
 /// Time in units of 0.1 ns (1e-4 us), so ts + dur of abutting spans meet exactly.
 long long ticks(const Timeline& tl, double cycles) { return std::llround(tl.to_us(cycles) * 1e4); }
