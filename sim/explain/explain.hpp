@@ -37,6 +37,7 @@ Explanation explain(const std::string& schedule_file, const std::vector<std::str
 
 /// The table, then for each ablation the steady-state timelines before | after (each `width` wide).
 std::string format_explanation(const Explanation& e, int width, bool timelines);
+/// The table as JSON: base {time_us, tflops, bottleneck} and one row per ablation.
 nlohmann::ordered_json explanation_json(const Explanation& e);
 
 /// Joins two blocks of text line by line, the left padded to `left_width` columns (UTF-8 aware).

@@ -24,6 +24,8 @@ struct Resolved {
   long long smem_bytes;
 };
 
+/// The blackflash family: parses the JSON, checks head_dim and occupancy, plans one CTA per
+/// 64-row Q tile and lowers the producer and consumer warps. Throws InputError on bad input.
 class BlackFlashSchedule : public Schedule {
  public:
   explicit BlackFlashSchedule(JsonReader& r);

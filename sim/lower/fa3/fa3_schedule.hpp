@@ -38,6 +38,9 @@ struct Resolved {
   std::map<std::string, RoleDecl> pipeline_roles;  ///< "load" and "consumer" warps, for pipeline counts
 };
 
+/// The fa3_sm90 family: parses the JSON, resolves "auto" knobs per head_dim, checks SMEM,
+/// registers (setmaxnreg budgets) and pipeline counts, plans the grid and lowers the producer
+/// and consumer warps. Throws InputError on bad input.
 class Fa3Schedule : public Schedule {
  public:
   explicit Fa3Schedule(JsonReader& r);
