@@ -15,23 +15,6 @@
 namespace mb {
 namespace {
 
-constexpr unsigned long long kWaitTimeoutNs = 2000000000ull;  // 2 s: a wait that long is a bug
-
-/// Waits for phase `parity` of an mbarrier to complete; returns false after kWaitTimeoutNs, so
-/// a mistake becomes a reported error instead of a hung GPU. The timer is read only every 1024
-/// unsuccessful tries, so the common path is the bare try_wait loop of a real kernel.
-__device__ __forceinline__ bool wait_parity(uint64_t* bar, uint32_t parity) {
-  unsigned long long t0 = 0;
-  for (unsigned k = 1;; ++k) {
-    if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return true;
-    if ((k & 1023u) == 0) {
-      const unsigned long long now = globaltimer();
-      if (t0 == 0) t0 = now;
-      else if (now - t0 > kWaitTimeoutNs) return false;
-    }
-  }
-}
-
 /// Where a TMA benchmark reads from: a 1D byte range (cp.async.bulk) or a 2D bf16 tensor of
 /// 128 columns (a head_dim-128 K/V tile layout) read in boxes of 64 columns x box_rows rows with
 /// 128B swizzle, as FA3 does (cp.async.bulk.tensor.2d).

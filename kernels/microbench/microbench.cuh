@@ -4,6 +4,7 @@
 // registry. Every benchmark writes one JSON file named after it.
 #pragma once
 
+#include <cuda/ptx>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -234,6 +235,24 @@ __device__ __forceinline__ unsigned long long globaltimer() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+}
+
+/// A wait that lasts this long is a bug in the benchmark, not a measurement.
+constexpr unsigned long long kWaitTimeoutNs = 2000000000ull;  // 2 s
+
+/// try_wait.parity loop on an mbarrier; returns false after kWaitTimeoutNs so a mistake is a
+/// reported error, not a hung GPU. The timer is read only every 1024 unsuccessful tries (one
+/// read costs ~26 cycles), so the measured path is the bare try_wait loop of a real kernel.
+__device__ __forceinline__ bool wait_parity(uint64_t* bar, uint32_t parity) {
+  unsigned long long t0 = 0;
+  for (unsigned k = 1;; ++k) {
+    if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return true;
+    if ((k & 1023u) == 0) {
+      const unsigned long long now = globaltimer();
+      if (t0 == 0) t0 = now;
+      else if (now - t0 > kWaitTimeoutNs) return false;
+    }
+  }
 }
 
 /// Index of the SM this thread runs on.

@@ -11,23 +11,6 @@
 namespace mb {
 namespace {
 
-constexpr unsigned long long kWaitTimeoutNs = 2000000000ull;  // 2 s: a wait that long is a bug
-
-/// try_wait.parity loop with a 2 s timeout (returns false), so a mistake cannot hang the GPU.
-/// The timer is read only every 1024 unsuccessful tries (one read costs ~26 cycles), so the
-/// measured path is the bare try_wait loop of a real kernel.
-__device__ __forceinline__ bool wait_parity(uint64_t* bar, uint32_t parity) {
-  unsigned long long t0 = 0;
-  for (unsigned k = 1;; ++k) {
-    if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return true;
-    if ((k & 1023u) == 0) {
-      const unsigned long long now = globaltimer();
-      if (t0 == 0) t0 = now;
-      else if (now - t0 > kWaitTimeoutNs) return false;
-    }
-  }
-}
-
 /// Warp 0 and warp `partner` ping-pong over two mbarriers for `iters` rounds: warp 0 arrives on
 /// bars[0] and waits on bars[1]; the partner waits on bars[0] and arrives on bars[1]. One
 /// round = two arrive -> wake-up latencies. Arrivals per round: lane 0 only (count 1) or all
