@@ -70,13 +70,17 @@ int arrivals_at_stage(const PipelineDecl& d, const SideDecl& side, int s, const 
   return sum;
 }
 
+int pipeline_stages(const PipelineDecl& d, const StageKnobs& knobs) {
+  auto it = knobs.find(d.stages);
+  return it != knobs.end() ? it->second : std::stoi(d.stages);  // read_pipelines admits knob names or integers only
+}
+
 void check_pipeline_counts(const std::string& file, const std::map<std::string, PipelineDecl>& pipelines,
-                           const std::map<std::string, RoleDecl>& roles,
-                           const std::function<int(const std::string&)>& stages_of) {
+                           const std::map<std::string, RoleDecl>& roles, const StageKnobs& knobs) {
   for (const auto& [name, d] : pipelines)
     for (const SideDecl* side : {&d.full, &d.empty}) {
       if (!side->present || !side->count) continue;
-      for (int s = 0; s < stages_of(d.stages); ++s) {
+      for (int s = 0; s < pipeline_stages(d, knobs); ++s) {
         std::vector<std::string> terms;
         const int sum = arrivals_at_stage(d, *side, s, roles, &terms);
         if (sum != *side->count)
@@ -105,6 +109,7 @@ int Pipe::arrive_count(const std::string& role, bool full, bool leader_only) {
   return it->second * (decl->cluster && !leader_only ? cta_group : 1);
 }
 
+namespace {
 Pipe make_pipe(CtaBuilder& cta, const std::string& name, int stages, const PipelineDecl& decl,
                const std::map<std::string, RoleDecl>& roles, int cta_group, const std::string& file) {
   auto expected = [&](const SideDecl& s) {
@@ -124,6 +129,16 @@ Pipe make_pipe(CtaBuilder& cta, const std::string& name, int stages, const Pipel
   p.cta_group = cta_group;
   p.file = &file;
   return p;
+}
+}  // namespace
+
+std::map<std::string, Pipe> make_pipes(CtaBuilder& cta, const std::map<std::string, PipelineDecl>& pipelines,
+                                       const StageKnobs& knobs, const std::map<std::string, RoleDecl>& roles,
+                                       int cta_group, const std::string& file) {
+  std::map<std::string, Pipe> pipes;
+  for (const auto& [name, d] : pipelines)
+    pipes.emplace(name, make_pipe(cta, name, pipeline_stages(d, knobs), d, roles, cta_group, file));
+  return pipes;
 }
 
 void check_arrivers_used(const std::map<std::string, Pipe>& pipes,

@@ -49,11 +49,16 @@ std::map<std::string, PipelineDecl> read_pipelines(JsonReader& r, const std::vec
 int arrivals_at_stage(const PipelineDecl& d, const SideDecl& side, int s, const std::map<std::string, RoleDecl>& roles,
                       std::vector<std::string>* terms = nullptr);
 
+/// Values of the knobs a "stages" field may name ({"q_stage": 2, "kv_stage": 6}).
+using StageKnobs = std::map<std::string, int>;
+
+/// Stages of a pipeline: the named knob's value, or the integer written.
+int pipeline_stages(const PipelineDecl& d, const StageKnobs& knobs);
+
 /// Throws InputError (reason "pipeline_counts") where a declared count differs from the arrivals
-/// of the declared arrivers. `stages_of` resolves a "stages" string to a number.
+/// of the declared arrivers.
 void check_pipeline_counts(const std::string& file, const std::map<std::string, PipelineDecl>& pipelines,
-                           const std::map<std::string, RoleDecl>& roles,
-                           const std::function<int(const std::string&)>& stages_of);
+                           const std::map<std::string, RoleDecl>& roles, const StageKnobs& knobs);
 
 /// A lowered pipeline: its barriers, its declaration, and which roles lowering made arrive.
 struct Pipe {
@@ -69,9 +74,10 @@ struct Pipe {
   int arrive_count(const std::string& role, bool full, bool leader_only);
 };
 
-/// Declares the barriers of pipeline `name` (`stages` stages) in `cta`.
-Pipe make_pipe(CtaBuilder& cta, const std::string& name, int stages, const PipelineDecl& decl,
-               const std::map<std::string, RoleDecl>& roles, int cta_group, const std::string& file);
+/// Declares the barriers of every declared pipeline in `cta`, keyed by pipeline name.
+std::map<std::string, Pipe> make_pipes(CtaBuilder& cta, const std::map<std::string, PipelineDecl>& pipelines,
+                                       const StageKnobs& knobs, const std::map<std::string, RoleDecl>& roles,
+                                       int cta_group, const std::string& file);
 
 /// After lowering: every declared arriver of a used pipeline must have arrived (else the barrier
 /// never fills). `idle` says which roles the knobs leave without work.

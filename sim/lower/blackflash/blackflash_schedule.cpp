@@ -56,8 +56,7 @@ void BlackFlashSchedule::check(const Hardware& hw, const Problem& p) const {
   if (k.ctas_per_sm > k.occupancy)
     throw InputError(file_, "/ctas_per_sm",
                      fmt::format("{} CTAs do not fit on one SM ({} do)", k.ctas_per_sm, k.occupancy), "registers");
-  check_pipeline_counts(file_, pipelines_, roles_,
-                        [&](const std::string& st) { return st == "kv_stage" ? k.kv_stage : std::stoi(st); });
+  check_pipeline_counts(file_, pipelines_, roles_, {{"kv_stage", k.kv_stage}});
   lower(hw, p, {TileWork{0, kTile, 3, 0}});
 }
 
@@ -74,10 +73,7 @@ GridPlan BlackFlashSchedule::plan_grid(const Hardware& hw, const Problem& p) con
 CtaProgram BlackFlashSchedule::lower(const Hardware& hw, const Problem& p, const std::vector<TileWork>& tiles) const {
   const Resolved k = resolve(hw, p);
   CtaBuilder cta;
-  std::map<std::string, Pipe> pipes;
-  for (const auto& [name, d] : pipelines_)
-    pipes.emplace(name,
-                  make_pipe(cta, name, d.stages == "kv_stage" ? k.kv_stage : std::stoi(d.stages), d, roles_, 1, file_));
+  std::map<std::string, Pipe> pipes = make_pipes(cta, pipelines_, {{"kv_stage", k.kv_stage}}, roles_, 1, file_);
   Context c{hw,
             p,
             k,

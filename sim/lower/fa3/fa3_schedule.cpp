@@ -149,8 +149,7 @@ void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
                                  k.overlap ? fmt::format(", P of the previous block ({})", k.n_block / 4) : "",
                                  kBookkeepingRegisters, k.registers_needed, k.reg_consumer),
                      "registers");
-  check_pipeline_counts(f, pipelines_, k.pipeline_roles,
-                        [&](const std::string& st) { return st == "kv_stage" ? k.kv_stage : std::stoi(st); });
+  check_pipeline_counts(f, pipelines_, k.pipeline_roles, {{"kv_stage", k.kv_stage}});
   lower(hw, p, {TileWork{0, k.m_block, 2, 0}});  // arrivals vs declarations
 }
 
@@ -166,10 +165,8 @@ GridPlan Fa3Schedule::plan_grid(const Hardware& hw, const Problem& p) const {
 CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::vector<TileWork>& tiles) const {
   const Resolved k = resolve(hw, p);
   CtaBuilder cta;
-  std::map<std::string, Pipe> pipes;
-  for (const auto& [name, d] : pipelines_)
-    pipes.emplace(name, make_pipe(cta, name, d.stages == "kv_stage" ? k.kv_stage : std::stoi(d.stages), d,
-                                  k.pipeline_roles, 1, file_));
+  std::map<std::string, Pipe> pipes =
+      make_pipes(cta, pipelines_, {{"kv_stage", k.kv_stage}}, k.pipeline_roles, 1, file_);
   Context c{hw,
             p,
             k,

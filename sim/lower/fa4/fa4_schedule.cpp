@@ -371,9 +371,7 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
                                  TmemAllocator::round_up(max_end), max_end, hw.tmem_columns),
                      "tmem");
   // Pipeline arrive counts: declared count = sum over arriving roles of warps x per-warp count.
-  check_pipeline_counts(f, pipelines_, roles_, [&](const std::string& st) {
-    return st == "q_stage" ? k.q_stage : st == "kv_stage" ? k.kv_stage : std::stoi(st);
-  });
+  check_pipeline_counts(f, pipelines_, roles_, {{"q_stage", k.q_stage}, {"kv_stage", k.kv_stage}});
   // The lowering checks that the roles it makes arrive are exactly the declared arrivers.
   lower(hw, p, {TileWork{0, k.m_block, 2, 0}});
 }

@@ -16,11 +16,8 @@ bool Context::rescale_at(int w, int i) const {
 CtaProgram Fa4Schedule::lower(const Hardware& hw, const Problem& p, const std::vector<TileWork>& tiles) const {
   const Resolved k = resolve(hw, p);
   CtaBuilder cta;
-  std::map<std::string, Pipe> pipes;
-  for (const auto& [name, d] : pipelines_) {
-    const int stages = d.stages == "q_stage" ? k.q_stage : d.stages == "kv_stage" ? k.kv_stage : std::stoi(d.stages);
-    pipes.emplace(name, make_pipe(cta, name, stages, d, roles_, k.cta_group, file_));
-  }
+  std::map<std::string, Pipe> pipes =
+      make_pipes(cta, pipelines_, {{"q_stage", k.q_stage}, {"kv_stage", k.kv_stage}}, roles_, k.cta_group, file_);
   const int rows_warps = 4;
   RescaleMask mask;
   const int max_blocks = tiles.empty() ? 1 : std::max_element(tiles.begin(), tiles.end(), [](auto& a, auto& b) {
