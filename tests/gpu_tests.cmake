@@ -21,3 +21,13 @@ set(_mb_committed ${PROJECT_SOURCE_DIR}/configs/measured/h100_sxm)
 if(EXISTS ${_mb_committed})
   add_test(NAME gpu.microbench_results_valid COMMAND attnsim_microbench check ${_mb_committed})
 endif()
+
+# gpu.kernel_correctness: every compiled SM90 kernel (kernels/sm90) x causal/non-causal x ragged
+# shapes against a reference. Skipped (exit 77, with the reason) without an H100/H200.
+if(TARGET attnsim_sm90)
+  add_executable(attnsim_kernel_tests ${CMAKE_CURRENT_SOURCE_DIR}/gpu/kernel_correctness.cpp)
+  target_link_libraries(attnsim_kernel_tests PRIVATE attnsim_sm90)
+  set_target_properties(attnsim_kernel_tests PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
+  add_test(NAME gpu.kernel_correctness COMMAND attnsim_kernel_tests)
+  set_tests_properties(gpu.kernel_correctness PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+endif()

@@ -1,0 +1,63 @@
+// Measured-timeline records written by instrumented kernels (kernels/sm90, built with tracing on)
+// and read by `attnsim run` / `attnsim validate` (sim/measure). One format on both sides, plain
+// C so nvcc and g++ read it. Op ids come from op_names.h; waits name what they waited on with the
+// same pipeline and barrier names the simulator uses in its traces.
+#pragma once
+#include <stdint.h>
+
+/// What a WAIT span waited on. X(ENUM, "name as in simulator traces"); mbarrier waits are
+/// printed as "<name>[stage] phase <parity>", named barriers as "<name>[index]".
+#define ATTNSIM_WAIT_LIST(X)              \
+  X(NONE, "")                             \
+  X(Q_FULL, "pipeline_q.full")            \
+  X(Q_EMPTY, "pipeline_q.empty")          \
+  X(K_FULL, "pipeline_k.full")            \
+  X(K_EMPTY, "pipeline_k.empty")          \
+  X(V_FULL, "pipeline_v.full")            \
+  X(V_EMPTY, "pipeline_v.empty")          \
+  X(PINGPONG, "bar.pingpong")             \
+  X(EPILOGUE, "bar.epilogue")             \
+  X(WGMMA, "wgmma.wait_group")
+
+/// Wait-target ids (ATTNSIM_WAIT_LIST).
+enum attnsim_wait_on {
+#define ATTNSIM_X_WAIT(e, n) ATTNSIM_WAIT_##e,
+  ATTNSIM_WAIT_LIST(ATTNSIM_X_WAIT)
+#undef ATTNSIM_X_WAIT
+      ATTNSIM_WAIT_COUNT
+};
+
+/// Name of wait target `id` ("" for NONE or out of range).
+static inline const char* attnsim_wait_name(int id) {
+  static const char* const names[] = {
+#define ATTNSIM_X_WAIT(e, n) n,
+      ATTNSIM_WAIT_LIST(ATTNSIM_X_WAIT)
+#undef ATTNSIM_X_WAIT
+  };
+  return (id >= 0 && id < ATTNSIM_WAIT_COUNT) ? names[id] : "";
+}
+
+/// True for wait targets that are mbarriers (printed with stage and phase), false for named
+/// barriers and wgmma.wait_group.
+static inline int attnsim_wait_is_mbarrier(int id) { return id >= ATTNSIM_WAIT_Q_FULL && id <= ATTNSIM_WAIT_V_EMPTY; }
+
+/// One span of one warp, recorded by its lane 0. 16 bytes (one vector store).
+/// t0/t1: SM cycles (clock64) since the CTA's clk0 (attnsim_cta_clock).
+struct attnsim_trace_record {
+  uint8_t op;       ///< attnsim_op_id
+  uint8_t wait_on;  ///< attnsim_wait_on (WAIT spans), else NONE
+  uint8_t stage;    ///< pipeline stage or barrier index; 0xff = none
+  uint8_t phase;    ///< mbarrier parity waited for (0/1); 0xff = none
+  int16_t block;    ///< KV block n_block index, -1 = none
+  int16_t tile;     ///< the CTA's work tile (0 = its first), -1 = none
+  uint32_t t0, t1;
+};
+
+/// Per-CTA clock anchors, written by thread 0: clock64 and %globaltimer (ns, common to all SMs)
+/// at the start and at the end of the CTA, so cycle stamps of different SMs map to one time axis.
+struct attnsim_cta_clock {
+  long long clk0, clk1;
+  unsigned long long ns0, ns1;
+  uint32_t smid;
+  uint32_t tiles;  ///< work tiles this CTA ran
+};

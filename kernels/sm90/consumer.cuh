@@ -1,0 +1,192 @@
+// Consumer role: one warpgroup owns 64 query rows of the tile (wgmma M = 64) and walks the KV
+// blocks j = n-1 .. 0: S = Q K_j^T (wgmma, both operands in SMEM), online softmax in
+// registers, O (+)= P V_j (wgmma, P from registers, V MN-major in SMEM). With kOverlap the PV
+// of block j+1 is issued right behind the QK of block j and runs under block j's softmax
+// (wgmma.wait_group 1, then 0). With kPingpong, named barriers make the two warpgroups take
+// turns issuing their GEMMs. Mirrors sim/lower/fa3/consumer.cpp op for op.
+#pragma once
+
+#include "device.cuh"
+#include "epilogue.cuh"
+#include "kernel_traits.cuh"
+#include "smem.cuh"
+#include "softmax.cuh"
+
+namespace attnsim::sm90 {
+
+/// Read position in a ring of `stages` mbarrier stages.
+template <int kStages>
+struct RingState {
+  int index = 0;
+  uint32_t phase = 0;
+  __device__ void advance() {
+    if (++index == kStages) {
+      index = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+template <class T>
+struct Consumer {
+  static constexpr int N = T::kNBlock, D = T::kHeadDim;
+  const Params& p;
+  const Smem<T>& s;
+  TraceRecorder<T::kTrace>& tr;
+  int group, warp, lane;
+  float sacc[N / 2];   // S of the current block, then P in fp32
+  float o[D / 2];      // O accumulator
+  uint32_t pr[N / 4];  // P in bf16 (A fragments of the PV wgmma)
+  RingState<T::kKvStage> k_read, v_read;
+
+  /// Q descriptor of this warpgroup's 64 rows at k-step kk (16 columns of head_dim).
+  __device__ uint64_t desc_q(int kk) const {
+    return smem_desc_sw128(smem_u32(s.q + (kk / 4) * T::kMBlock * 128 + group * 64 * 128 + (kk % 4) * 32), 16, 1024);
+  }
+  /// K (B operand of QK, K-major: n_block rows of head_dim) at k-step kk.
+  __device__ uint64_t desc_k(int stage, int kk) const {
+    return smem_desc_sw128(smem_u32(s.k(stage) + (kk / 4) * N * 128 + (kk % 4) * 32), 16, 1024);
+  }
+  /// V (B operand of PV, MN-major: K = keys, N = head_dim) at k-step kk (16 keys). Leading byte
+  /// offset: from one 64-column chunk of head_dim to the next; stride: 8 keys of 128 B.
+  __device__ uint64_t desc_v(int stage, int kk) const {
+    return smem_desc_sw128(smem_u32(s.v(stage) + kk * 16 * 128), N * 128, 1024);
+  }
+
+  __device__ void turn_start(int j, int tile) {
+    if constexpr (T::kPingpong) {
+      const long long t0 = tr.now();
+      named_sync(T::kBarPingpong + group, 256);
+      tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, tile, ATTNSIM_WAIT_PINGPONG, group);
+    }
+  }
+  __device__ void turn_end() {
+    if constexpr (T::kPingpong) named_arrive(T::kBarPingpong + (group ^ 1), 256);
+  }
+
+  /// Waits for K_j and issues S = Q K_j^T (one commit group).
+  __device__ void issue_qk(int j, int tile) {
+    tr.wait(&s.k_full[k_read.index], k_read.phase, ATTNSIM_WAIT_K_FULL, k_read.index, j, tile);
+    const long long t0 = tr.now();
+    fence_regs(sacc);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) Wgmma<N>::ss(sacc, desc_q(kk), desc_k(k_read.index, kk), kk > 0);
+    wgmma_commit();
+    fence_regs(sacc);
+    tr.span(ATTNSIM_OP_MMA_QK, t0, tr.now(), j, tile);
+  }
+  /// Waits for V_j and issues O (+)= P V_j (one commit group); accumulate = false overwrites O.
+  __device__ void issue_pv(int j, int tile, bool accumulate) {
+    tr.wait(&s.v_full[v_read.index], v_read.phase, ATTNSIM_WAIT_V_FULL, v_read.index, j, tile);
+    const long long t0 = tr.now();
+    fence_regs(o);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < N / 16; ++kk) {
+      const uint32_t a[4] = {pr[4 * kk], pr[4 * kk + 1], pr[4 * kk + 2], pr[4 * kk + 3]};
+      Wgmma<D>::rs_tb(o, a, desc_v(v_read.index, kk), accumulate || kk > 0);
+    }
+    wgmma_commit();
+    fence_regs(o);
+    tr.span(ATTNSIM_OP_MMA_PV, t0, tr.now(), j, tile);
+  }
+  template <int kPending>
+  __device__ void wait_mma(int j, int tile) {
+    const long long t0 = tr.now();
+    wgmma_wait<kPending>();
+    fence_regs(sacc);
+    fence_regs(o);
+    fence_regs(pr);
+    tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, tile, ATTNSIM_WAIT_WGMMA);
+  }
+  /// Lane 0 of each warp frees a ring stage (the empty barrier counts one arrival per consumer warp).
+  __device__ void release(uint64_t* empty, int stage) {
+    if (lane == 0) arrive(&empty[stage]);
+  }
+  __device__ void softmax(int j, int tile, int row0, RowStats& st, float (&alpha)[2]) {
+    long long t0 = tr.now();
+    const bool masked = (j + 1) * N > p.seqlen_k || (p.causal && (j + 1) * N - 1 > row0 + p.seqlen_k - p.seqlen_q);
+    if (masked) mask_scores<N>(sacc, j, row0, p);
+    row_max<N>(sacc, st, p.scale_log2, alpha);
+    long long t1 = tr.now();
+    tr.span(ATTNSIM_OP_SOFTMAX_MAX, t0, t1, j, tile);
+    exp_scores<N>(sacc, st, p.scale_log2, alpha);
+    tr.span(ATTNSIM_OP_SOFTMAX_EXP, t1, tr.now(), j, tile);
+  }
+  /// O *= alpha and P to bf16 (after the PV that read the previous P has completed).
+  __device__ void rescale_and_pack(int j, int tile, const float (&alpha)[2], bool rescale_o) {
+    const long long t0 = tr.now();
+    if (rescale_o) rescale<D>(o, alpha);
+    pack_p<N>(sacc, pr);
+    tr.span(ATTNSIM_OP_RESCALE_O, t0, tr.now(), j, tile);
+  }
+
+  __device__ void run() {
+    if constexpr (T::kPingpong)
+      if (group == 1) named_arrive(T::kBarPingpong + 0, 256);  // warpgroup 0 issues first
+    uint32_t q_phase = 0;
+    int local = 0;
+    for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
+      const Tile c = tile_at(p, t, T::kMBlock, N);
+      const int n = c.n_blocks;
+      // This thread's first row (r0) in the sequence.
+      const int row0 = c.m * T::kMBlock + group * 64 + 16 * warp + lane / 4;
+      RowStats st;
+      float alpha[2];
+      tr.wait(s.q_full, q_phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
+      q_phase ^= 1;
+      if constexpr (T::kOverlap) {
+        turn_start(n - 1, local);
+        issue_qk(n - 1, local);
+        turn_end();
+        wait_mma<0>(n - 1, local);
+        release(s.k_empty, k_read.index);
+        k_read.advance();
+        softmax(n - 1, local, row0, st, alpha);
+        rescale_and_pack(n - 1, local, alpha, false);
+        for (int j = n - 2; j >= 0; --j) {
+          turn_start(j, local);
+          issue_qk(j, local);
+          issue_pv(j + 1, local, j + 1 < n - 1);
+          turn_end();
+          wait_mma<1>(j, local);  // QK(j) done; PV(j+1) still runs under this softmax
+          release(s.k_empty, k_read.index);
+          k_read.advance();
+          softmax(j, local, row0, st, alpha);
+          wait_mma<0>(j, local);  // PV(j+1) done: its P registers and V stage are free
+          release(s.v_empty, v_read.index);
+          v_read.advance();
+          rescale_and_pack(j, local, alpha, true);
+        }
+        turn_start(0, local);
+        issue_pv(0, local, n > 1);
+        turn_end();
+        wait_mma<0>(0, local);
+        release(s.v_empty, v_read.index);
+        v_read.advance();
+      } else {
+        for (int j = n - 1; j >= 0; --j) {
+          turn_start(j, local);
+          issue_qk(j, local);
+          turn_end();
+          wait_mma<0>(j, local);
+          release(s.k_empty, k_read.index);
+          k_read.advance();
+          softmax(j, local, row0, st, alpha);
+          rescale_and_pack(j, local, alpha, j < n - 1);
+          turn_start(j, local);
+          issue_pv(j, local, j < n - 1);
+          turn_end();
+          wait_mma<0>(j, local);
+          release(s.v_empty, v_read.index);
+          v_read.advance();
+        }
+      }
+      epilogue<T>(p, s, tr, c, group, warp, lane, o, st, local);
+      if (lane == 0) arrive(s.q_empty);  // Q's buffer (which held O) may be refilled
+    }
+  }
+};
+
+}  // namespace attnsim::sm90

@@ -1,0 +1,67 @@
+// Epilogue of a consumer warpgroup: O / row_sum in bf16, staged in this warpgroup's 64 rows of
+// Q's buffer (Q is no longer read: its last QK wgmma has completed), then one TMA store per
+// 64-column chunk; LSE = max * scale + ln(sum) per row. Rows past seqlen_q are clipped by TMA.
+#pragma once
+
+#include "device.cuh"
+#include "kernel_traits.cuh"
+#include "smem.cuh"
+#include "softmax.cuh"
+
+namespace attnsim::sm90 {
+
+template <class T>
+__device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, TraceRecorder<T::kTrace>& tr,
+                                         const Tile& c, int group, int warp, int lane, const float (&o)[T::kHeadDim / 2],
+                                         RowStats& st, int tile) {
+  constexpr int D = T::kHeadDim;
+  long long t0 = tr.now();
+  float inv[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    st.sum[r] += __shfl_xor_sync(0xffffffffu, st.sum[r], 1);
+    st.sum[r] += __shfl_xor_sync(0xffffffffu, st.sum[r], 2);
+    inv[r] = st.sum[r] > 0.f ? 1.f / st.sum[r] : 0.f;
+  }
+  // Rows of this thread inside the Q box: 64 * group + 16 * warp + lane / 4 (+ 8). 128B swizzle:
+  // the 16-byte unit u of box row r lives at unit u ^ (r % 8).
+  const int rbox = group * 64 + 16 * warp + lane / 4;
+#pragma unroll
+  for (int i = 0; i < D / 2; i += 2) {
+    const int col = 8 * (i / 4) + 2 * (lane % 4);
+    const int r = rbox + ((i / 2) % 2) * 8;
+    const int unit = (col % 64) / 8;
+    uint8_t* dst = s.q + (col / 64) * T::kMBlock * 128 + r * 128 + ((unit ^ (r % 8)) * 16) + (col % 8) * 2;
+    const int h = (i / 2) % 2;
+    *reinterpret_cast<uint32_t*>(dst) = pack_bf16(o[i] * inv[h], o[i + 1] * inv[h]);
+  }
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy stores -> TMA reads
+  tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
+  t0 = tr.now();
+  named_sync(T::kBarEpilogue + group, 128);
+  tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
+  if (warp == 0 && lane == 0) {
+    t0 = tr.now();
+#pragma unroll
+    for (int ch = 0; ch < D / 64; ++ch)
+      tma_store(&p.tm_o, s.q + ch * T::kMBlock * 128 + group * 64 * 128, ch * 64, c.m * T::kMBlock + group * 64,
+                c.head, c.batch);
+    cuda::ptx::cp_async_bulk_commit_group();
+    cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});  // SMEM read: Q's buffer reusable
+    tr.span(ATTNSIM_OP_STORE_O, t0, tr.now(), -1, tile);
+  }
+  if (lane % 4 == 0) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = c.m * T::kMBlock + rbox + 8 * r;
+      if (row < p.seqlen_q)
+        p.lse[(static_cast<long long>(c.batch) * p.heads + c.head) * p.seqlen_q + row] =
+            st.sum[r] > 0.f ? st.max[r] * p.scale + logf(st.sum[r]) : -INFINITY;
+    }
+  }
+  t0 = tr.now();
+  named_sync(T::kBarEpilogue + group, 128);
+  tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
+}
+
+}  // namespace attnsim::sm90

@@ -1,0 +1,161 @@
+// Host API of the SM90 attention kernels (kernels/sm90): what was compiled, and how to launch,
+// time, check and trace a kernel. Plain C++ (no CUDA headers), so the simulator's CLI (g++) can
+// call it; everything CUDA stays in the .cu files of this folder.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/trace_record.h"
+
+namespace attnsim::sm90 {
+
+/// The knobs a kernel is compiled with (template parameters of Traits in kernel_traits.cuh).
+/// A schedule JSON resolves to one of these per head_dim (sim/lower/fa3: Fa3Schedule::resolve).
+struct KernelKnobs {
+  int head_dim = 128;
+  int m_block = 128;  ///< 64 query rows per consumer warpgroup
+  int n_block = 128;  ///< keys per KV block
+  int kv_stage = 2;   ///< K and V ring depth
+  bool pingpong = true;
+  bool overlap = true;  ///< intra-warpgroup overlap of softmax and the PV wgmma
+  int reg_consumer = 240, reg_producer = 24;  ///< setmaxnreg budgets
+
+  bool operator==(const KernelKnobs&) const = default;
+  /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24".
+  std::string describe() const {
+    char b[160];
+    std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d", head_dim, m_block, n_block, kv_stage,
+                  pingpong ? " pingpong" : "", overlap ? " overlap" : "", reg_consumer, reg_producer);
+    return b;
+  }
+};
+
+/// Attention shape. Q, O: (batch, seqlen_q, heads, head_dim); K, V: (batch, seqlen_k, kv_heads,
+/// head_dim); bf16 with head_dim contiguous. LSE: (batch, heads, seqlen_q) fp32.
+struct Shape {
+  int batch = 1, heads = 1, kv_heads = 1, seqlen_q = 1, seqlen_k = 1, head_dim = 128;
+  bool causal = false;  ///< bottom-right aligned: row r sees keys <= r + seqlen_k - seqlen_q
+  /// FLOP as FlashAttention counts them: 4 * b * h * sq * sk * d, halved when causal.
+  double flops() const {
+    const double f = 4.0 * batch * heads * static_cast<double>(seqlen_q) * seqlen_k * head_dim;
+    return causal ? f / 2 : f;
+  }
+  /// "b2 h16/16 sq8192 sk8192 d128 causal".
+  std::string describe() const {
+    char b[160];
+    std::snprintf(b, sizeof b, "b%d h%d/%d sq%d sk%d d%d%s", batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim,
+                  causal ? " causal" : "");
+    return b;
+  }
+};
+
+/// Device pointers of one problem's tensors.
+struct Tensors {
+  const void *q = nullptr, *k = nullptr, *v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;
+};
+
+/// Device buffers a traced launch writes ([CTA][warp][cap] records, [CTA] clocks, [CTA][warp] counts).
+struct TraceBuffers {
+  attnsim_trace_record* records = nullptr;
+  attnsim_cta_clock* ctas = nullptr;
+  uint32_t* counts = nullptr;
+  uint32_t cap = 0;
+};
+
+/// Launch geometry of one kernel on one shape.
+struct LaunchInfo {
+  int grid = 0, threads = 0, warps = 0, smem_bytes = 0, num_tiles = 0;
+};
+
+/// Launches one kernel asynchronously on `stream` (a cudaStream_t). Throws std::invalid_argument
+/// when the shape does not fit the kernel (head_dim, GQA) and std::runtime_error on CUDA errors.
+using LaunchFn = void (*)(const Shape&, const Tensors&, bool persistent, const TraceBuffers* trace, void* stream,
+                          LaunchInfo* info);
+
+/// A kernel compiled into this build: its knobs, plain and traced launchers, and the schedules
+/// (file and variant) that resolve to it.
+struct CompiledKernel {
+  KernelKnobs knobs;
+  LaunchFn launch = nullptr;         ///< instrumentation compiled out
+  LaunchFn launch_traced = nullptr;  ///< lane 0 of every warp records its spans
+  const char* origin = "";           ///< e.g. "schedules/fa3_sm90.json: (base), no_pingpong"
+};
+
+/// Every kernel compiled into this build (generated at build time from schedules/*.json).
+const std::vector<CompiledKernel>& compiled_kernels();
+/// The compiled kernel with these knobs, or nullptr.
+const CompiledKernel* find_kernel(const KernelKnobs& k);
+
+/// The GPU this process would run on.
+struct GpuInfo {
+  bool usable = false;  ///< a device of compute capability 9.0 is present
+  std::string why;      ///< when not usable: why (no driver, no device, other architecture)
+  std::string name;
+  int sm_count = 0, cc_major = 0, cc_minor = 0;
+};
+/// Queries device 0 (never throws; a machine without a GPU gives usable = false and why).
+GpuInfo gpu_info();
+
+/// Random N(0,1) bf16 inputs of a shape on the device, with O and LSE outputs (RAII).
+class DeviceProblem {
+ public:
+  DeviceProblem(const Shape& s, uint64_t seed);
+  ~DeviceProblem();
+  DeviceProblem(const DeviceProblem&) = delete;
+  DeviceProblem& operator=(const DeviceProblem&) = delete;
+  const Shape& shape() const { return shape_; }
+  Tensors tensors() const;
+  /// Copies of the device tensors (bf16 as uint16 bits; LSE fp32).
+  std::vector<uint16_t> q_host() const, k_host() const, v_host() const, o_host() const;
+  std::vector<float> lse_host() const;
+
+ private:
+  Shape shape_;
+  void *q_ = nullptr, *k_ = nullptr, *v_ = nullptr, *o_ = nullptr;
+  float* lse_ = nullptr;
+};
+
+/// Median and spread of timed launches (CUDA events around each launch, after warm-up), ms.
+struct Timing {
+  std::vector<double> ms;  ///< every timed run, in order
+  double median_ms = 0, min_ms = 0, max_ms = 0;
+  LaunchInfo launch;
+};
+/// Times `reps` launches after `warmup` untimed ones. traced: the instrumented kernel (to
+/// measure the instrumentation's overhead; its records go to a scratch buffer).
+Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, int warmup, int reps, bool traced = false);
+
+/// Result of checking a kernel's O and LSE against a reference.
+struct CheckResult {
+  bool pass = false;
+  long long rows_checked = 0;
+  double max_abs_err = 0;  ///< O, over checked elements
+  double max_rel_rms = 0;  ///< O, per-row RMS error / RMS of the reference row, worst row
+  double max_lse_err = 0;  ///< |LSE - LSE_ref|, worst row (both -inf counts as 0)
+  std::string reference;   ///< "cpu" (every row, double precision) or "gpu" (sampled rows, fp32)
+  std::string detail;      ///< first failing element when !pass
+};
+/// Runs the kernel once and compares with a reference: every row on the CPU when the problem is
+/// small (b*h*sq*sk*d <= 2^31), else `sample_rows` rows per (batch, head) on a simple GPU
+/// reference kernel (fp32, one block per row). Tolerance: |err| <= 0.02 + 0.02 |ref| per element.
+CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, int sample_rows = 64);
+
+/// A measured timeline: every warp's spans (raw records) and every CTA's clock anchors.
+struct MeasuredTrace {
+  std::vector<attnsim_trace_record> records;  ///< [CTA][warp][cap]
+  std::vector<uint32_t> counts;               ///< [CTA][warp] spans recorded (> cap: dropped)
+  std::vector<attnsim_cta_clock> ctas;
+  int warps_per_cta = 0;
+  uint32_t cap = 0;
+  LaunchInfo launch;
+  double kernel_ms = 0;  ///< this traced launch, CUDA events
+};
+/// Runs the traced kernel once (after one warm-up launch) with `cap` records per warp.
+MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, uint32_t cap);
+
+}  // namespace attnsim::sm90

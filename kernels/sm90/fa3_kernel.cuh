@@ -1,0 +1,70 @@
+// The SM90 attention forward kernel: warpgroup 0 is the producer (TMA loads), warpgroups
+// 1..kConsumers the consumers (wgmma + softmax). Roles live in producer.cuh and consumer.cuh.
+#pragma once
+
+#include "consumer.cuh"
+#include "device.cuh"
+#include "kernel_traits.cuh"
+#include "producer.cuh"
+#include "smem.cuh"
+
+namespace attnsim::sm90 {
+
+template <class T>
+__global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_constant__ Params p) {
+#if ATTNSIM_SM90_WGMMA
+  extern __shared__ uint8_t smem_raw[];
+  const Smem<T> s(smem_raw);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    cuda::ptx::mbarrier_init(s.q_full, 1);
+    cuda::ptx::mbarrier_init(s.q_empty, T::kConsumerWarps);
+    for (int i = 0; i < T::kKvStage; ++i) {
+      cuda::ptx::mbarrier_init(&s.k_full[i], 1);
+      cuda::ptx::mbarrier_init(&s.v_full[i], 1);
+      cuda::ptx::mbarrier_init(&s.k_empty[i], T::kConsumerWarps);
+      cuda::ptx::mbarrier_init(&s.v_empty[i], T::kConsumerWarps);
+    }
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  TraceRecorder<T::kTrace> tr;
+  if constexpr (T::kTrace) {
+    tr.lane0 = lane == 0;
+    tr.cap = p.trace_cap;
+    tr.out = p.trace + (static_cast<size_t>(blockIdx.x) * T::kWarps + warp) * p.trace_cap;
+  }
+  __syncthreads();
+  if constexpr (T::kTrace) {
+    tr.clk0 = clock64();
+    // One CTA-wide anchor: every warp's clk0 differs by a few cycles; thread 0's pairs with ns0.
+    if (threadIdx.x == 0) {
+      p.cta_clock[blockIdx.x].clk0 = tr.clk0;
+      p.cta_clock[blockIdx.x].ns0 = globaltimer();
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      p.cta_clock[blockIdx.x].smid = sm;
+    }
+  }
+  if (warp < 4) {
+    set_registers<T::kRegProducer>(false);
+    if (warp == 0 && lane == 0) producer_warp<T>(p, s, tr);
+  } else {
+    set_registers<T::kRegConsumer>(true);
+    Consumer<T> c{p, s, tr, (warp - 4) / 4, warp % 4, lane};
+    c.run();
+  }
+  if constexpr (T::kTrace) {
+    if (lane == 0) p.trace_count[blockIdx.x * T::kWarps + warp] = tr.n;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      p.cta_clock[blockIdx.x].ns1 = globaltimer();
+      p.cta_clock[blockIdx.x].clk1 = clock64();
+      int tiles = 0;
+      for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) ++tiles;
+      p.cta_clock[blockIdx.x].tiles = tiles;
+    }
+  }
+#endif
+}
+
+}  // namespace attnsim::sm90

@@ -1,0 +1,73 @@
+// Host side of one compiled kernel: TMA descriptors, grid, launch. Included by the generated
+// instance files (one explicit instantiation of launch<T> per schedule knob set).
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "fa3_api.h"
+#include "fa3_kernel.cuh"
+
+namespace attnsim::sm90 {
+
+/// Throws std::runtime_error naming `what` when `e` is an error.
+void cuda_check(cudaError_t e, const char* what);
+
+/// 4D bf16 tensor map over (head_dim, seqlen, heads, batch) with head_dim contiguous, box of 64
+/// columns x box_rows rows, 128B swizzle, zero fill out of bounds.
+CUtensorMap make_tensor_map(const void* base, int head_dim, int seqlen, int heads, int batch, int box_rows);
+
+/// Number of SMs of the current device (cached).
+int sm_count();
+
+template <class T>
+void launch(const Shape& sh, const Tensors& t, bool persistent, const TraceBuffers* trace, void* stream,
+            LaunchInfo* info) {
+  if (sh.head_dim != T::kHeadDim)
+    throw std::invalid_argument("kernel compiled for head_dim " + std::to_string(T::kHeadDim) + ", problem has " +
+                                std::to_string(sh.head_dim));
+  if (sh.kv_heads < 1 || sh.heads % sh.kv_heads)
+    throw std::invalid_argument("kv_heads must divide heads");
+  if (sh.batch < 1 || sh.heads < 1 || sh.seqlen_q < 1 || sh.seqlen_k < 1)
+    throw std::invalid_argument("batch, heads and seqlens must be positive");
+  if (T::kTrace && !trace) throw std::invalid_argument("traced kernel launched without trace buffers");
+  Params p{};
+  p.tm_q = make_tensor_map(t.q, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, T::kMBlock);
+  p.tm_k = make_tensor_map(t.k, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, T::kNBlock);
+  p.tm_v = make_tensor_map(t.v, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, T::kNBlock);
+  p.tm_o = make_tensor_map(t.o, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, 64);
+  p.lse = t.lse;
+  p.batch = sh.batch;
+  p.heads = sh.heads;
+  p.group = sh.heads / sh.kv_heads;
+  p.seqlen_q = sh.seqlen_q;
+  p.seqlen_k = sh.seqlen_k;
+  p.causal = sh.causal;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(sh.head_dim));
+  p.scale_log2 = p.scale * 1.4426950408889634f;
+  p.m_tiles = (sh.seqlen_q + T::kMBlock - 1) / T::kMBlock;
+  p.num_tiles = p.m_tiles * sh.batch * sh.heads;
+  p.persistent = persistent;
+  if (trace) {
+    p.trace = trace->records;
+    p.cta_clock = trace->ctas;
+    p.trace_count = trace->counts;
+    p.trace_cap = trace->cap;
+  }
+  const int grid = persistent ? std::min(p.num_tiles, sm_count()) : p.num_tiles;
+  static bool configured = false;  // one attribute call per instantiation
+  if (!configured) {
+    cuda_check(cudaFuncSetAttribute(fa3_forward<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes),
+               "cudaFuncSetAttribute(max dynamic shared memory)");
+    configured = true;
+  }
+  fa3_forward<T><<<grid, T::kThreads, T::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
+  cuda_check(cudaGetLastError(), "launching fa3_forward");
+  if (info) *info = LaunchInfo{grid, T::kThreads, T::kWarps, T::kSmemBytes, p.num_tiles};
+}
+
+}  // namespace attnsim::sm90

@@ -1,0 +1,35 @@
+// Views of the kernel's dynamic shared memory (layout: Traits::k*Off): the Q tile, the K and V
+// rings (each tile as head_dim/64 chunks of [rows][64] bf16 in 128B-swizzled atoms, as TMA
+// writes them) and the pipeline mbarriers.
+#pragma once
+
+#include <cstdint>
+
+namespace attnsim::sm90 {
+
+template <class T>
+struct Smem {
+  uint8_t* q;       // [chunk][m_block][64] bf16; reused to stage O for the TMA store
+  uint8_t* k_ring;  // [stage][chunk][n_block][64]
+  uint8_t* v_ring;  // [stage][chunk][n_block][64]
+  uint64_t *q_full, *q_empty, *k_full, *k_empty, *v_full, *v_empty;
+
+  /// Carves the layout out of `raw` (aligned up to 1024 B, as 128B swizzle atoms require).
+  __device__ explicit Smem(uint8_t* raw) {
+    uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+    q = base + T::kQOff;
+    k_ring = base + T::kKOff;
+    v_ring = base + T::kVOff;
+    uint64_t* bars = reinterpret_cast<uint64_t*>(base + T::kBarOff);
+    q_full = bars;
+    q_empty = bars + 1;
+    k_full = bars + 2;
+    k_empty = k_full + T::kKvStage;
+    v_full = k_empty + T::kKvStage;
+    v_empty = v_full + T::kKvStage;
+  }
+  __device__ uint8_t* k(int stage) const { return k_ring + stage * T::kKBytes; }
+  __device__ uint8_t* v(int stage) const { return v_ring + stage * T::kVBytes; }
+};
+
+}  // namespace attnsim::sm90

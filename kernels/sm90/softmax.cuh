@@ -1,0 +1,82 @@
+// Online softmax on a consumer warp's wgmma accumulator fragment (S of its 16 rows x n_block).
+// Fragment layout (PTX ISA, wgmma m64nNk16 D): thread `lane` of warp w holds rows
+// r0 = 16w + lane/4 and r1 = r0 + 8; element i sits in column 8*(i/4) + 2*(lane%4) + (i%2), row
+// r0 when (i/2)%2 == 0 else r1. A row is spread over the 4 threads of a quad.
+#pragma once
+
+#include <cmath>
+
+#include "device.cuh"
+
+namespace attnsim::sm90 {
+
+/// Running row statistics of one thread's two rows: max of raw scores and partial sum of
+/// exp2((s - max) * scale_log2) over this thread's columns (the quad sum is taken at the end).
+struct RowStats {
+  float max[2] = {-INFINITY, -INFINITY};
+  float sum[2] = {0.f, 0.f};
+};
+
+/// Masks S of KV block j in place: keys past seqlen_k and, when causal, keys after the query's
+/// diagonal (bottom-right aligned) become -inf. `row0`: first query row of this thread's r0.
+template <int N>
+__device__ __forceinline__ void mask_scores(float (&s)[N / 2], int j, int row0, const Params& p) {
+  const int lane = threadIdx.x % 32;
+  const int col0 = j * N + 2 * (lane % 4);
+  const int shift = p.seqlen_k - p.seqlen_q;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) {
+    const int col = col0 + 8 * (i / 4) + (i % 2);
+    const int row = row0 + ((i / 2) % 2) * 8;
+    if (col >= p.seqlen_k || (p.causal && col > row + shift)) s[i] = -INFINITY;
+  }
+}
+
+/// Row max over this block, reduced across the quad; returns the factor exp2((old - new) *
+/// scale_log2) by which O and the sums must be rescaled (0 before the first finite max).
+template <int N>
+__device__ __forceinline__ void row_max(const float (&s)[N / 2], RowStats& st, float scale_log2, float (&alpha)[2]) {
+  float m[2] = {st.max[0], st.max[1]};
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) m[(i / 2) % 2] = fmaxf(m[(i / 2) % 2], s[i]);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 1));
+    m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 2));
+    alpha[r] = m[r] == -INFINITY ? 1.f : exp2_mufu((st.max[r] - m[r]) * scale_log2);
+    st.max[r] = m[r];
+  }
+}
+
+/// P = exp2(S * scale_log2 - max * scale_log2) in place (ex2 on the MUFU), and the partial row
+/// sums rescaled by alpha and updated.
+template <int N>
+__device__ __forceinline__ void exp_scores(float (&s)[N / 2], RowStats& st, float scale_log2, const float (&alpha)[2]) {
+  float ms[2], add[2] = {0.f, 0.f};
+#pragma unroll
+  for (int r = 0; r < 2; ++r) ms[r] = st.max[r] == -INFINITY ? 0.f : st.max[r] * scale_log2;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) {
+    s[i] = exp2_mufu(fmaf(s[i], scale_log2, -ms[(i / 2) % 2]));
+    add[(i / 2) % 2] += s[i];
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) st.sum[r] = st.sum[r] * alpha[r] + add[r];
+}
+
+/// O *= alpha per row (O fragment has the same row mapping as S).
+template <int D>
+__device__ __forceinline__ void rescale(float (&o)[D / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) o[i] *= alpha[(i / 2) % 2];
+}
+
+/// P in bf16 as wgmma A fragments: k-step t (16 keys) uses p[4t .. 4t+3]. The accumulator
+/// layout of S matches the A-register layout, so this is a pairwise pack.
+template <int N>
+__device__ __forceinline__ void pack_p(const float (&s)[N / 2], uint32_t (&p)[N / 4]) {
+#pragma unroll
+  for (int i = 0; i < N / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+}
+
+}  // namespace attnsim::sm90
