@@ -3,7 +3,9 @@
 
 Validation data for attnsim: end-to-end timings of another kernel, never used to fit the
 model. Median of CUDA-event timings after warm-up, random N(0,1) bf16 inputs, writes JSON.
-Usage: python3 scripts/bench_cudnn_sdpa.py OUT.json
+Usage: python3 scripts/bench_cudnn_sdpa.py OUT.json [SHAPES.json]
+SHAPES.json (written by `attnsim validate --cudnn`): a list of {"batch", "heads", "seqlen_q",
+"seqlen_k", "head_dim", "causal"}; without it, the built-in SHAPES below.
 """
 import datetime
 import json
@@ -17,11 +19,6 @@ SHAPES = [
     (4, 16, 8448, 128, False), (2, 16, 8192, 128, False), (2, 16, 8192, 64, False), (2, 16, 8192, 256, False),
     (2, 16, 8192, 128, True), (16, 16, 1024, 128, False), (4, 16, 4096, 64, True), (1, 16, 16384, 128, False),
 ]
-
-
-def flops(b, h, s, d, causal):
-    f = 4.0 * b * h * s * s * d
-    return f / 2 if causal else f
 
 
 def time_ms(fn, warmup=5, reps=20):
@@ -46,13 +43,20 @@ def main():
            "method": "torch.nn.functional.scaled_dot_product_attention under sdpa_kernel(CUDNN_ATTENTION), "
                      "bf16 N(0,1) inputs (batch, heads, seqlen, head_dim), median of 20 CUDA-event timings after 5 warm-ups",
            "results": []}
-    for b, h, s, d, causal in SHAPES:
-        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
-        row = {"batch": b, "heads": h, "seqlen": s, "head_dim": d, "causal": causal}
+    shapes = [(b, h, s, s, d, c) for b, h, s, d, c in SHAPES]
+    if len(sys.argv) > 2:
+        with open(sys.argv[2]) as f:
+            shapes = [(x["batch"], x["heads"], x["seqlen_q"], x["seqlen_k"], x["head_dim"], x["causal"])
+                      for x in json.load(f)]
+    for b, h, sq, sk, d, causal in shapes:
+        q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
+        k, v = (torch.randn(b, h, sk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        row = {"batch": b, "heads": h, "seqlen": sq, "seqlen_q": sq, "seqlen_k": sk, "head_dim": d, "causal": causal}
         try:
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 ms = time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
-            row.update(time_us=ms * 1e3, tflops=flops(b, h, s, d, causal) / (ms * 1e-3) / 1e12)
+            f = 4.0 * b * h * sq * sk * d / (2 if causal else 1)
+            row.update(time_us=ms * 1e3, tflops=f / (ms * 1e-3) / 1e12)
         except Exception as e:  # a shape the backend refuses is recorded, not fatal
             row["error"] = str(e)[:200]
         print(row, flush=True)

@@ -5,12 +5,17 @@ set(FA4 ${PROJECT_SOURCE_DIR}/schedules/fa4_sm100.json)
 set(TS ${CMAKE_CURRENT_SOURCE_DIR}/schedules)
 set(OUTDIR ${CMAKE_CURRENT_BINARY_DIR})
 
+# GPU: the command may exit 77 (no usable GPU); the test is then reported as skipped, with the
+# command's reason in its output.
 function(attnsim_cli_test name rc regex)
-  cmake_parse_arguments(T "" "FILE" "ARGS" ${ARGN})
+  cmake_parse_arguments(T "GPU" "FILE" "ARGS" ${ARGN})
   string(REPLACE ";" "|" cmd "${ATTNSIM_BIN};${T_ARGS}")  # run_cli.cmake splits on |
   add_test(NAME cli.${name}
            COMMAND ${CMAKE_COMMAND} "-DCMD=${cmd}" -DEXPECT_RC=${rc} "-DEXPECT_REGEX=${regex}" "-DEXPECT_FILE=${T_FILE}"
-                   -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake)
+                   -DALLOW_SKIP=${T_GPU} -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake)
+  if(T_GPU)
+    set_tests_properties(cli.${name} PROPERTIES SKIP_REGULAR_EXPRESSION "SKIPPED: ")
+  endif()
 endfunction()
 
 attnsim_cli_test(default_run 0 "predicted time +[0-9.]+ us.*bottleneck.*SOFT0.*TC"
@@ -66,3 +71,22 @@ add_test(NAME cli.explore_interrupted
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake)
 attnsim_cli_test(explain 0 "Why 2 Q stages\\?.*q_stage_1.*before: fa4_sm100"
   ARGS explain ${FA4} --hw b200 --seqlen 2048)
+
+# run / validate (real SM90 kernels). Without a GPU they exit 77, which ctest reports as skipped
+# (the GPU option below); on an H100/H200 they run the kernels. What needs no GPU is tested as usual.
+if(ATTNSIM_HAVE_CUDA)
+  set(FA3 ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json)
+  attnsim_cli_test(run_list 0 "kernels compiled into this build.*hd128 m128 n128 kv2 pingpong overlap reg 240/24 +schedules/fa3_sm90.json \\(base\\) hd128"
+    ARGS run --list)
+  attnsim_cli_test(run_not_compiled 2 "fa3_sm90.json: /: fa3_sm90 resolves for head_dim 128 to the kernel \\[hd128 m128 n128 kv4 pingpong overlap reg 240/24\\], which this build did not compile.*declare it as a variant"
+    ARGS run ${FA3} --set /kv_stage=4)
+  attnsim_cli_test(run_unsupported 2 "no_warp_specialization has no real kernel.*warp_specialization false"
+    ARGS run ${FA3} --variant no_warp_specialization)
+  attnsim_cli_test(run_gpu 0 "correctness .*: pass.*measured .*TFLOPS.*predicted .*traced" GPU
+    ARGS run ${FA3} --head-dim 128 --seqlen 2048 --batch 2 --check --trace ${OUTDIR}/run_measured.json
+         --predicted-trace ${OUTDIR}/run_predicted.json)
+  attnsim_cli_test(validate_gpu 0 "cases measured: MAPE" GPU
+    ARGS validate ${FA3} --variants base,no_pingpong --out ${OUTDIR}/validate)
+else()
+  attnsim_cli_test(run_without_cuda 2 "built without a CUDA compiler" ARGS run ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json)
+endif()

@@ -36,11 +36,22 @@ __device__ __forceinline__ void mask_scores(float (&s)[N / 2], int j, int row0, 
 /// scale_log2) by which O and the sums must be rescaled (0 before the first finite max).
 template <int N>
 __device__ __forceinline__ void row_max(const float (&s)[N / 2], RowStats& st, float scale_log2, float (&alpha)[2]) {
-  float m[2] = {st.max[0], st.max[1]};
+  // Four independent partial maxima per row: a single running max would be a chain of N/4
+  // dependent FMNMX (their latency, not their issue, would set the time of this step).
+  float part[2][4];
 #pragma unroll
-  for (int i = 0; i < N / 2; ++i) m[(i / 2) % 2] = fmaxf(m[(i / 2) % 2], s[i]);
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) part[r][k] = st.max[r];
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) {
+    float& m = part[(i / 2) % 2][(i % 2) + 2 * ((i / 8) % 2)];
+    m = fmaxf(m, s[i]);
+  }
+  float m[2];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
+    m[r] = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
     m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 1));
     m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 2));
     alpha[r] = m[r] == -INFINITY ? 1.f : exp2_mufu((st.max[r] - m[r]) * scale_log2);
@@ -52,16 +63,16 @@ __device__ __forceinline__ void row_max(const float (&s)[N / 2], RowStats& st, f
 /// sums rescaled by alpha and updated.
 template <int N>
 __device__ __forceinline__ void exp_scores(float (&s)[N / 2], RowStats& st, float scale_log2, const float (&alpha)[2]) {
-  float ms[2], add[2] = {0.f, 0.f};
+  float ms[2], add[2][4] = {};  // four independent partial sums per row (see row_max)
 #pragma unroll
   for (int r = 0; r < 2; ++r) ms[r] = st.max[r] == -INFINITY ? 0.f : st.max[r] * scale_log2;
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) {
     s[i] = exp2_mufu(fmaf(s[i], scale_log2, -ms[(i / 2) % 2]));
-    add[(i / 2) % 2] += s[i];
+    add[(i / 2) % 2][(i % 2) + 2 * ((i / 8) % 2)] += s[i];
   }
 #pragma unroll
-  for (int r = 0; r < 2; ++r) st.sum[r] = st.sum[r] * alpha[r] + add[r];
+  for (int r = 0; r < 2; ++r) st.sum[r] = st.sum[r] * alpha[r] + ((add[r][0] + add[r][1]) + (add[r][2] + add[r][3]));
 }
 
 /// O *= alpha per row (O fragment has the same row mapping as S).

@@ -37,5 +37,9 @@ std::unique_ptr<Command> add_explore(CLI::App& app, CLI::App*& sub);
 std::unique_ptr<Command> add_explain(CLI::App& app, CLI::App*& sub);
 /// `calibrate`: fold microbenchmark results into a hardware config.
 std::unique_ptr<Command> add_calibrate(CLI::App& app, CLI::App*& sub);
+/// `run`: the real SM90 kernel of a schedule on the GPU at hand, timed and optionally traced.
+std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub);
+/// `validate`: predicted against measured times over schedules x problems (or a sweep).
+std::unique_ptr<Command> add_validate(CLI::App& app, CLI::App*& sub);
 
 }  // namespace attnsim::cli

@@ -26,15 +26,6 @@ struct Simulate : Command {
   int width = 100;
   ProblemFlags pf;
 
-  /// End of the first tile of the CTA (the default extent of a trace).
-  static double first_tile_end(const Timeline& tl) {
-    double end = 0;
-    for (const auto& w : tl.warps)
-      for (const auto& sp : w.spans)
-        if (sp.tile == 0) end = std::max(end, sp.end);
-    return end > 0 ? end : tl.end_cycles;
-  }
-
   int run() override {
     const Hardware hardware = load_hardware(resolve_hardware_path(hw));
     const auto s = load_schedule(schedule, sets, variant);

@@ -36,12 +36,13 @@ struct Writer {
   const Timeline& tl;
   double t0, t1;
   int pid;
+  long long offset;  // ticks added to every timestamp
   Buf& b;
 
   void span(const Span& s, int tid, bool unit) {
     bool zero = s.end <= s.start;
     if (zero ? (s.start < t0 || s.start > t1) : (s.end <= t0 || s.start >= t1)) return;
-    long long a = ticks(tl, std::max(s.start, t0)), e = ticks(tl, std::min(s.end, t1));
+    long long a = ticks(tl, std::max(s.start, t0)) + offset, e = ticks(tl, std::min(s.end, t1)) + offset;
     const std::string& label = tl.label_of(s);
     bool wait = s.kind == SpanKind::Wait;
     b.append(std::string_view("{\"name\":"));
@@ -78,41 +79,54 @@ struct Writer {
 }  // namespace
 
 void write_chrome_trace(const Timeline& tl, const TraceOptions& opt, std::ostream& out) {
-  double end = tl.end_cycles;
-  for (const auto& w : tl.warps)
-    for (const auto& s : w.spans) end = std::max(end, s.end);
-  for (const auto& u : tl.units)
-    for (const auto& s : u.spans) end = std::max(end, s.end);
-  double t0 = opt.t0_cycles, t1 = opt.t1_cycles < 0 ? end : opt.t1_cycles;
-  if (t1 < t0) throw std::invalid_argument(fmt::format("trace window [{}, {}] is empty", t0, t1));
+  write_chrome_trace({{&tl, opt}}, out);
+}
 
-  int unit_tid0 = 1000;
-  for (const auto& w : tl.warps) unit_tid0 = std::max(unit_tid0, w.warp + 1);
-
+void write_chrome_trace(const std::vector<std::pair<const Timeline*, TraceOptions>>& ctas, std::ostream& out) {
+  if (ctas.empty()) throw std::invalid_argument("no timeline to write");
   Buf b;
   b.append(std::string_view("{\"traceEvents\":[\n"));
-  put_meta(b, "process_name", opt.pid, 0, "name", opt.process_name, 0);
-  put_meta(b, "process_sort_index", opt.pid, 0, "sort_index", "", opt.pid);
-  for (const auto& w : tl.warps) {
-    put_meta(b, "thread_name", opt.pid, w.warp, "name", fmt::format("{} w{}", w.role, w.warp), 0);
-    put_meta(b, "thread_sort_index", opt.pid, w.warp, "sort_index", "", w.warp);
+  double first_t0 = 0, first_t1 = 0;
+  for (size_t c = 0; c < ctas.size(); ++c) {
+    const Timeline& tl = *ctas[c].first;
+    const TraceOptions& opt = ctas[c].second;
+    double end = tl.end_cycles;
+    for (const auto& w : tl.warps)
+      for (const auto& s : w.spans) end = std::max(end, s.end);
+    for (const auto& u : tl.units)
+      for (const auto& s : u.spans) end = std::max(end, s.end);
+    double t0 = opt.t0_cycles, t1 = opt.t1_cycles < 0 ? end : opt.t1_cycles;
+    if (t1 < t0) throw std::invalid_argument(fmt::format("trace window [{}, {}] is empty", t0, t1));
+    if (c == 0) {
+      first_t0 = t0;
+      first_t1 = t1;
+    }
+    int unit_tid0 = 1000;
+    for (const auto& w : tl.warps) unit_tid0 = std::max(unit_tid0, w.warp + 1);
+    put_meta(b, "process_name", opt.pid, 0, "name", opt.process_name, 0);
+    put_meta(b, "process_sort_index", opt.pid, 0, "sort_index", "", opt.pid);
+    for (const auto& w : tl.warps) {
+      put_meta(b, "thread_name", opt.pid, w.warp, "name", fmt::format("{} w{}", w.role, w.warp), 0);
+      put_meta(b, "thread_sort_index", opt.pid, w.warp, "sort_index", "", w.warp);
+    }
+    for (size_t i = 0; i < tl.units.size(); ++i) {
+      int tid = unit_tid0 + static_cast<int>(i);
+      put_meta(b, "thread_name", opt.pid, tid, "name", tl.units[i].name, 0);
+      put_meta(b, "thread_sort_index", opt.pid, tid, "sort_index", "", tid);
+    }
+    Writer wr{tl, t0, t1, opt.pid, std::llround(opt.offset_us * 1e4), b};
+    for (const auto& w : tl.warps)
+      for (const auto& s : w.spans) wr.span(s, w.warp, false);
+    for (size_t i = 0; i < tl.units.size(); ++i)
+      for (const auto& s : tl.units[i].spans) wr.span(s, unit_tid0 + static_cast<int>(i), true);
   }
-  for (size_t i = 0; i < tl.units.size(); ++i) {
-    int tid = unit_tid0 + static_cast<int>(i);
-    put_meta(b, "thread_name", opt.pid, tid, "name", tl.units[i].name, 0);
-    put_meta(b, "thread_sort_index", opt.pid, tid, "sort_index", "", tid);
-  }
-  Writer wr{tl, t0, t1, opt.pid, b};
-  for (const auto& w : tl.warps)
-    for (const auto& s : w.spans) wr.span(s, w.warp, false);
-  for (size_t i = 0; i < tl.units.size(); ++i)
-    for (const auto& s : tl.units[i].spans) wr.span(s, unit_tid0 + static_cast<int>(i), true);
   b.resize(b.size() - 2);  // drop the last ",\n" (there is always at least one event)
+  const Timeline& tl = *ctas[0].first;
   fmt::format_to(std::back_inserter(b),
                  "\n],\n\"displayTimeUnit\":\"ns\",\n\"otherData\":{{\"generator\":\"attnsim\","
                  "\"clock_ghz\":{:.4f},\"window_t0_cycles\":{:.2f},\"window_t1_cycles\":{:.2f},"
                  "\"window_t0_us\":{:.4f},\"window_t1_us\":{:.4f}}}}}\n",
-                 tl.clock_ghz, t0, t1, tl.to_us(t0), tl.to_us(t1));
+                 tl.clock_ghz, first_t0, first_t1, tl.to_us(first_t0), tl.to_us(first_t1));
   out.write(b.data(), static_cast<std::streamsize>(b.size()));
 }
 

@@ -3,6 +3,8 @@
 #pragma once
 #include <ostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/timeline.hpp"
 
@@ -14,6 +16,7 @@ struct TraceOptions {
   double t1_cycles = -1;               ///< window end (cycles); negative = end of the timeline
   std::string process_name = "CTA 0";  ///< name shown for the process (pid) track group
   int pid = 0;                         ///< process id of every event (one per exported CTA)
+  double offset_us = 0;  ///< added to every timestamp (aligns CTAs of a measured run on one axis)
 };
 
 /// Writes `tl` as Chrome Trace Event JSON to `out`:
@@ -25,5 +28,10 @@ struct TraceOptions {
 /// "busy", "wait" or "unit"; args hold stage/block/tile when >= 0 and the label if any.
 /// Output is byte-identical for identical input. Throws std::invalid_argument when t1 < t0.
 void write_chrome_trace(const Timeline& tl, const TraceOptions& opt, std::ostream& out);
+
+/// Several CTAs in one trace: each timeline becomes its own process (its TraceOptions' pid,
+/// name, window and offset_us). otherData describes the first. Throws like write_chrome_trace;
+/// std::invalid_argument also when `ctas` is empty.
+void write_chrome_trace(const std::vector<std::pair<const Timeline*, TraceOptions>>& ctas, std::ostream& out);
 
 }  // namespace attnsim

@@ -34,4 +34,12 @@ std::pair<double, double> parse_window_us(const std::string& text, const Timelin
   }
 }
 
+double first_tile_end(const Timeline& tl) {
+  double end = 0;
+  for (const auto& w : tl.warps)
+    for (const auto& sp : w.spans)
+      if (sp.tile == 0) end = std::max(end, sp.end);
+  return end > 0 ? end : tl.end_cycles;
+}
+
 }  // namespace attnsim

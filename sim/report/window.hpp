@@ -13,6 +13,10 @@ namespace attnsim {
 /// tensor core's QK spans; the whole timeline when there are none.
 std::pair<double, double> steady_state_window(const Timeline& tl, int iterations = 4);
 
+/// End (cycles) of the CTA's first work tile: the last span tagged tile 0; the whole timeline
+/// when no span is tagged. The default extent of Chrome traces (small enough for Perfetto).
+double first_tile_end(const Timeline& tl);
+
 /// Parses "T0:T1" in microseconds into cycles; throws std::invalid_argument with a message.
 std::pair<double, double> parse_window_us(const std::string& text, const Timeline& tl);
 

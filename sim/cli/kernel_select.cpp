@@ -1,0 +1,60 @@
+#include "cli/kernel_select.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "measure/cudnn.hpp"
+#include "measure/kernel_knobs.hpp"
+#include "model/json_reader.hpp"
+
+namespace attnsim::cli {
+
+#if ATTNSIM_WITH_SM90
+bool have_sm90_kernels() { return true; }
+
+const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::string& file, const std::string& variant,
+                                          const Hardware& hw, const Problem& problem, bool* persistent) {
+  const std::string what = variant.empty() ? schedule.name() : fmt::format("{} variant {}", schedule.name(), variant);
+  const KernelChoice c = sm90_kernel_for(schedule, hw, problem);
+  if (!c.supported)
+    throw InputError(file, "", fmt::format("{} has no real kernel for {}: {}", what, problem.describe(), c.why_not),
+                     "kernel");
+  const sm90::CompiledKernel* k = sm90::find_kernel(c.knobs);
+  if (!k)
+    throw InputError(
+        file, "",
+        fmt::format("{} resolves for head_dim {} to the kernel [{}], which this build did not compile. Kernels are "
+                    "instantiated at build time from the schedules in schedules/ and their variants: declare it as a "
+                    "variant of a schedule file there (or configure with -DATTNSIM_KERNEL_SCHEDULES=<file.json>) and "
+                    "rebuild (cmake --build build); `attnsim run --list` shows what is compiled",
+                    what, problem.head_dim, c.knobs.describe()),
+        "kernel");
+  if (persistent) *persistent = c.persistent;
+  return *k;
+}
+#else
+bool have_sm90_kernels() { return false; }
+
+const sm90::CompiledKernel& select_kernel(const Schedule&, const std::string& file, const std::string&,
+                                          const Hardware&, const Problem&, bool*) {
+  throw InputError(file, "",
+                   "this attnsim was built without a CUDA compiler, so it has no kernels to run; install the CUDA "
+                   "toolkit (nvcc) and reconfigure",
+                   "kernel");
+}
+#endif
+
+sm90::Shape to_shape(const Problem& p) {
+  return sm90::Shape{p.batch, p.heads, p.kv_heads, p.seqlen_q, p.seqlen_k, p.head_dim, p.causal};
+}
+
+Hardware hardware_for(const sm90::GpuInfo& gpu, const std::string& requested) {
+  const std::string name = requested.empty() ? hardware_for_gpu(gpu.name) : requested;
+  if (name.empty())
+    throw InputError("", "",
+                     fmt::format("no hardware config in configs/hw for the GPU {}; pass --hw NAME", gpu.name), "hw");
+  return load_hardware(resolve_hardware_path(name));
+}
+
+}  // namespace attnsim::cli

@@ -1,0 +1,31 @@
+// The bridge from a schedule to a compiled SM90 kernel, shared by `run` and `validate`.
+#pragma once
+#include <string>
+
+#include "model/hardware.hpp"
+#include "model/problem.hpp"
+#include "model/schedule.hpp"
+#include "sm90/fa3_api.h"
+
+namespace attnsim::cli {
+
+/// Exit code of `run` / `validate` when this machine has no usable GPU (ctest: skipped).
+constexpr int kNoGpuExit = 77;
+
+/// Whether this attnsim was built with the SM90 kernels (a CUDA compiler at configure time).
+bool have_sm90_kernels();
+
+/// The compiled kernel `schedule` (read from `file`, with `variant`) resolves to for `problem`,
+/// and whether its grid is persistent. Throws InputError naming the schedule when the kernels
+/// do not implement it, or when it was not compiled into this build (saying how to compile it).
+const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::string& file, const std::string& variant,
+                                          const Hardware& hw, const Problem& problem, bool* persistent);
+
+/// The kernels' shape of a problem.
+sm90::Shape to_shape(const Problem& p);
+
+/// The hardware config for the GPU at hand (`requested` if not empty); throws InputError when the
+/// GPU has no config.
+Hardware hardware_for(const sm90::GpuInfo& gpu, const std::string& requested);
+
+}  // namespace attnsim::cli

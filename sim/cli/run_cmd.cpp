@@ -1,0 +1,129 @@
+// `attnsim run SCHEDULE [problem]`: runs the real SM90 kernel the schedule resolves to (kernels/sm90)
+// on the GPU at hand: measured time (median of timed runs) beside the simulator's prediction,
+// optionally a correctness check and a measured Chrome trace with the same tracks and span names
+// as `simulate --trace`. Exits 77 with the reason when there is no usable GPU.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/kernel_select.hpp"
+#include "driver/simulate.hpp"
+#include "measure/measured_timeline.hpp"
+#include "report/chrome_trace.hpp"
+#include "report/window.hpp"
+
+namespace attnsim::cli {
+namespace {
+
+struct Run : Command {
+  std::string schedule, variant, hw, trace, predicted_trace;
+  std::vector<std::string> sets;
+  ProblemFlags pf;
+  int reps = 20, warmup = 5, ctas = 4;
+  unsigned cap = 16384;
+  bool check = false, list = false, full_trace = false;
+
+  int list_kernels() const {
+#if ATTNSIM_WITH_SM90
+    std::cout << fmt::format("{} kernels compiled into this build (kernels/sm90, from schedules/*.json):\n",
+                             sm90::compiled_kernels().size());
+    for (const auto& k : sm90::compiled_kernels())
+      std::cout << fmt::format("  {:<48} {}\n", k.knobs.describe(), k.origin);
+    return 0;
+#else
+    std::cout << "this attnsim was built without a CUDA compiler: no kernels\n";
+    return 0;
+#endif
+  }
+
+  int run() override {
+    if (list) return list_kernels();
+    if (schedule.empty()) throw std::invalid_argument("run: a SCHEDULE file is required (or --list)");
+    const auto s = load_schedule(schedule, sets, variant);
+    const Problem problem = pf.build();
+#if ATTNSIM_WITH_SM90
+    const sm90::GpuInfo gpu = sm90::gpu_info();
+    // Resolve and find the kernel first: "not compiled" is reported with or without a GPU.
+    const Hardware resolve_hw = load_hardware(resolve_hardware_path(hw.empty() ? "h100_sxm" : hw));
+    bool persistent = false;
+    const sm90::CompiledKernel& k = select_kernel(*s, schedule, variant, resolve_hw, problem, &persistent);
+    if (!gpu.usable) {
+      std::cout << fmt::format("SKIPPED: no GPU to run on: {}\n", gpu.why);
+      return kNoGpuExit;
+    }
+    const Hardware hardware = hardware_for(gpu, hw);
+    std::cout << fmt::format("attnsim run: {} on {} ({} SMs) - {}\n  kernel [{}], {} grid\n", s->name(), gpu.name,
+                             gpu.sm_count, problem.describe(), k.knobs.describe(),
+                             persistent ? "static persistent" : "one tile per CTA, longest first");
+    sm90::DeviceProblem dev(to_shape(problem), 2026);
+    if (check) {
+      const sm90::CheckResult r = sm90::check_kernel(k, dev, persistent);
+      std::cout << fmt::format("  correctness ({} reference, {} rows): {} - max |err| {:.4f}, rel RMS {:.4f}, LSE {:.1e}{}\n",
+                               r.reference, r.rows_checked, r.pass ? "pass" : "FAIL", r.max_abs_err, r.max_rel_rms,
+                               r.max_lse_err, r.pass ? "" : " - " + r.detail);
+      if (!r.pass) return 1;
+    }
+    const sm90::Timing t = sm90::time_kernel(k, dev, persistent, warmup, reps);
+    const Prediction pred = predict(*s, hardware, problem);
+    const double us = t.median_ms * 1e3;
+    std::cout << fmt::format("  measured   {:9.1f} us  {:6.1f} TFLOPS  (median of {}, min {:.1f} max {:.1f} us; {} CTAs)\n",
+                             us, problem.flops() / (us * 1e6), reps, t.min_ms * 1e3, t.max_ms * 1e3, t.launch.grid);
+    std::cout << fmt::format("  predicted  {:9.1f} us  {:6.1f} TFLOPS  ({}: {:+.1f}%)\n", pred.time_us, pred.tflops,
+                             hardware.name, 100 * (pred.time_us - us) / us);
+    if (!trace.empty()) {
+      const sm90::Timing tt = sm90::time_kernel(k, dev, persistent, warmup, reps, true);
+      const sm90::MeasuredTrace m = sm90::trace_kernel(k, dev, persistent, cap);
+      TraceRecords rec{m.records, m.counts, m.ctas, m.warps_per_cta, m.cap};
+      uint64_t dropped = 0;
+      for (size_t i = 0; i < m.counts.size(); ++i) dropped += m.counts[i] > cap ? m.counts[i] - cap : 0;
+      std::ofstream out(trace);
+      if (!out) throw std::runtime_error("cannot write " + trace);
+      write_measured_trace(rec, default_trace_ctas(rec, ctas), full_trace, hardware.clock_ghz, "measured", out);
+      std::cout << fmt::format(
+          "  traced     {:9.1f} us  (instrumentation overhead {:+.1f}%: median of {} traced runs){}\n",
+          tt.median_ms * 1e3, 100 * (tt.median_ms / t.median_ms - 1), reps,
+          dropped ? fmt::format("; {} spans past --trace-cap {} per warp dropped", dropped, cap) : "");
+      std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace, std::min<size_t>(ctas, m.ctas.size()));
+    }
+    if (!predicted_trace.empty()) {
+      std::ofstream out(predicted_trace);
+      if (!out) throw std::runtime_error("cannot write " + predicted_trace);
+      TraceOptions to;
+      to.t1_cycles = full_trace ? -1 : first_tile_end(pred.critical.timeline);
+      to.process_name = fmt::format("predicted {} on {} (critical CTA)", s->name(), hardware.name);
+      write_chrome_trace(pred.critical.timeline, to, out);
+      std::cerr << fmt::format("wrote {}\n", predicted_trace);
+    }
+    return 0;
+#else
+    select_kernel(*s, schedule, variant, Hardware{}, problem, nullptr);  // throws: built without CUDA
+    return 2;
+#endif
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
+  auto c = std::make_unique<Run>();
+  sub = app.add_subcommand("run", "run the real SM90 kernel a schedule resolves to, beside its prediction");
+  sub->add_option("schedule", c->schedule, "schedule JSON (an fa3_sm90 family schedule)");
+  sub->add_option("--variant", c->variant, "apply a variant the schedule file declares");
+  sub->add_option("--set", c->sets, "override a schedule field: /json/pointer=value (repeatable)");
+  c->pf.add(sub);
+  sub->add_option("--hw", c->hw, "hardware config for the prediction (default: the one matching the GPU)");
+  sub->add_option("--reps", c->reps, "timed runs (median reported)")->check(CLI::Range(1, 100000));
+  sub->add_option("--warmup", c->warmup, "untimed runs first")->check(CLI::Range(0, 100000));
+  sub->add_flag("--check", c->check, "check O and LSE against a reference first");
+  sub->add_option("--trace", c->trace, "write the measured per-warp timeline as a Chrome trace");
+  sub->add_option("--predicted-trace", c->predicted_trace, "write the simulator's trace of the same problem");
+  sub->add_option("--ctas", c->ctas, "CTAs in the measured trace (the critical one first)")->check(CLI::Range(1, 100000));
+  sub->add_option("--trace-cap", c->cap, "spans recorded per warp at most")->check(CLI::Range(16, 1 << 20));
+  sub->add_flag("--full-trace", c->full_trace, "traces of whole CTAs instead of their first tile");
+  sub->add_flag("--list", c->list, "list the kernels compiled into this build");
+  return c;
+}
+
+}  // namespace attnsim::cli

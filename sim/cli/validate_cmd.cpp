@@ -1,0 +1,289 @@
+// `attnsim validate [SCHEDULE...] | --sweep SWEEP.json`: every case (schedule variant x problem)
+// predicted by the simulator (hardware config of the GPU found) and measured on the GPU (median
+// of --reps timed runs after warm-up, CUDA events), the error per case, MAPE, max error and
+// Spearman rank correlation, per-op mean span durations predicted vs measured, and cuDNN's
+// fused attention on the same shapes in the same run (--cudnn). Writes results.csv, ops.csv,
+// results.json and a measured/predicted trace pair of the first case into --out.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/kernel_select.hpp"
+#include "driver/simulate.hpp"
+#include "explore/sweep.hpp"
+#include "measure/cudnn.hpp"
+#include "measure/validate.hpp"
+#include "model/json_reader.hpp"
+#include "report/chrome_trace.hpp"
+#include "report/window.hpp"
+
+namespace attnsim::cli {
+namespace {
+
+/// A case before it runs: the schedule object and where it came from.
+struct Pending {
+  ValidationCase c;
+  std::shared_ptr<Schedule> schedule;
+  std::string file;
+  std::string candidate;  ///< sweep candidate label ("" for schedule files)
+};
+
+/// Problems of a validation problem file: {"problems": [{"label", ...problem fields}]}.
+std::vector<std::pair<std::string, Problem>> load_problem_set(const std::string& file) {
+  const nlohmann::json j = load_json_file(file);
+  if (!j.is_object() || !j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
+    throw InputError(file, "/problems", "expected a non-empty array of problems", "input");
+  std::vector<std::pair<std::string, Problem>> out;
+  for (size_t i = 0; i < j["problems"].size(); ++i) {
+    nlohmann::json p = j["problems"][i];
+    const std::string path = fmt::format("/problems/{}", i);
+    if (!p.is_object() || !p.contains("label") || !p["label"].is_string())
+      throw InputError(file, path + "/label", "expected a string label for each problem", "input");
+    const std::string label = p["label"];
+    p.erase("label");
+    out.emplace_back(label, problem_from_json(p, file, path));
+  }
+  return out;
+}
+
+std::string today() {
+  const std::time_t t = std::time(nullptr);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%d", std::gmtime(&t));
+  return b;
+}
+
+struct Validate : Command {
+  std::vector<std::string> schedules;
+  std::string variants = "all", problems_file, sweep, out_dir = "validate_out", hw;
+  int reps = 10, warmup = 3;
+  unsigned cap = 4096;
+  bool cudnn = false, no_ops = false;
+
+  std::vector<Pending> build_cases() const {
+    std::vector<Pending> out;
+    if (!sweep.empty()) {
+      SweepEvaluator ev(load_sweep(sweep));
+      const SweepSpec& sp = ev.spec();
+      for (size_t i = 0; i < ev.grid_size(); ++i) {
+        if (!ev.admitted(i)) continue;
+        const std::vector<int> choice = ev.decode(i);
+        std::string label;
+        for (size_t a = 0; a < sp.axes.size(); ++a)
+          label += fmt::format("{}{}={}", a ? " " : "", sp.axes[a].pointer, sp.axes[a].values[choice[a]].dump());
+        std::shared_ptr<Schedule> s;
+        try {
+          s = parse_schedule(ev.document(i), sp.schedule_file);
+        } catch (const InputError&) {
+          continue;  // infeasible on its face: explore rejects it too
+        }
+        for (size_t p = 0; p < sp.problems.size(); ++p) {
+          Pending x;
+          x.c.schedule = label;
+          x.c.problem_label = sp.problem_labels[p];
+          x.c.problem = sp.problems[p];
+          x.schedule = s;
+          x.file = sp.schedule_file;
+          x.candidate = label;
+          out.push_back(std::move(x));
+        }
+      }
+      return out;
+    }
+    const auto problems = load_problem_set(problems_file.empty()
+                                               ? project_root() + "/configs/validation/problems_sm90.json"
+                                               : problems_file);
+    std::vector<std::string> files = schedules;
+    if (files.empty()) files.push_back(project_root() + "/schedules/fa3_sm90.json");
+    for (const auto& f : files) {
+      std::vector<std::string> names = {""};
+      if (variants == "all")
+        for (const auto& v : schedule_variants(f)) names.push_back(v.name);
+      else if (variants != "base") {
+        names.clear();
+        std::stringstream ss(variants);
+        for (std::string v; std::getline(ss, v, ',');) names.push_back(v == "base" ? "" : v);
+      }
+      for (const auto& v : names) {
+        std::shared_ptr<Schedule> s = load_schedule(f, {}, v);
+        for (const auto& [label, p] : problems) {
+          Pending x;
+          x.c.schedule = s->name();
+          x.c.variant = v;
+          x.c.problem_label = label;
+          x.c.problem = p;
+          x.schedule = s;
+          x.file = f;
+          out.push_back(std::move(x));
+        }
+      }
+    }
+    return out;
+  }
+
+  int run() override {
+    std::vector<Pending> pending = build_cases();
+#if ATTNSIM_WITH_SM90
+    const sm90::GpuInfo gpu = sm90::gpu_info();
+    if (!gpu.usable) {
+      std::cout << fmt::format("SKIPPED: {} cases to validate, but no GPU to run them on: {}\n", pending.size(), gpu.why);
+      return kNoGpuExit;
+    }
+    const Hardware hardware = hardware_for(gpu, hw);
+    std::filesystem::create_directories(out_dir);
+    std::cerr << fmt::format("attnsim validate: {} cases on {} (predictions with {})\n", pending.size(), gpu.name,
+                             hardware.name);
+    int first_measured = -1;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      Pending& x = pending[i];
+      ValidationCase& c = x.c;
+      bool persistent = false;
+      const sm90::CompiledKernel* k = nullptr;
+      try {
+        k = &select_kernel(*x.schedule, x.file, c.variant, hardware, c.problem, &persistent);
+      } catch (const InputError& e) {
+        c.skipped = e.what();
+        continue;
+      }
+      c.kernel = k->knobs.describe();
+      const Prediction pred = predict(*x.schedule, hardware, c.problem);
+      c.predicted_us = pred.time_us;
+      c.predicted_ops = op_means(pred.critical.timeline);
+      sm90::DeviceProblem dev(to_shape(c.problem), 2026 + i);
+      const sm90::Timing t = sm90::time_kernel(*k, dev, persistent, warmup, reps);
+      c.measured = true;
+      c.measured_us = t.median_ms * 1e3;
+      c.measured_min_us = t.min_ms * 1e3;
+      c.measured_max_us = t.max_ms * 1e3;
+      c.runs = reps;
+      if (!no_ops) {
+        const sm90::MeasuredTrace m = sm90::trace_kernel(*k, dev, persistent, cap);
+        const TraceRecords rec{m.records, m.counts, m.ctas, m.warps_per_cta, m.cap};
+        std::vector<MeasuredCta> ctas;
+        for (int cta = 0; cta < static_cast<int>(m.ctas.size()); ++cta) ctas.push_back(measured_cta(rec, cta, hardware.clock_ghz));
+        std::vector<const Timeline*> tls;
+        for (const auto& mc : ctas) tls.push_back(&mc.timeline);
+        c.measured_ops = op_means(tls);
+        if (first_measured < 0) {
+          std::ofstream mt(out_dir + "/trace_measured.json");
+          write_measured_trace(rec, default_trace_ctas(rec, 4), false, hardware.clock_ghz, "measured", mt);
+          std::ofstream pt(out_dir + "/trace_predicted.json");
+          TraceOptions to;
+          to.t1_cycles = first_tile_end(pred.critical.timeline);
+          to.process_name = fmt::format("predicted {} on {} (critical CTA)", c.name(), hardware.name);
+          write_chrome_trace(pred.critical.timeline, to, pt);
+        }
+      }
+      if (first_measured < 0) first_measured = static_cast<int>(i);
+      std::cerr << fmt::format("  [{}/{}] {} on {}: predicted {:.1f} us, measured {:.1f} us ({:+.1f}%)\n", i + 1,
+                               pending.size(), c.name(), c.problem_label, c.predicted_us, c.measured_us, c.error_pct());
+    }
+    std::vector<ValidationCase> cases;
+    for (auto& x : pending) cases.push_back(std::move(x.c));
+    nlohmann::json meta = {{"gpu", gpu.name}, {"sm_count", gpu.sm_count}, {"hardware_config", hardware.name},
+                           {"date", today()}, {"timed_runs", reps}, {"warmup_runs", warmup},
+                           {"method", "measured: median of CUDA-event timings of single launches after warm-up, random "
+                                      "N(0,1) bf16 inputs; predicted: attnsim simulate (exact mode) with the hardware "
+                                      "config matching the GPU, calibrated from microbenchmarks only"}};
+    if (cudnn) {
+      std::vector<Problem> probs;
+      std::vector<std::string> labels;
+      for (const auto& c : cases)
+        if (c.measured && std::find(labels.begin(), labels.end(), c.problem_label) == labels.end()) {
+          labels.push_back(c.problem_label);
+          probs.push_back(c.problem);
+        }
+      const CudnnTimes ct = time_cudnn(probs, out_dir);
+      if (!ct.note.empty()) std::cerr << ct.note << "\n";
+      meta["cudnn"] = {{"torch", ct.torch_version}, {"note", ct.note},
+                       {"method", "PyTorch SDPA, cuDNN backend (scripts/bench_cudnn_sdpa.py), same process run"}};
+      for (auto& c : cases)
+        for (size_t p = 0; p < labels.size(); ++p)
+          if (c.problem_label == labels[p]) c.cudnn_us = ct.us[p];
+    }
+    const ValidationStats st = validation_stats(cases);
+    std::cout << format_validation(cases, st, no_ops ? -1 : first_measured);
+    nlohmann::json j = validation_json(cases, st, meta);
+    if (!sweep.empty()) sweep_ranking(cases, j);
+    std::ofstream(out_dir + "/results.csv") << validation_csv(cases);
+    std::ofstream(out_dir + "/ops.csv") << validation_ops_csv(cases);
+    std::ofstream(out_dir + "/results.json") << j.dump(2) << "\n";
+    std::cerr << fmt::format("wrote {0}/results.csv, {0}/ops.csv, {0}/results.json{1}\n", out_dir,
+                             no_ops ? "" : fmt::format(", {0}/trace_measured.json, {0}/trace_predicted.json", out_dir));
+    return 0;
+#else
+    (void)pending;
+    select_kernel(*load_schedule(project_root() + "/schedules/fa3_sm90.json"), "validate", "", Hardware{}, Problem{},
+                  nullptr);  // throws: built without CUDA
+    return 2;
+#endif
+  }
+
+  /// Sweep: candidates measured on every problem, ranked by geometric-mean TFLOPS predicted and
+  /// measured, and the Spearman correlation of the two rankings.
+  static void sweep_ranking(const std::vector<ValidationCase>& cases, nlohmann::json& j) {
+    std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> per;
+    std::map<std::string, bool> complete;
+    for (const auto& c : cases) {
+      complete.try_emplace(c.schedule, true);
+      if (!c.measured) {
+        complete[c.schedule] = false;
+        continue;
+      }
+      per[c.schedule].first.push_back(std::log(c.predicted_tflops()));
+      per[c.schedule].second.push_back(std::log(c.measured_tflops()));
+    }
+    std::vector<double> pg, mg;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& [name, v] : per) {
+      if (!complete[name]) continue;
+      double p = 0, m = 0;
+      for (double x : v.first) p += x;
+      for (double x : v.second) m += x;
+      pg.push_back(std::exp(p / v.first.size()));
+      mg.push_back(std::exp(m / v.second.size()));
+      rows.push_back({{"candidate", name}, {"predicted_geomean_tflops", pg.back()}, {"measured_geomean_tflops", mg.back()}});
+    }
+    const size_t total = complete.size();
+    std::cout << fmt::format("\nsweep: {} of {} candidates have compiled kernels for every problem\n", pg.size(), total);
+    for (const auto& r : rows)
+      std::cout << fmt::format("  {:<70} predicted {:7.1f}  measured {:7.1f} TFLOPS (geomean)\n",
+                               r["candidate"].get<std::string>(), r["predicted_geomean_tflops"].get<double>(),
+                               r["measured_geomean_tflops"].get<double>());
+    j["sweep"] = {{"candidates", total}, {"measured_candidates", pg.size()}, {"ranking", rows}};
+    if (pg.size() >= 2) {
+      const double r = spearman(pg, mg);
+      std::cout << fmt::format("  Spearman of the candidate rankings (geomean TFLOPS): {:.3f}\n", r);
+      j["sweep"]["spearman"] = r;
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Command> add_validate(CLI::App& app, CLI::App*& sub) {
+  auto c = std::make_unique<Validate>();
+  sub = app.add_subcommand("validate", "predicted against measured times of real kernels over schedules x problems");
+  sub->add_option("schedules", c->schedules, "schedule files (default: schedules/fa3_sm90.json)");
+  sub->add_option("--variants", c->variants, "all | base | comma-separated variant names (\"base\" = no variant)");
+  sub->add_option("--problems", c->problems_file,
+                  "problem set JSON (default: configs/validation/problems_sm90.json)");
+  sub->add_option("--sweep", c->sweep, "a sweep file (configs/sweeps/*.json): its candidates x its problems");
+  sub->add_option("--out", c->out_dir, "output folder (results.csv, ops.csv, results.json, traces)");
+  sub->add_option("--hw", c->hw, "hardware config for predictions (default: the one matching the GPU)");
+  sub->add_option("--reps", c->reps, "timed runs per case (median reported; at least 10)")->check(CLI::Range(10, 100000));
+  sub->add_option("--warmup", c->warmup, "untimed runs first")->check(CLI::Range(0, 100000));
+  sub->add_option("--trace-cap", c->cap, "spans recorded per warp for the per-op table")->check(CLI::Range(16, 1 << 20));
+  sub->add_flag("--cudnn", c->cudnn, "time cuDNN's fused attention on the same shapes (python3 + PyTorch)");
+  sub->add_flag("--no-ops", c->no_ops, "skip the traced run per case (no per-op table, no traces)");
+  sub->get_option("--sweep")->excludes(sub->get_option("schedules"));
+  return c;
+}
+
+}  // namespace attnsim::cli

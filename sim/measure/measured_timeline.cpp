@@ -1,0 +1,140 @@
+#include "measured_timeline.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "common/op_names.h"
+#include "report/chrome_trace.hpp"
+#include "report/window.hpp"
+
+namespace attnsim {
+
+std::string sm90_warp_role(int warp) {
+  if (warp == 0) return "load";
+  if (warp < 4) return "producer";
+  return fmt::format("consumer{}", (warp - 4) / 4);
+}
+
+namespace {
+
+/// The simulator's label text for what a measured WAIT span waited on.
+std::string wait_label(const attnsim_trace_record& r) {
+  const char* name = attnsim_wait_name(r.wait_on);
+  if (attnsim_wait_is_mbarrier(r.wait_on)) return fmt::format("{}[{}] phase {}", name, r.stage, r.phase);
+  if (r.wait_on == ATTNSIM_WAIT_PINGPONG || r.wait_on == ATTNSIM_WAIT_EPILOGUE) return fmt::format("{}[{}]", name, r.stage);
+  return name;
+}
+
+/// "wait pipeline_k.full" from "pipeline_k.full[1] phase 0"; named barriers keep their index.
+std::string op_key(const Timeline& tl, const Span& s) {
+  if (s.kind != SpanKind::Wait) return attnsim_op_name(s.op);
+  std::string l = tl.label_of(s);
+  if (l.empty()) return "wait";
+  if (const auto p = l.find(" phase "); p != std::string::npos) {
+    l = l.substr(0, p);
+    if (const auto b = l.rfind('['); b != std::string::npos) l = l.substr(0, b);
+  }
+  if (const auto b = l.find('['); b != std::string::npos) l = l.substr(0, b);
+  return "wait " + l;
+}
+
+}  // namespace
+
+MeasuredCta measured_cta(const TraceRecords& rec, int cta, double fallback_ghz) {
+  if (cta < 0 || static_cast<size_t>(cta) >= rec.ctas.size())
+    throw std::out_of_range(fmt::format("CTA {} not in the trace ({} CTAs)", cta, rec.ctas.size()));
+  const attnsim_cta_clock& c = rec.ctas[cta];
+  unsigned long long first_ns = c.ns0;
+  for (const auto& x : rec.ctas) first_ns = std::min(first_ns, x.ns0);
+  MeasuredCta m;
+  m.index = cta;
+  m.sm = static_cast<int>(c.smid);
+  m.tiles = static_cast<int>(c.tiles);
+  m.start_ns = static_cast<double>(c.ns0 - first_ns);
+  m.end_ns = static_cast<double>(c.ns1 - first_ns);
+  const double ns = static_cast<double>(c.ns1 - c.ns0), cycles = static_cast<double>(c.clk1 - c.clk0);
+  Timeline& tl = m.timeline;
+  tl.clock_ghz = ns >= 20000 && cycles > 0 ? cycles / ns : fallback_ghz;
+  tl.end_cycles = cycles;
+  std::map<std::string, int> label_ids;
+  for (int w = 0; w < rec.warps_per_cta; ++w) {
+    const size_t slot = static_cast<size_t>(cta) * rec.warps_per_cta + w;
+    const uint32_t n = rec.counts.at(slot);
+    if (n == 0) continue;
+    WarpTrack t;
+    t.warp = w;
+    t.smsp = w % 4;
+    t.role = sm90_warp_role(w);
+    const uint32_t kept = std::min(n, rec.cap);
+    m.dropped += n - kept;
+    for (uint32_t i = 0; i < kept; ++i) {
+      const attnsim_trace_record& r = rec.records.at(slot * rec.cap + i);
+      Span s;
+      s.start = r.t0;
+      s.end = std::max(r.t0, r.t1);
+      s.op = r.op;
+      s.kind = r.op == ATTNSIM_OP_WAIT ? SpanKind::Wait : SpanKind::Busy;
+      s.stage = r.stage == 0xff ? -1 : static_cast<int8_t>(r.stage);
+      s.block = r.block;
+      s.tile = r.tile;
+      if (s.kind == SpanKind::Wait) {
+        const std::string label = wait_label(r);
+        auto [it, fresh] = label_ids.emplace(label, static_cast<int>(tl.labels.size()));
+        if (fresh) tl.labels.push_back(label);
+        s.label = it->second;
+      }
+      t.spans.push_back(s);
+    }
+    tl.warps.push_back(std::move(t));
+  }
+  return m;
+}
+
+std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls) {
+  std::map<std::string, OpStat> out;
+  for (const Timeline* tl : tls)
+    for (const auto& w : tl->warps)
+      for (const auto& s : w.spans) {
+        if (s.kind == SpanKind::Busy && s.op == ATTNSIM_OP_ARRIVE) continue;
+        OpStat& o = out[op_key(*tl, s)];
+        o.total_ns += (s.end - s.start) / tl->clock_ghz;
+        ++o.count;
+      }
+  for (auto& [k, o] : out) o.mean_ns = o.count ? o.total_ns / o.count : 0;
+  return out;
+}
+
+std::map<std::string, OpStat> op_means(const Timeline& tl) { return op_means(std::vector<const Timeline*>{&tl}); }
+
+std::vector<int> default_trace_ctas(const TraceRecords& rec, int count) {
+  std::vector<int> out;
+  if (rec.ctas.empty() || count <= 0) return out;
+  int last = 0;
+  for (size_t i = 1; i < rec.ctas.size(); ++i)
+    if (rec.ctas[i].ns1 > rec.ctas[last].ns1) last = static_cast<int>(i);
+  out.push_back(last);
+  for (int i = 0; static_cast<int>(out.size()) < count && i < static_cast<int>(rec.ctas.size()); ++i)
+    if (i != last) out.push_back(i);
+  return out;
+}
+
+void write_measured_trace(const TraceRecords& rec, const std::vector<int>& ctas, bool full, double fallback_ghz,
+                          const std::string& title, std::ostream& out) {
+  std::vector<MeasuredCta> m;
+  m.reserve(ctas.size());
+  for (int c : ctas) m.push_back(measured_cta(rec, c, fallback_ghz));
+  std::vector<std::pair<const Timeline*, TraceOptions>> parts;
+  for (const auto& x : m) {
+    TraceOptions o;
+    o.t1_cycles = full ? -1 : first_tile_end(x.timeline);
+    o.pid = x.index + 1;
+    o.offset_us = x.start_ns / 1000.0;
+    o.process_name = fmt::format("{} CTA {} (SM {}, {} tiles)", title, x.index, x.sm, x.tiles);
+    parts.emplace_back(&x.timeline, o);
+  }
+  write_chrome_trace(parts, out);
+}
+
+}  // namespace attnsim

@@ -1,0 +1,67 @@
+// Measured timelines: the records an instrumented kernel wrote (kernels/common/trace_record.h)
+// turned into the simulator's Timeline, so the same reports (Chrome trace, per-op table) read
+// predicted and measured runs alike; and the per-op summary both are compared by.
+#pragma once
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "common/trace_record.h"
+#include "core/timeline.hpp"
+
+namespace attnsim {
+
+/// Raw output of one traced launch (host copies of the kernel's buffers).
+struct TraceRecords {
+  std::vector<attnsim_trace_record> records;  ///< [CTA][warp][cap]
+  std::vector<uint32_t> counts;               ///< [CTA][warp] spans written (> cap: the rest dropped)
+  std::vector<attnsim_cta_clock> ctas;
+  int warps_per_cta = 0;
+  uint32_t cap = 0;
+};
+
+/// One CTA of a measured run: its timeline (cycles since its clk0) and where it sits on the
+/// common %globaltimer axis.
+struct MeasuredCta {
+  int index = 0;  ///< blockIdx.x
+  Timeline timeline;
+  double start_ns = 0;  ///< ns0 relative to the earliest CTA of the launch
+  double end_ns = 0;
+  int sm = 0;
+  int tiles = 0;
+  uint64_t dropped = 0;  ///< spans beyond the record capacity
+};
+
+/// Role of warp `w` in the SM90 kernel (kernels/sm90/fa3_kernel.cuh): warp 0 "load", 1-3
+/// "producer", then "consumer<g>" per warpgroup: the simulator's fa3_sm90 role names.
+std::string sm90_warp_role(int warp);
+
+/// Converts CTA `cta` of `rec` to a Timeline. Clock: this CTA's (clk1 - clk0) / (ns1 - ns0),
+/// or `fallback_ghz` when its interval is too short for the %globaltimer step (< 20 us).
+/// Wait labels follow the simulator's ("pipeline_k.full[1] phase 0", "bar.pingpong[0]",
+/// "wgmma.wait_group"). Throws std::out_of_range for a CTA index past the records.
+MeasuredCta measured_cta(const TraceRecords& rec, int cta, double fallback_ghz);
+
+/// Mean duration per op of a timeline's warp spans, in ns. Key: the op name for busy spans;
+/// "wait <barrier>" for waits with stage and phase dropped ("wait pipeline_k.full").
+struct OpStat {
+  double mean_ns = 0;
+  double total_ns = 0;
+  long long count = 0;
+};
+std::map<std::string, OpStat> op_means(const Timeline& tl);
+/// Same over several timelines (every CTA of a measured run).
+std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls);
+
+/// The CTAs a measured trace shows by default: the one that finished last (the critical CTA,
+/// as `simulate` shows) followed by the lowest-indexed others, `count` in all.
+std::vector<int> default_trace_ctas(const TraceRecords& rec, int count);
+
+/// Writes CTAs `ctas` of a measured run as one Chrome trace: a process per CTA ("CTA i (SM s)"),
+/// placed on the common %globaltimer axis, tracks and span names as `simulate --trace` writes
+/// them. full = false: each CTA's first tile only. `title` prefixes the process names.
+void write_measured_trace(const TraceRecords& rec, const std::vector<int>& ctas, bool full, double fallback_ghz,
+                          const std::string& title, std::ostream& out);
+
+}  // namespace attnsim

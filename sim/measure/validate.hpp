@@ -1,0 +1,68 @@
+// `attnsim validate`: predicted against measured times over a set of (schedule variant, problem)
+// cases, with the error statistics (MAPE, max error, Spearman rank correlation), the per-op
+// comparison of span durations, and the reports (terminal tables, CSV, JSON). GPU-free: the
+// measuring happens in sim/cli/validate_cmd.cpp; everything here is testable without a GPU.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "measure/measured_timeline.hpp"
+#include "model/problem.hpp"
+
+namespace attnsim {
+
+/// One schedule variant on one problem.
+struct ValidationCase {
+  std::string schedule;  ///< schedule name ("fa3_sm90") or sweep candidate label
+  std::string variant;   ///< "" = base
+  std::string problem_label;
+  Problem problem;
+  std::string kernel;  ///< compiled kernel's knobs ("hd128 m128 n128 kv2 pingpong overlap reg 240/24")
+  bool measured = false;
+  std::string skipped;  ///< why not measured (not compiled, unsupported)
+  double predicted_us = 0;
+  double measured_us = 0;  ///< median of the timed runs
+  double measured_min_us = 0, measured_max_us = 0;
+  int runs = 0;
+  double cudnn_us = 0;  ///< cuDNN fused attention on the same shape in the same run; 0 = not timed
+  std::map<std::string, OpStat> predicted_ops, measured_ops;
+
+  std::string name() const { return variant.empty() ? schedule : schedule + ":" + variant; }
+  /// (predicted - measured) / measured, in percent.
+  double error_pct() const { return 100.0 * (predicted_us - measured_us) / measured_us; }
+  double measured_tflops() const { return problem.flops() / (measured_us * 1e6); }
+  double predicted_tflops() const { return problem.flops() / (predicted_us * 1e6); }
+};
+
+/// Spearman rank correlation of a and b (same length >= 2; ties get their average rank).
+/// Returns 0 when either side is constant. Throws std::invalid_argument on bad lengths.
+double spearman(const std::vector<double>& a, const std::vector<double>& b);
+
+/// Error statistics over the measured cases.
+struct ValidationStats {
+  int cases = 0;
+  double mape = 0;           ///< mean |error| %
+  double max_abs_err = 0;    ///< worst |error| %
+  std::string worst;         ///< the case with the worst error
+  double spearman_time = 0;  ///< predicted vs measured time over every case
+  /// Per problem: predicted vs measured ranking of the schedule variants (problems with >= 3
+  /// distinct measured cases), and their mean.
+  std::map<std::string, double> spearman_per_problem;
+  double spearman_within_mean = 0;
+};
+ValidationStats validation_stats(const std::vector<ValidationCase>& cases);
+
+/// Terminal report: the case table, the statistics, and the per-op table of `ops_case`
+/// (index into cases; -1: none).
+std::string format_validation(const std::vector<ValidationCase>& cases, const ValidationStats& st, int ops_case);
+/// One row per case (CSV with a header).
+std::string validation_csv(const std::vector<ValidationCase>& cases);
+/// One row per (case, op): predicted and measured mean span durations (CSV with a header).
+std::string validation_ops_csv(const std::vector<ValidationCase>& cases);
+/// Everything, with `meta` (GPU, date, hardware config) at the top.
+nlohmann::json validation_json(const std::vector<ValidationCase>& cases, const ValidationStats& st,
+                               const nlohmann::json& meta);
+
+}  // namespace attnsim

@@ -1,0 +1,203 @@
+// The measuring side of `run` / `validate` that needs no GPU: schedule -> kernel knobs, measured
+// records -> timelines with the simulator's names, per-op means, error statistics, reports.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "measure/kernel_knobs.hpp"
+#include "measure/measured_timeline.hpp"
+#include "measure/validate.hpp"
+#include "report/chrome_trace.hpp"
+#include "test_support.hpp"
+
+using namespace attnsim;
+
+namespace {
+
+std::string fa3() { return test::root() + "/schedules/fa3_sm90.json"; }
+Hardware h100() { return load_hardware(test::root() + "/configs/hw/h100_sxm.json"); }
+Problem hd(int d) {
+  Problem p;
+  p.head_dim = p.head_dim_v = d;
+  return p;
+}
+
+attnsim_trace_record rec(int op, uint32_t t0, uint32_t t1, int wait_on = ATTNSIM_WAIT_NONE, int stage = 0xff,
+                         int phase = 0xff, int block = -1, int tile = 0) {
+  attnsim_trace_record r{};
+  r.op = static_cast<uint8_t>(op);
+  r.wait_on = static_cast<uint8_t>(wait_on);
+  r.stage = static_cast<uint8_t>(stage);
+  r.phase = static_cast<uint8_t>(phase);
+  r.block = static_cast<int16_t>(block);
+  r.tile = static_cast<int16_t>(tile);
+  r.t0 = t0;
+  r.t1 = t1;
+  return r;
+}
+
+/// Two CTAs of 5 warps, capacity 3 records per warp: warp 0 (load) and warp 4 (consumer0) record.
+TraceRecords two_ctas() {
+  TraceRecords t;
+  t.warps_per_cta = 5;
+  t.cap = 3;
+  t.records.assign(2 * 5 * 3, attnsim_trace_record{});
+  t.counts.assign(2 * 5, 0);
+  auto put = [&](int cta, int warp, std::vector<attnsim_trace_record> rs, uint32_t count) {
+    for (size_t i = 0; i < rs.size(); ++i) t.records[(cta * 5 + warp) * 3 + i] = rs[i];
+    t.counts[cta * 5 + warp] = count;
+  };
+  put(0, 0, {rec(ATTNSIM_OP_WAIT, 0, 100, ATTNSIM_WAIT_K_EMPTY, 1, 0), rec(ATTNSIM_OP_LOAD_K, 100, 120)}, 2);
+  put(0, 4,
+      {rec(ATTNSIM_OP_WAIT, 0, 200, ATTNSIM_WAIT_K_FULL, 1, 1), rec(ATTNSIM_OP_MMA_QK, 200, 300, 0, 0xff, 0xff, 3),
+       rec(ATTNSIM_OP_WAIT, 300, 340, ATTNSIM_WAIT_PINGPONG, 0)},
+      5);  // 2 spans past the capacity
+  put(1, 4, {rec(ATTNSIM_OP_SOFTMAX_EXP, 10, 50, 0, 0xff, 0xff, 0, 1)}, 1);
+  // CTA 0: 20000 ns and 40000 cycles (2 GHz); CTA 1 starts 500 ns later and ends last.
+  t.ctas = {attnsim_cta_clock{1000, 41000, 10000, 30000, 7, 2}, attnsim_cta_clock{0, 50000, 10500, 35500, 9, 1}};
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[measure]") {
+  const auto s = load_schedule(fa3());
+  const KernelChoice k64 = sm90_kernel_for(*s, h100(), hd(64));
+  const KernelChoice k128 = sm90_kernel_for(*s, h100(), hd(128));
+  const KernelChoice k256 = sm90_kernel_for(*s, h100(), hd(256));
+  REQUIRE(k64.supported);
+  REQUIRE(k128.supported);
+  REQUIRE(k256.supported);
+  CHECK(k64.knobs == sm90::KernelKnobs{64, 192, 128, 2, false, true, 160, 32});
+  CHECK(k128.knobs == sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24});
+  CHECK(k256.knobs == sm90::KernelKnobs{256, 128, 80, 2, false, true, 240, 24});
+  CHECK(k128.persistent);  // non-causal: static persistent, as the simulator's grid
+  Problem c = hd(128);
+  c.causal = true;
+  CHECK_FALSE(sm90_kernel_for(*s, h100(), c).persistent);
+  CHECK(sm90_kernel_for(*load_schedule(fa3(), {}, "kv_stage_3"), h100(), hd(128)).knobs.kv_stage == 3);
+  CHECK_FALSE(sm90_kernel_for(*load_schedule(fa3(), {}, "no_pingpong"), h100(), hd(128)).knobs.pingpong);
+}
+
+TEST_CASE("schedules without a real kernel say why", "[measure]") {
+  const KernelChoice ws = sm90_kernel_for(*load_schedule(fa3(), {}, "no_warp_specialization"), h100(), hd(128));
+  CHECK_FALSE(ws.supported);
+  CHECK_THAT(ws.why_not, Catch::Contains("warp_specialization false"));
+  CHECK_THAT(sm90_kernel_for(*load_schedule(fa3()), h100(), hd(96)).why_not, Catch::Contains("head_dim 96"));
+  CHECK_THAT(sm90_kernel_for(*load_schedule(test::fa4()), test::b200(), hd(128)).why_not,
+             Catch::Contains("only fa3_sm90"));
+}
+
+TEST_CASE("measured records become a timeline with the simulator's roles and labels", "[measure]") {
+  const TraceRecords t = two_ctas();
+  const MeasuredCta m = measured_cta(t, 0, 1.5);
+  CHECK(m.timeline.clock_ghz == Approx(2.0));  // 40000 cycles / 20000 ns
+  CHECK(m.sm == 7);
+  CHECK(m.tiles == 2);
+  CHECK(m.start_ns == 0);
+  CHECK(m.dropped == 2);
+  REQUIRE(m.timeline.warps.size() == 2);
+  CHECK(m.timeline.warps[0].role == "load");
+  CHECK(m.timeline.warps[1].role == "consumer0");
+  CHECK(m.timeline.warps[1].warp == 4);
+  const Span& w = m.timeline.warps[1].spans[0];
+  CHECK(w.kind == SpanKind::Wait);
+  CHECK(m.timeline.label_of(w) == "pipeline_k.full[1] phase 1");
+  CHECK(m.timeline.label_of(m.timeline.warps[1].spans[2]) == "bar.pingpong[0]");
+  CHECK(m.timeline.warps[1].spans[1].block == 3);
+  const MeasuredCta m1 = measured_cta(t, 1, 1.5);
+  CHECK(m1.start_ns == 500);
+  CHECK(m1.timeline.clock_ghz == Approx(2.0));
+  CHECK_THROWS_AS(measured_cta(t, 2, 1.5), std::out_of_range);
+}
+
+TEST_CASE("a CTA shorter than the globaltimer resolution takes the fallback clock", "[measure]") {
+  TraceRecords t = two_ctas();
+  t.ctas[0].ns1 = t.ctas[0].ns0 + 1000;
+  CHECK(measured_cta(t, 0, 1.5).timeline.clock_ghz == 1.5);
+}
+
+TEST_CASE("per-op means group waits by barrier without stage and phase", "[measure]") {
+  const TraceRecords t = two_ctas();
+  const MeasuredCta a = measured_cta(t, 0, 1), b = measured_cta(t, 1, 1);
+  const auto ops = op_means({&a.timeline, &b.timeline});
+  REQUIRE(ops.count("wait pipeline_k.full"));
+  CHECK(ops.at("wait pipeline_k.full").mean_ns == Approx(100.0));  // 200 cycles at 2 GHz
+  CHECK(ops.at("wait pipeline_k.empty").count == 1);
+  CHECK(ops.at("wait bar.pingpong").mean_ns == Approx(20.0));
+  CHECK(ops.at("mma_qk").mean_ns == Approx(50.0));
+  CHECK(ops.at("softmax_exp").mean_ns == Approx(20.0));
+  CHECK(ops.at("load_k").mean_ns == Approx(10.0));
+}
+
+TEST_CASE("predicted and measured traces share track and span names", "[measure]") {
+  const TraceRecords t = two_ctas();
+  CHECK(default_trace_ctas(t, 2) == std::vector<int>{1, 0});  // CTA 1 ends last: first
+  std::ostringstream meas;
+  write_measured_trace(t, {1, 0}, true, 1.5, "measured", meas);
+  const std::string s = meas.str();
+  CHECK_THAT(s, Catch::Contains("\"name\":\"consumer0 w4\""));
+  CHECK_THAT(s, Catch::Contains("\"name\":\"wait pipeline_k.full[1] phase 1\""));
+  CHECK_THAT(s, Catch::Contains("\"name\":\"mma_qk\""));
+  CHECK_THAT(s, Catch::Contains("measured CTA 1 (SM 9, 1 tiles)"));
+  // CTA 1 is 0.5 us later on the common axis: its softmax_exp span at 10 cycles = 0.005 us.
+  CHECK_THAT(s, Catch::Contains("\"ts\":0.5050"));
+  const auto parsed = nlohmann::json::parse(s);
+  CHECK(parsed["traceEvents"].size() > 8);
+  // The simulator's trace of the same schedule names the consumer tracks the same way.
+  const Prediction p = test::run(fa3(), h100(), hd(128));
+  std::ostringstream pred;
+  write_chrome_trace(p.critical.timeline, TraceOptions{}, pred);
+  CHECK_THAT(pred.str(), Catch::Contains("\"name\":\"consumer0 w4\""));
+  CHECK_THAT(pred.str(), Catch::Contains("\"name\":\"wait pipeline_k.full[0] phase 0\""));
+  CHECK_THAT(pred.str(), Catch::Contains("\"name\":\"mma_qk\""));
+}
+
+TEST_CASE("Spearman on hand-computed rankings", "[measure]") {
+  CHECK(spearman({1, 2, 3, 4}, {10, 20, 30, 40}) == Approx(1.0));
+  CHECK(spearman({1, 2, 3, 4}, {4, 3, 2, 1}) == Approx(-1.0));
+  // ranks (1,2,3,4) vs (1,3,2,4): d^2 = 2, rho = 1 - 6*2 / (4*15) = 0.8
+  CHECK(spearman({1, 2, 3, 4}, {1, 5, 3, 9}) == Approx(0.8));
+  // ties take the average rank: (1, 2.5, 2.5, 4) against (1, 2, 3, 4)
+  CHECK(spearman({1, 2, 2, 3}, {1, 2, 3, 4}) == Approx(0.9486833).epsilon(1e-6));
+  CHECK(spearman({1, 1, 1}, {1, 2, 3}) == 0.0);
+  CHECK_THROWS_AS(spearman({1}, {1}), std::invalid_argument);
+}
+
+TEST_CASE("validation statistics over measured cases only", "[measure]") {
+  auto mk = [](std::string prob, std::string kernel, double pred, double meas) {
+    ValidationCase c;
+    c.schedule = "s";
+    c.variant = kernel;
+    c.kernel = kernel;
+    c.problem_label = prob;
+    c.predicted_us = pred;
+    c.measured_us = meas;
+    c.measured = true;
+    return c;
+  };
+  std::vector<ValidationCase> cases = {mk("a", "k1", 110, 100), mk("a", "k2", 180, 200), mk("a", "k3", 300, 300),
+                                       mk("b", "k1", 50, 40)};
+  ValidationCase skipped;
+  skipped.skipped = "not compiled";
+  cases.push_back(skipped);
+  const ValidationStats st = validation_stats(cases);
+  CHECK(st.cases == 4);
+  CHECK(st.mape == Approx((10.0 + 10.0 + 0.0 + 25.0) / 4));
+  CHECK(st.max_abs_err == Approx(25.0));
+  CHECK(st.worst == "s:k1 on b");
+  CHECK(st.spearman_time == Approx(1.0));
+  REQUIRE(st.spearman_per_problem.count("a"));  // 3 kernels on problem a; b has one
+  CHECK_FALSE(st.spearman_per_problem.count("b"));
+  CHECK(st.spearman_per_problem.at("a") == Approx(1.0));
+  const std::string csv = validation_csv(cases);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 6);  // header + 5 cases
+  CHECK_THAT(csv, Catch::Contains(",10.000,"));          // error_pct of the first case
+  const std::string table = format_validation(cases, st, -1);
+  CHECK_THAT(table, Catch::Contains("MAPE 11.2%"));
+  CHECK_THAT(table, Catch::Contains("not run: not compiled"));
+  const auto j = validation_json(cases, st, {{"gpu", "test"}});
+  CHECK(j["stats"]["cases"] == 4);
+  CHECK(j["cases"].size() == 5);
+  CHECK(j["gpu"] == "test");
+}
