@@ -150,10 +150,17 @@ struct TraceRecorder {
   long long clk0 = 0;
   bool lane0 = false;
 
-  /// Current time stamp (clock64), or 0 when tracing is compiled out.
+  /// Current time stamp (SM cycles), or 0 when tracing is compiled out. The "memory" clobber
+  /// keeps the read in program order with the barrier, TMA and wgmma asm around it (clock64()
+  /// alone may be moved across them, which made some spans zero-length).
   __device__ __forceinline__ long long now() const {
-    if constexpr (kOn) return clock64();
-    else return 0;
+    if constexpr (kOn) {
+      long long t;
+      asm volatile("mov.u64 %0, %%clock64;" : "=l"(t)::"memory");
+      return t;
+    } else {
+      return 0;
+    }
   }
   /// Appends one span [t0, t1).
   __device__ __forceinline__ void span(int op, long long t0, long long t1, int block = -1, int tile = -1,
