@@ -2,7 +2,7 @@
 // registers) throughput per SM and single-instruction latency, mma.sync m16n8k16 bf16
 // throughput and latency, and the SM clock under sustained wgmma load.
 //
-// wgmma exists only on sm_90a; its inline PTX is compiled only in that pass (MB_HAVE_WGMMA), so
+// wgmma exists only on sm_90a; its inline PTX is compiled only in that pass (ATTNSIM_HAVE_WGMMA), so
 // the sm_100a pass builds the same file with empty wgmma bodies, and the host refuses to run
 // those benchmarks on anything but compute capability 9.0.
 #include "microbench.cuh"
@@ -12,11 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
-#if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ == 900) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define MB_HAVE_WGMMA 1
-#else
-#define MB_HAVE_WGMMA 0
-#endif
+#include "common/wgmma_sync.cuh"
 
 namespace mb {
 namespace {
@@ -36,7 +32,7 @@ template <>
 struct Wgmma<64> {
   /// D(64x64, f32) += A(SMEM) * B(SMEM), bf16 inputs, both K-major.
   __device__ __forceinline__ static void ss(float (&d)[32], uint64_t da, uint64_t db) {
-#if MB_HAVE_WGMMA
+#if ATTNSIM_HAVE_WGMMA
     asm volatile(
       "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
@@ -53,7 +49,7 @@ struct Wgmma<64> {
   }
   /// D(64x64, f32) += A(registers, 4 x b32 = 8 bf16 per thread) * B(SMEM, K-major).
   __device__ __forceinline__ static void rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
-#if MB_HAVE_WGMMA
+#if ATTNSIM_HAVE_WGMMA
     asm volatile(
       "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
@@ -74,7 +70,7 @@ template <>
 struct Wgmma<128> {
   /// D(64x128, f32) += A(SMEM) * B(SMEM), bf16 inputs, both K-major.
   __device__ __forceinline__ static void ss(float (&d)[64], uint64_t da, uint64_t db) {
-#if MB_HAVE_WGMMA
+#if ATTNSIM_HAVE_WGMMA
     asm volatile(
       "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
@@ -97,7 +93,7 @@ struct Wgmma<128> {
   }
   /// D(64x128, f32) += A(registers, 4 x b32 = 8 bf16 per thread) * B(SMEM, K-major).
   __device__ __forceinline__ static void rs(float (&d)[64], const uint32_t (&a)[4], uint64_t db) {
-#if MB_HAVE_WGMMA
+#if ATTNSIM_HAVE_WGMMA
     asm volatile(
       "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
       "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
@@ -124,7 +120,7 @@ template <>
 struct Wgmma<192> {
   /// D(64x192, f32) += A(SMEM) * B(SMEM), bf16 inputs, both K-major.
   __device__ __forceinline__ static void ss(float (&d)[96], uint64_t da, uint64_t db) {
-#if MB_HAVE_WGMMA
+#if ATTNSIM_HAVE_WGMMA
     asm volatile(
       "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
       "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
@@ -153,7 +149,7 @@ struct Wgmma<192> {
   }
   /// D(64x192, f32) += A(registers, 4 x b32 = 8 bf16 per thread) * B(SMEM, K-major).
   __device__ __forceinline__ static void rs(float (&d)[96], const uint32_t (&a)[4], uint64_t db) {
-#if MB_HAVE_WGMMA
+#if ATTNSIM_HAVE_WGMMA
     asm volatile(
       "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
       "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
@@ -186,7 +182,7 @@ template <>
 struct Wgmma<256> {
   /// D(64x256, f32) += A(SMEM) * B(SMEM), bf16 inputs, both K-major.
   __device__ __forceinline__ static void ss(float (&d)[128], uint64_t da, uint64_t db) {
-#if MB_HAVE_WGMMA
+#if ATTNSIM_HAVE_WGMMA
     asm volatile(
       "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
@@ -221,7 +217,7 @@ struct Wgmma<256> {
   }
   /// D(64x256, f32) += A(registers, 4 x b32 = 8 bf16 per thread) * B(SMEM, K-major).
   __device__ __forceinline__ static void rs(float (&d)[128], const uint32_t (&a)[4], uint64_t db) {
-#if MB_HAVE_WGMMA
+#if ATTNSIM_HAVE_WGMMA
     asm volatile(
       "{\n.reg .pred p;\nsetp.eq.u32 p, 1, 1;\n"
       "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
@@ -257,27 +253,10 @@ struct Wgmma<256> {
 };
 
 
-/// wgmma.fence: orders earlier register writes (accumulators, A fragments) before wgmma reads.
-__device__ __forceinline__ void wgmma_fence() {
-#if MB_HAVE_WGMMA
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#endif
-}
-
-/// wgmma.commit_group: closes the group of wgmmas issued since the last commit.
-__device__ __forceinline__ void wgmma_commit() {
-#if MB_HAVE_WGMMA
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#endif
-}
-
-/// wgmma.wait_group N: waits until at most N committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void wgmma_wait() {
-#if MB_HAVE_WGMMA
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
-#endif
-}
+using attnsim::hopper::smem_desc;
+using attnsim::hopper::wgmma_commit;
+using attnsim::hopper::wgmma_fence;
+using attnsim::hopper::wgmma_wait;
 
 /// Compiler-only fence on the accumulators: keeps their reads and writes from moving across
 /// the asynchronous wgmma region (the registers are written behind the compiler's back).
@@ -287,14 +266,6 @@ __device__ __forceinline__ void fence_acc(float (&d)[K]) {
   for (int i = 0; i < K; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-/// wgmma shared-memory matrix descriptor (PTX ISA, "matrix descriptor"): start address,
-/// leading and stride byte offsets (all >> 4) and the swizzle mode in bits 62-63
-/// (0 none, 1 = 128 B).
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t swizzle) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) |
-         (static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16) |
-         (static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32) | (static_cast<uint64_t>(swizzle) << 62);
-}
 
 /// Random bf16 in [-1, 1) from a hash (upper half of the float's bits).
 __device__ __forceinline__ uint16_t bf16_bits(uint32_t h) {

@@ -66,8 +66,7 @@ struct Consumer {
 
   /// Waits for K_j and issues S = Q K_j^T (one commit group).
   __device__ void issue_qk(int j, int tile) {
-    tr.wait(&s.k_full[k_read.index], k_read.phase, ATTNSIM_WAIT_K_FULL, k_read.index, j, tile);
-    const long long t0 = tr.now();
+    const long long t0 = tr.wait(&s.k_full[k_read.index], k_read.phase, ATTNSIM_WAIT_K_FULL, k_read.index, j, tile);
     fence_regs(sacc);
     wgmma_fence();
 #pragma unroll
@@ -78,8 +77,7 @@ struct Consumer {
   }
   /// Waits for V_j and issues O (+)= P V_j (one commit group); accumulate = false overwrites O.
   __device__ void issue_pv(int j, int tile, bool accumulate) {
-    tr.wait(&s.v_full[v_read.index], v_read.phase, ATTNSIM_WAIT_V_FULL, v_read.index, j, tile);
-    const long long t0 = tr.now();
+    const long long t0 = tr.wait(&s.v_full[v_read.index], v_read.phase, ATTNSIM_WAIT_V_FULL, v_read.index, j, tile);
     fence_regs(o);
     wgmma_fence();
 #pragma unroll

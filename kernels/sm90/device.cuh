@@ -11,13 +11,9 @@
 #include "common/op_names.h"
 #include "common/trace_record.h"
 
-// wgmma and setmaxnreg exist only on sm_90a; other passes (e.g. sm_100a) build empty bodies
-// and the host refuses to launch there (the CUDA runtime finds no sm_90a image to run).
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define ATTNSIM_SM90_WGMMA 1
-#else
-#define ATTNSIM_SM90_WGMMA 0
-#endif
+// wgmma and setmaxnreg exist only on sm_90a; other passes build empty bodies
+// (ATTNSIM_HAVE_WGMMA = 0) and the runtime finds no image to run there.
+#include "common/wgmma_sync.cuh"
 
 #include "wgmma_ops.cuh"  // generated (gen_wgmma.cmake): Wgmma<N>::ss / rs_tb
 
@@ -77,31 +73,13 @@ __device__ __forceinline__ void tma_store(const void* tmap, const void* src, int
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, tmap, coords, src);
 }
 
-/// wgmma shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address,
-/// leading and stride byte offsets (>> 4), swizzle mode 1 = 128B in bits 62-63.
-__device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16) |
-         (static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
-}
+using hopper::wgmma_commit;
+using hopper::wgmma_fence;
+using hopper::wgmma_wait;
 
-/// wgmma.fence: earlier register writes (accumulators, A fragments) are visible to wgmma.
-__device__ __forceinline__ void wgmma_fence() {
-#if ATTNSIM_SM90_WGMMA
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-#endif
-}
-/// wgmma.commit_group: closes the group of wgmmas issued since the last commit.
-__device__ __forceinline__ void wgmma_commit() {
-#if ATTNSIM_SM90_WGMMA
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-#endif
-}
-/// wgmma.wait_group N: at most N committed groups still in flight.
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-#if ATTNSIM_SM90_WGMMA
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-#endif
+/// wgmma descriptor of a 128B-swizzled operand (the layout TMA writes with SWIZZLE_128B).
+__device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return hopper::smem_desc(addr, lbo, sbo, 1);
 }
 
 /// Compiler fence on registers that wgmma reads or writes asynchronously: keeps the compiler
@@ -120,7 +98,7 @@ __device__ __forceinline__ void fence_regs(T (&r)[K]) {
 /// setmaxnreg: the warpgroup's register budget (sm_90a; needs a register cap at kernel entry).
 template <int N>
 __device__ __forceinline__ void set_registers(bool increase) {
-#if ATTNSIM_SM90_WGMMA
+#if ATTNSIM_HAVE_WGMMA
   if (increase)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
   else
@@ -151,8 +129,7 @@ struct TraceRecorder {
   bool lane0 = false;
 
   /// Current time stamp (SM cycles), or 0 when tracing is compiled out. The "memory" clobber
-  /// keeps the read in program order with the barrier, TMA and wgmma asm around it (clock64()
-  /// alone may be moved across them, which made some spans zero-length).
+  /// keeps the read in program order with the barrier, TMA and wgmma asm around it.
   __device__ __forceinline__ long long now() const {
     if constexpr (kOn) {
       long long t;
@@ -167,25 +144,48 @@ struct TraceRecorder {
                                        int wait_on = ATTNSIM_WAIT_NONE, int stage = 0xff, int phase = 0xff) {
     if constexpr (kOn) {
       if (lane0 && n < cap) {
-        attnsim_trace_record r;
-        r.op = static_cast<uint8_t>(op);
-        r.wait_on = static_cast<uint8_t>(wait_on);
-        r.stage = static_cast<uint8_t>(stage);
-        r.phase = static_cast<uint8_t>(phase);
-        r.block = static_cast<int16_t>(block);
-        r.tile = static_cast<int16_t>(tile);
-        r.t0 = static_cast<uint32_t>(t0 - clk0);
-        r.t1 = static_cast<uint32_t>(t1 - clk0);
-        *reinterpret_cast<int4*>(&out[n]) = *reinterpret_cast<const int4*>(&r);
+        // One 16-byte store of the record's words (little-endian attnsim_trace_record layout),
+        // built from values (a local struct read back as int4 would break strict aliasing).
+        const int w0 = static_cast<int>((op & 0xff) | ((wait_on & 0xff) << 8) | ((stage & 0xff) << 16) |
+                                        (static_cast<unsigned>(phase & 0xff) << 24));
+        const int w1 = static_cast<int>((block & 0xffff) | (static_cast<unsigned>(tile & 0xffff) << 16));
+        *reinterpret_cast<int4*>(out + n) =
+            make_int4(w0, w1, static_cast<int>(static_cast<uint32_t>(t0 - clk0)),
+                      static_cast<int>(static_cast<uint32_t>(t1 - clk0)));
       }
       ++n;
     }
   }
-  /// Waits on an mbarrier phase, recording the wait as a WAIT span.
-  __device__ __forceinline__ void wait(uint64_t* bar, uint32_t parity, int wait_on, int stage, int block, int tile) {
+  /// Opens a span whose start stays in the record slot, not in a register: in the producer warp
+  /// (24 registers) ptxas rematerialises a clock read kept in a register, re-reading the clock at
+  /// the span's end (load_v spans came out zero-length). Close it with finish().
+  __device__ __forceinline__ void start() {
+    if constexpr (kOn) {
+      const long long t = now();
+      if (lane0 && n < cap) reinterpret_cast<uint32_t*>(out + n)[2] = static_cast<uint32_t>(t - clk0);
+    }
+  }
+  /// Closes the span opened by start().
+  __device__ __forceinline__ void finish(int op, int block, int tile) {
+    if constexpr (kOn) {
+      const long long t = now();
+      if (lane0 && n < cap) {
+        uint32_t* w = reinterpret_cast<uint32_t*>(out + n);
+        w[0] = (op & 0xff) | (0xffu << 16) | (0xffu << 24);
+        w[1] = (block & 0xffff) | (static_cast<uint32_t>(tile & 0xffff) << 16);
+        w[3] = static_cast<uint32_t>(t - clk0);
+      }
+      ++n;
+    }
+  }
+  /// Waits on an mbarrier phase, recording the wait as a WAIT span; returns when it ended.
+  __device__ __forceinline__ long long wait(uint64_t* bar, uint32_t parity, int wait_on, int stage, int block,
+                                            int tile) {
     const long long t0 = now();
     wait_parity(bar, parity);
-    span(ATTNSIM_OP_WAIT, t0, now(), block, tile, wait_on, stage, parity);
+    const long long t1 = now();
+    span(ATTNSIM_OP_WAIT, t0, t1, block, tile, wait_on, stage, parity);
+    return t1;
   }
 };
 

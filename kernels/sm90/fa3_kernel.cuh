@@ -12,7 +12,7 @@ namespace attnsim::sm90 {
 
 template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_constant__ Params p) {
-#if ATTNSIM_SM90_WGMMA
+#if ATTNSIM_HAVE_WGMMA
   extern __shared__ uint8_t smem_raw[];
   const Smem<T> s(smem_raw);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;

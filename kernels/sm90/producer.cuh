@@ -18,33 +18,29 @@ __device__ __forceinline__ void producer_warp(const Params& p, const Smem<T>& s,
     const int kv_head = c.head / p.group;
     // Q's buffer is free once every consumer warp has finished the previous tile's epilogue.
     tr.wait(s.q_empty, q_phase ^ 1, ATTNSIM_WAIT_Q_EMPTY, 0, -1, local);
-    long long t0 = tr.now();
+    tr.start();
     cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                          s.q_full, T::kQBytes);
 #pragma unroll
     for (int ch = 0; ch < T::kChunks; ++ch)
       tma_load(&p.tm_q, s.q + ch * T::kMBlock * 128, ch * 64, c.m * T::kMBlock, c.head, c.batch, s.q_full);
-    tr.span(ATTNSIM_OP_LOAD_Q, t0, tr.now(), -1, local);
+    tr.finish(ATTNSIM_OP_LOAD_Q, -1, local);
     q_phase ^= 1;
+    // One K or V tile of block j into ring stage `stage`, after the consumers freed it.
+    auto load_tile = [&](const CUtensorMap* tmap, uint8_t* dst, uint64_t* full, uint64_t* empty, int wait_on, int op,
+                         int j) {
+      tr.wait(&empty[stage], kv_phase ^ 1, wait_on, stage, j, local);
+      tr.start();
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                           &full[stage], T::kKBytes);
+#pragma unroll
+      for (int ch = 0; ch < T::kChunks; ++ch)
+        tma_load(tmap, dst + ch * T::kNBlock * 128, ch * 64, j * T::kNBlock, kv_head, c.batch, &full[stage]);
+      tr.finish(op, j, local);
+    };
     for (int j = c.n_blocks - 1; j >= 0; --j) {
-      tr.wait(&s.k_empty[stage], kv_phase ^ 1, ATTNSIM_WAIT_K_EMPTY, stage, j, local);
-      t0 = tr.now();
-      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                           &s.k_full[stage], T::kKBytes);
-#pragma unroll
-      for (int ch = 0; ch < T::kChunks; ++ch)
-        tma_load(&p.tm_k, s.k(stage) + ch * T::kNBlock * 128, ch * 64, j * T::kNBlock, kv_head, c.batch,
-                 &s.k_full[stage]);
-      tr.span(ATTNSIM_OP_LOAD_K, t0, tr.now(), j, local);
-      tr.wait(&s.v_empty[stage], kv_phase ^ 1, ATTNSIM_WAIT_V_EMPTY, stage, j, local);
-      t0 = tr.now();
-      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                           &s.v_full[stage], T::kVBytes);
-#pragma unroll
-      for (int ch = 0; ch < T::kChunks; ++ch)
-        tma_load(&p.tm_v, s.v(stage) + ch * T::kNBlock * 128, ch * 64, j * T::kNBlock, kv_head, c.batch,
-                 &s.v_full[stage]);
-      tr.span(ATTNSIM_OP_LOAD_V, t0, tr.now(), j, local);
+      load_tile(&p.tm_k, s.k(stage), s.k_full, s.k_empty, ATTNSIM_WAIT_K_EMPTY, ATTNSIM_OP_LOAD_K, j);
+      load_tile(&p.tm_v, s.v(stage), s.v_full, s.v_empty, ATTNSIM_WAIT_V_EMPTY, ATTNSIM_OP_LOAD_V, j);
       if (++stage == T::kKvStage) {
         stage = 0;
         kv_phase ^= 1;

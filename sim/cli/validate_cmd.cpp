@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/kernel_select.hpp"

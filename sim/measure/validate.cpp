@@ -28,6 +28,14 @@ std::vector<double> ranks(const std::vector<double>& v) {
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", x); }
 
+/// Every op either side of a case has spans for.
+std::set<std::string> op_keys(const ValidationCase& c) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : c.predicted_ops) keys.insert(k);
+  for (const auto& [k, v] : c.measured_ops) keys.insert(k);
+  return keys;
+}
+
 }  // namespace
 
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
@@ -106,10 +114,7 @@ std::string format_validation(const std::vector<ValidationCase>& cases, const Va
     out += fmt::format("\nper op, mean span duration: {} on {} (predicted: critical CTA; measured: every CTA)\n",
                        c.name(), c.problem_label);
     out += fmt::format("{:<32} {:>12} {:>12} {:>9} {:>10}\n", "op", "predicted ns", "measured ns", "error", "spans meas");
-    std::set<std::string> keys;
-    for (const auto& [k, v] : c.predicted_ops) keys.insert(k);
-    for (const auto& [k, v] : c.measured_ops) keys.insert(k);
-    for (const auto& k : keys) {
+    for (const auto& k : op_keys(c)) {
       const auto p = c.predicted_ops.find(k);
       const auto m = c.measured_ops.find(k);
       const bool hp = p != c.predicted_ops.end(), hm = m != c.measured_ops.end();
@@ -151,10 +156,7 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
 std::string validation_ops_csv(const std::vector<ValidationCase>& cases) {
   std::string out = "schedule,variant,problem,op,predicted_mean_ns,measured_mean_ns,predicted_spans,measured_spans\n";
   for (const auto& c : cases) {
-    std::set<std::string> keys;
-    for (const auto& [k, v] : c.predicted_ops) keys.insert(k);
-    for (const auto& [k, v] : c.measured_ops) keys.insert(k);
-    for (const auto& k : keys) {
+    for (const auto& k : op_keys(c)) {
       const auto p = c.predicted_ops.find(k);
       const auto m = c.measured_ops.find(k);
       out += fmt::format("{},{},{},{},", c.schedule, c.variant, c.problem_label, k);
