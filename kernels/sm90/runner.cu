@@ -149,8 +149,8 @@ struct TraceAlloc {
   }
 };
 
-/// Launch geometry without launching: a dry computation from the kernel's launcher would need
-/// the template; a first launch reports it instead.
+/// Launch geometry (grid, warps) of a kernel on a problem, from one untimed launch: the launcher
+/// is the only place that knows it, and the run doubles as a warm-up.
 LaunchInfo probe(const CompiledKernel& k, DeviceProblem& prob, bool persistent) {
   LaunchInfo info;
   k.launch(prob.shape(), prob.tensors(), persistent, nullptr, nullptr, &info);

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <stdexcept>
-
 #include "measure/cudnn.hpp"
 #include "measure/kernel_knobs.hpp"
 #include "model/json_reader.hpp"
@@ -11,8 +9,6 @@
 namespace attnsim::cli {
 
 #if ATTNSIM_WITH_SM90
-bool have_sm90_kernels() { return true; }
-
 const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::string& file, const std::string& variant,
                                           const Hardware& hw, const Problem& problem, bool* persistent) {
   const std::string what = variant.empty() ? schedule.name() : fmt::format("{} variant {}", schedule.name(), variant);
@@ -34,8 +30,6 @@ const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::s
   return *k;
 }
 #else
-bool have_sm90_kernels() { return false; }
-
 const sm90::CompiledKernel& select_kernel(const Schedule&, const std::string& file, const std::string&,
                                           const Hardware&, const Problem&, bool*) {
   throw InputError(file, "",

@@ -12,9 +12,6 @@ namespace attnsim::cli {
 /// Exit code of `run` / `validate` when this machine has no usable GPU (ctest: skipped).
 constexpr int kNoGpuExit = 77;
 
-/// Whether this attnsim was built with the SM90 kernels (a CUDA compiler at configure time).
-bool have_sm90_kernels();
-
 /// The compiled kernel `schedule` (read from `file`, with `variant`) resolves to for `problem`,
 /// and whether its grid is persistent. Throws InputError naming the schedule when the kernels
 /// do not implement it, or when it was not compiled into this build (saying how to compile it).

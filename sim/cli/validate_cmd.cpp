@@ -6,7 +6,6 @@
 // results.json and a measured/predicted trace pair of the first case into --out.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
