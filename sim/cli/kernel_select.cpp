@@ -11,6 +11,7 @@ namespace attnsim::cli {
 #if ATTNSIM_WITH_SM90
 const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::string& file, const std::string& variant,
                                           const Hardware& hw, const Problem& problem, bool* persistent) {
+  schedule.check(hw, problem);  // SMEM, registers, pipeline counts: the simulator's reasons first
   const std::string what = variant.empty() ? schedule.name() : fmt::format("{} variant {}", schedule.name(), variant);
   const KernelChoice c = sm90_kernel_for(schedule, hw, problem);
   if (!c.supported)
