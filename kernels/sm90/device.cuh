@@ -15,7 +15,7 @@
 // (ATTNSIM_HAVE_WGMMA = 0) and the runtime finds no image to run there.
 #include "common/wgmma_sync.cuh"
 
-#include "wgmma_ops.cuh"  // generated (gen_wgmma.cmake): Wgmma<N>::ss / rs_tb
+#include "wgmma_ops.cuh"  // generated (kernels/common/gen_wgmma.cmake): Wgmma<N>::ss / rs / rs_tb
 
 namespace attnsim::sm90 {
 
@@ -73,6 +73,7 @@ __device__ __forceinline__ void tma_store(const void* tmap, const void* src, int
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, tmap, coords, src);
 }
 
+using hopper::Wgmma;
 using hopper::wgmma_commit;
 using hopper::wgmma_fence;
 using hopper::wgmma_wait;
