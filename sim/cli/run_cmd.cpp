@@ -74,10 +74,9 @@ struct Run : Command {
                              hardware.name, 100 * (pred.time_us - us) / us);
     if (!trace.empty()) {
       const sm90::Timing tt = sm90::time_kernel(k, dev, persistent, warmup, reps, true);
-      const sm90::MeasuredTrace m = sm90::trace_kernel(k, dev, persistent, cap);
-      TraceRecords rec{m.records, m.counts, m.ctas, m.warps_per_cta, m.cap};
+      const sm90::MeasuredTrace rec = sm90::trace_kernel(k, dev, persistent, cap);
       uint64_t dropped = 0;
-      for (size_t i = 0; i < m.counts.size(); ++i) dropped += m.counts[i] > cap ? m.counts[i] - cap : 0;
+      for (size_t i = 0; i < rec.counts.size(); ++i) dropped += rec.counts[i] > cap ? rec.counts[i] - cap : 0;
       std::ofstream out(trace);
       if (!out) throw std::runtime_error("cannot write " + trace);
       write_measured_trace(rec, default_trace_ctas(rec, ctas), full_trace, hardware.clock_ghz, "measured", out);
@@ -85,7 +84,7 @@ struct Run : Command {
           "  traced     {:9.1f} us  (instrumentation overhead {:+.1f}%: median of {} traced runs){}\n",
           tt.median_ms * 1e3, 100 * (tt.median_ms / t.median_ms - 1), reps,
           dropped ? fmt::format("; {} spans past --trace-cap {} per warp dropped", dropped, cap) : "");
-      std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace, std::min<size_t>(ctas, m.ctas.size()));
+      std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace, std::min<size_t>(ctas, rec.ctas.size()));
     }
     if (!predicted_trace.empty()) {
       std::ofstream out(predicted_trace);

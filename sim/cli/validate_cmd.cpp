@@ -163,10 +163,9 @@ struct Validate : Command {
       c.measured_max_us = t.max_ms * 1e3;
       c.runs = reps;
       if (!no_ops) {
-        const sm90::MeasuredTrace m = sm90::trace_kernel(*k, dev, persistent, cap);
-        const TraceRecords rec{m.records, m.counts, m.ctas, m.warps_per_cta, m.cap};
+        const sm90::MeasuredTrace rec = sm90::trace_kernel(*k, dev, persistent, cap);
         std::vector<MeasuredCta> ctas;
-        for (int cta = 0; cta < static_cast<int>(m.ctas.size()); ++cta) ctas.push_back(measured_cta(rec, cta, hardware.clock_ghz));
+        for (int cta = 0; cta < static_cast<int>(rec.ctas.size()); ++cta) ctas.push_back(measured_cta(rec, cta, hardware.clock_ghz));
         std::vector<const Timeline*> tls;
         for (const auto& mc : ctas) tls.push_back(&mc.timeline);
         c.measured_ops = op_means(tls);

@@ -42,7 +42,7 @@ std::string op_key(const Timeline& tl, const Span& s) {
 
 }  // namespace
 
-MeasuredCta measured_cta(const TraceRecords& rec, int cta, double fallback_ghz) {
+MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallback_ghz) {
   if (cta < 0 || static_cast<size_t>(cta) >= rec.ctas.size())
     throw std::out_of_range(fmt::format("CTA {} not in the trace ({} CTAs)", cta, rec.ctas.size()));
   const attnsim_cta_clock& c = rec.ctas[cta];
@@ -108,7 +108,7 @@ std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls) 
 
 std::map<std::string, OpStat> op_means(const Timeline& tl) { return op_means(std::vector<const Timeline*>{&tl}); }
 
-std::vector<int> default_trace_ctas(const TraceRecords& rec, int count) {
+std::vector<int> default_trace_ctas(const sm90::MeasuredTrace& rec, int count) {
   std::vector<int> out;
   if (rec.ctas.empty() || count <= 0) return out;
   int last = 0;
@@ -120,7 +120,7 @@ std::vector<int> default_trace_ctas(const TraceRecords& rec, int count) {
   return out;
 }
 
-void write_measured_trace(const TraceRecords& rec, const std::vector<int>& ctas, bool full, double fallback_ghz,
+void write_measured_trace(const sm90::MeasuredTrace& rec, const std::vector<int>& ctas, bool full, double fallback_ghz,
                           const std::string& title, std::ostream& out) {
   std::vector<MeasuredCta> m;
   m.reserve(ctas.size());

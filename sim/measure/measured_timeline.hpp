@@ -9,17 +9,9 @@
 
 #include "common/trace_record.h"
 #include "core/timeline.hpp"
+#include "sm90/fa3_api.h"  // sm90::MeasuredTrace: a traced launch's records, plain C++
 
 namespace attnsim {
-
-/// Raw output of one traced launch (host copies of the kernel's buffers).
-struct TraceRecords {
-  std::vector<attnsim_trace_record> records;  ///< [CTA][warp][cap]
-  std::vector<uint32_t> counts;               ///< [CTA][warp] spans written (> cap: the rest dropped)
-  std::vector<attnsim_cta_clock> ctas;
-  int warps_per_cta = 0;
-  uint32_t cap = 0;
-};
 
 /// One CTA of a measured run: its timeline (cycles since its clk0) and where it sits on the
 /// common %globaltimer axis.
@@ -41,7 +33,7 @@ std::string sm90_warp_role(int warp);
 /// or `fallback_ghz` when its interval is too short for the %globaltimer step (< 20 us).
 /// Wait labels follow the simulator's ("pipeline_k.full[1] phase 0", "bar.pingpong[0]",
 /// "wgmma.wait_group"). Throws std::out_of_range for a CTA index past the records.
-MeasuredCta measured_cta(const TraceRecords& rec, int cta, double fallback_ghz);
+MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallback_ghz);
 
 /// Mean duration per op of a timeline's warp spans, in ns. Key: the op name for busy spans;
 /// "wait <barrier>" for waits with stage and phase dropped ("wait pipeline_k.full").
@@ -56,12 +48,12 @@ std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls);
 
 /// The CTAs a measured trace shows by default: the one that finished last (the critical CTA,
 /// as `simulate` shows) followed by the lowest-indexed others, `count` in all.
-std::vector<int> default_trace_ctas(const TraceRecords& rec, int count);
+std::vector<int> default_trace_ctas(const sm90::MeasuredTrace& rec, int count);
 
 /// Writes CTAs `ctas` of a measured run as one Chrome trace: a process per CTA ("CTA i (SM s)"),
 /// placed on the common %globaltimer axis, tracks and span names as `simulate --trace` writes
 /// them. full = false: each CTA's first tile only. `title` prefixes the process names.
-void write_measured_trace(const TraceRecords& rec, const std::vector<int>& ctas, bool full, double fallback_ghz,
+void write_measured_trace(const sm90::MeasuredTrace& rec, const std::vector<int>& ctas, bool full, double fallback_ghz,
                           const std::string& title, std::ostream& out);
 
 }  // namespace attnsim

@@ -36,9 +36,9 @@ attnsim_trace_record rec(int op, uint32_t t0, uint32_t t1, int wait_on = ATTNSIM
   return r;
 }
 
-/// Two CTAs of 5 warps, capacity 3 records per warp: warp 0 (load) and warp 4 (consumer0) record.
-TraceRecords two_ctas() {
-  TraceRecords t;
+/// Two CTAs of 5 warps, capacity 3 records per warp (a traced launch as sm90::trace_kernel returns it): warp 0 (load) and warp 4 (consumer0) record.
+sm90::MeasuredTrace two_ctas() {
+  sm90::MeasuredTrace t;
   t.warps_per_cta = 5;
   t.cap = 3;
   t.records.assign(2 * 5 * 3, attnsim_trace_record{});
@@ -89,7 +89,7 @@ TEST_CASE("schedules without a real kernel say why", "[measure]") {
 }
 
 TEST_CASE("measured records become a timeline with the simulator's roles and labels", "[measure]") {
-  const TraceRecords t = two_ctas();
+  const sm90::MeasuredTrace t = two_ctas();
   const MeasuredCta m = measured_cta(t, 0, 1.5);
   CHECK(m.timeline.clock_ghz == Approx(2.0));  // 40000 cycles / 20000 ns
   CHECK(m.sm == 7);
@@ -112,13 +112,13 @@ TEST_CASE("measured records become a timeline with the simulator's roles and lab
 }
 
 TEST_CASE("a CTA shorter than the globaltimer resolution takes the fallback clock", "[measure]") {
-  TraceRecords t = two_ctas();
+  sm90::MeasuredTrace t = two_ctas();
   t.ctas[0].ns1 = t.ctas[0].ns0 + 1000;
   CHECK(measured_cta(t, 0, 1.5).timeline.clock_ghz == 1.5);
 }
 
 TEST_CASE("per-op means group waits by barrier without stage and phase", "[measure]") {
-  const TraceRecords t = two_ctas();
+  const sm90::MeasuredTrace t = two_ctas();
   const MeasuredCta a = measured_cta(t, 0, 1), b = measured_cta(t, 1, 1);
   const auto ops = op_means({&a.timeline, &b.timeline});
   REQUIRE(ops.count("wait pipeline_k.full"));
@@ -131,7 +131,7 @@ TEST_CASE("per-op means group waits by barrier without stage and phase", "[measu
 }
 
 TEST_CASE("predicted and measured traces share track and span names", "[measure]") {
-  const TraceRecords t = two_ctas();
+  const sm90::MeasuredTrace t = two_ctas();
   CHECK(default_trace_ctas(t, 2) == std::vector<int>{1, 0});  // CTA 1 ends last: first
   std::ostringstream meas;
   write_measured_trace(t, {1, 0}, true, 1.5, "measured", meas);
