@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "common/tile_order.h"
+
 namespace attnsim::sm90 {
 
 /// Knobs of one compiled kernel. kMBlock = 64 rows per consumer warpgroup; kNBlock: keys per
@@ -71,28 +73,14 @@ struct Tile {
   int n_blocks;  // KV blocks it visits (causal: up to the diagonal)
 };
 
-/// The tile with linear index t, in the order of the simulator's tile scheduler
-/// (sim/driver/tile_scheduler.cpp): persistent: m-block fastest; otherwise m-blocks in reverse.
+/// The tile with linear index t, in the simulator's order (kernels/common/tile_order.h).
 __device__ __forceinline__ Tile tile_at(const Params& p, int t, int m_block, int n_block) {
   Tile c;
-  const int bh_total = p.batch * p.heads;
-  int bh;
-  if (p.persistent) {
-    c.m = t % p.m_tiles;
-    bh = t / p.m_tiles;
-  } else {
-    c.m = p.m_tiles - 1 - t / bh_total;
-    bh = t % bh_total;
-  }
-  c.head = bh % p.heads;
-  c.batch = bh / p.heads;
-  const int n_total = (p.seqlen_k + n_block - 1) / n_block;
-  c.n_blocks = n_total;
-  if (p.causal) {
-    const int last_row = min(p.seqlen_q, (c.m + 1) * m_block) - 1;
-    const int last_key = last_row + p.seqlen_k - p.seqlen_q;
-    c.n_blocks = last_key < 0 ? 1 : min(n_total, last_key / n_block + 1);  // fully masked rows: one block, all -inf
-  }
+  long long bh;
+  attnsim_tile_coords(t, p.persistent, p.m_tiles, static_cast<long long>(p.batch) * p.heads, &c.m, &bh);
+  c.head = static_cast<int>(bh % p.heads);
+  c.batch = static_cast<int>(bh / p.heads);
+  c.n_blocks = attnsim_kv_blocks(c.m * m_block, m_block, n_block, p.seqlen_q, p.seqlen_k, p.causal);
   return c;
 }
 

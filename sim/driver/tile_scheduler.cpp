@@ -2,24 +2,22 @@
 
 #include <algorithm>
 
+#include "common/tile_order.h"
+
 namespace attnsim {
 
 TileWork tile_at(const Problem& p, const TilingSpec& spec, int m) {
   const int rows = spec.rows_per_cta * spec.cta_group;
-  const int n_total = (p.seqlen_k + spec.n_block - 1) / spec.n_block;
   TileWork t;
   t.m_block = m;
   const int row0 = m * rows;
   t.rows = std::min(rows, p.seqlen_q - row0);
+  t.n_blocks = attnsim_kv_blocks(row0, rows, spec.n_block, p.seqlen_q, p.seqlen_k, p.causal);
   if (p.causal) {
     // Bottom-right aligned: row r sees keys <= r + (seqlen_k - seqlen_q).
-    const int shift = p.seqlen_k - p.seqlen_q;
-    const int last_key = std::min(p.seqlen_q, row0 + rows) - 1 + shift;
-    t.n_blocks = std::min(n_total, last_key / spec.n_block + 1);
-    const int first_masked = (row0 + shift) / spec.n_block;
+    const int first_masked = std::max(0, (row0 + p.seqlen_k - p.seqlen_q) / spec.n_block);
     t.masked_blocks = t.n_blocks - std::min(first_masked, t.n_blocks);
   } else {
-    t.n_blocks = n_total;
     t.masked_blocks = p.seqlen_k % spec.n_block ? 1 : 0;
   }
   return t;
@@ -50,7 +48,12 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
     g.resident_ctas = static_cast<int>(grid * spec.cta_group);
     for (long long c = 0; c < grid; ++c) {
       std::vector<TileWork> list;
-      for (long long t = c; t < tiles; t += grid) list.push_back(tile_at(p, spec, static_cast<int>(t % m_tiles)));
+      for (long long t = c; t < tiles; t += grid) {
+        int m;
+        long long bh;
+        attnsim_tile_coords(t, true, m_tiles, heads, &m, &bh);
+        list.push_back(tile_at(p, spec, m));
+      }
       g.cta_tiles.push_back(std::move(list));
     }
   } else {
@@ -58,8 +61,12 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
     g.mode = GridPlan::Mode::LptSingleTile;
     const long long slots = static_cast<long long>(clusters) * spec.ctas_per_sm;
     g.resident_ctas = static_cast<int>(std::min(slots, tiles) * spec.cta_group);
-    for (int m = m_tiles - 1; m >= 0; --m)
-      for (long long bh = 0; bh < heads; ++bh) g.cta_tiles.push_back({tile_at(p, spec, m)});
+    for (long long t = 0; t < tiles; ++t) {
+      int m;
+      long long bh;
+      attnsim_tile_coords(t, false, m_tiles, heads, &m, &bh);
+      g.cta_tiles.push_back({tile_at(p, spec, m)});
+    }
   }
   return g;
 }
