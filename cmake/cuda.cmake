@@ -4,12 +4,17 @@
 # Sets ATTNSIM_HAVE_CUDA. enable_language(CUDA) lives here, at the top, because the attnsim
 # executable links the CUDA kernels library.
 include(CheckLanguage)
+option(ATTNSIM_CUDA "Build the CUDA kernels when a CUDA compiler is found (OFF: simulator only, for fast local builds)" ON)
+set(ATTNSIM_HAVE_CUDA OFF)
+if(NOT ATTNSIM_CUDA)
+  message(STATUS "attnsim: ATTNSIM_CUDA=OFF; the kernels are not built")
+  return()
+endif()
 if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
   # nvcc is often installed outside PATH; this is where the CUDA packages put it.
   set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "CUDA compiler")
 endif()
 check_language(CUDA)
-set(ATTNSIM_HAVE_CUDA OFF)
 if(NOT CMAKE_CUDA_COMPILER)
   message(STATUS "attnsim: no CUDA compiler found; the kernels are not built")
   return()
