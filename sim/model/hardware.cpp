@@ -84,6 +84,21 @@ const std::vector<ConstantSpec>& constant_specs() {
       dbl_c("mbarrier_latency", &Hardware::mbarrier_latency, 0, 1e5),
       dbl_c("mma_issue_instrs", &Hardware::mma_issue_instrs, 0, 1000),
       dbl_c("tma_issue_instrs", &Hardware::tma_issue_instrs, 0, 1000),
+      dbl_c("fma_latency", &Hardware::fma_latency, 0, 1000),
+      dbl_c("alu_latency", &Hardware::alu_latency, 0, 1000),
+      dbl_c("mufu_latency", &Hardware::mufu_latency, 0, 1000),
+      dbl_c("shfl_latency", &Hardware::shfl_latency, 0, 1000),
+      dbl_c("f2fp_latency", &Hardware::f2fp_latency, 0, 1000),
+      dbl_c("wgmma_issue_cycles", &Hardware::wgmma_issue_cycles, 0, 1000),
+      dbl_c("wgmma_wait_ready_cycles", &Hardware::wgmma_wait_ready_cycles, 0, 1000),
+      dbl_c("mbarrier_ready_cycles", &Hardware::mbarrier_ready_cycles, 0, 1000),
+      dbl_c("named_barrier_latency", &Hardware::named_barrier_latency, 0, 1e4),
+      dbl_c("l2_hit_bytes_per_s", &Hardware::l2_hit_bytes_per_s, 1e9, 1e15),
+      dbl_c("tma_latency_hbm", &Hardware::tma_latency_hbm, 0, 1e5),
+      dbl_c("tma_store_latency", &Hardware::tma_store_latency, 0, 1e5),
+      dbl_c("launch_ns", &Hardware::launch_ns, 0, 1e6),
+      dbl_c("cta_launch_cycles", &Hardware::cta_launch_cycles, 0, 1e6),
+      dbl_c("cta_prologue_cycles", &Hardware::cta_prologue_cycles, 0, 1e6),
   };
   return specs;
 }

@@ -56,6 +56,37 @@ struct Hardware {
   double mma_issue_instrs = 0;  ///< warp instructions the MMA warp spends per MMA instruction
   double tma_issue_instrs = 0;  ///< warp instructions to issue one TMA copy
 
+  // Dependent-instruction latencies (cycles, issue of one instruction -> issue of the next one
+  // that reads its result, one warp, nothing else running; kernels/microbench latency_chains)
+  double fma_latency = 0;   ///< FFMA/FADD/FMUL -> dependent FP32 instruction
+  double alu_latency = 0;   ///< FMNMX (fp32 max) -> dependent FMNMX
+  double mufu_latency = 0;  ///< MUFU.EX2 -> dependent MUFU.EX2
+  double shfl_latency = 0;  ///< SHFL.BFLY -> next SHFL.BFLY that exchanges its result
+  double f2fp_latency = 0;  ///< F2FP.BF16.F32.PACK_AB (cvt.rn.bf16x2.f32) -> dependent use of the packed result
+
+  // Issue costs of asynchronous and synchronisation instructions (cycles)
+  double wgmma_issue_cycles = 0;       ///< issue -> issue of back-to-back wgmma.mma_async m64n128k16 bf16 SS of one
+                                       ///< warpgroup, tensor core not back-pressuring (issue cost, not pipe time)
+  double wgmma_wait_ready_cycles = 0;  ///< wgmma.wait_group 0 when every committed group has already finished
+  double mbarrier_ready_cycles = 0;    ///< mbarrier.try_wait.parity on a phase that has already completed
+  double named_barrier_latency = 0;    ///< bar.arrive -> the partner's bar.sync released (warpgroup ping-pong)
+
+  // Memory system, attention access pattern
+  double l2_hit_bytes_per_s = 0;  ///< chip-wide TMA load bytes/s when all SMs stream K/V-like tiles that groups of
+                                  ///< CTAs share (same tiles, same order, about the same time): L2 hits
+  double tma_latency_hbm = 0;     ///< TMA tensor load issue -> mbarrier complete for a tile not in L2 (cycles)
+  double tma_store_latency = 0;   ///< TMA tensor store of a 16 KB tile: issue -> cp.async.bulk.wait_group.read 0
+                                  ///< returns (SMEM readable again), cycles
+
+  // Launch (kernels/microbench launch_overhead)
+  double launch_ns = 0;            ///< per-launch time of back-to-back launches of an empty kernel with a full
+                                   ///< one-CTA-per-SM grid (384 threads, ~200 KB dynamic SMEM), N launches between
+                                   ///< one event pair / N, nothing subtracted (ns)
+  double cta_launch_cycles = 0;    ///< extra time per additional wave of CTAs of a one-CTA-per-SM non-persistent
+                                   ///< grid (slope of empty-kernel time vs waves, 384 threads, ~200 KB SMEM), cycles
+  double cta_prologue_cycles = 0;  ///< CTA start -> first TMA issue of an FA3 prologue (mbarrier init + fence,
+                                   ///< __syncthreads, setmaxnreg per warpgroup, prefetch.tensormap), cycles
+
   std::map<std::string, Provenance> provenance;  ///< per constant name
 
   bool has_tmem() const { return tmem_columns > 0; }

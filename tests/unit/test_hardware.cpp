@@ -41,7 +41,22 @@ const char* kConstantNames[] = {"num_sms",
                                 "mma_latency",
                                 "mbarrier_latency",
                                 "mma_issue_instrs",
-                                "tma_issue_instrs"};
+                                "tma_issue_instrs",
+                                "fma_latency",
+                                "alu_latency",
+                                "mufu_latency",
+                                "shfl_latency",
+                                "f2fp_latency",
+                                "wgmma_issue_cycles",
+                                "wgmma_wait_ready_cycles",
+                                "mbarrier_ready_cycles",
+                                "named_barrier_latency",
+                                "l2_hit_bytes_per_s",
+                                "tma_latency_hbm",
+                                "tma_store_latency",
+                                "launch_ns",
+                                "cta_launch_cycles",
+                                "cta_prologue_cycles"};
 
 /// configs/hw/<stem>.json in the source tree.
 std::string config_path(const std::string& stem) {
