@@ -41,5 +41,7 @@ std::unique_ptr<Command> add_calibrate(CLI::App& app, CLI::App*& sub);
 std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub);
 /// `validate`: predicted against measured times over schedules x problems (or a sweep).
 std::unique_ptr<Command> add_validate(CLI::App& app, CLI::App*& sub);
+/// `fidelity`: the committed validation measurements re-predicted, checked against their baseline.
+std::unique_ptr<Command> add_fidelity(CLI::App& app, CLI::App*& sub);
 
 }  // namespace attnsim::cli

@@ -1,0 +1,579 @@
+#include "measure/fidelity.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include "model/json_reader.hpp"
+#include "model/schedule.hpp"
+
+namespace attnsim {
+
+namespace fs = std::filesystem;
+
+Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c) {
+  Prediction p = predict(schedule, hw, c.problem);
+  c.predicted_us = p.time_us;
+  c.predicted_ops = op_means(p.critical.timeline);
+  return p;
+}
+
+const std::vector<std::string>& acceptance_compute_ops() {
+  static const std::vector<std::string> ops = {"mma_qk", "mma_pv", "softmax_max", "softmax_exp", "rescale_o"};
+  return ops;
+}
+
+double OpRow::error_pct() const {
+  if (!has_measured || measured_ns <= 0) return std::numeric_limits<double>::quiet_NaN();
+  return 100.0 * ((has_predicted ? predicted_ns : 0.0) - measured_ns) / measured_ns;
+}
+
+namespace {
+
+std::string pct(double x) { return std::isnan(x) ? "-" : fmt::format("{:+.1f}%", x); }
+
+std::string where(const std::string& name, const std::string& problem) { return name + " on " + problem; }
+
+OpRule rule_of(const std::string& op) {
+  const auto& c = acceptance_compute_ops();
+  if (std::find(c.begin(), c.end(), op) != c.end()) return OpRule::Compute;
+  if (op.rfind("wait", 0) == 0) return OpRule::Wait;
+  return OpRule::None;
+}
+
+std::string rule_text(OpRule r) {
+  switch (r) {
+    case OpRule::Compute: return fmt::format("within {:g}%", kComputeOpTolPct);
+    case OpRule::Wait: return fmt::format("{:g}% or {:g} ns", kWaitTolPct, kWaitTolNs);
+    default: return "not judged";
+  }
+}
+
+bool judge(const OpRow& r) {
+  switch (r.rule) {
+    case OpRule::Compute:
+      return r.has_predicted && r.has_measured && r.measured_ns > 0 &&
+             std::fabs(r.error_pct()) <= kComputeOpTolPct;
+    case OpRule::Wait: {
+      const double p = r.has_predicted ? r.predicted_ns : 0, m = r.has_measured ? r.measured_ns : 0;
+      return std::fabs(p - m) <= kWaitTolNs || (m > 0 && 100.0 * std::fabs(p - m) / m <= kWaitTolPct);
+    }
+    default: return true;
+  }
+}
+
+/// Order of the per-op table: the judged compute ops as listed, then unjudged ops, then waits.
+int op_order(const std::string& op) {
+  const auto& c = acceptance_compute_ops();
+  const auto it = std::find(c.begin(), c.end(), op);
+  if (it != c.end()) return static_cast<int>(it - c.begin());
+  return rule_of(op) == OpRule::Wait ? 200 : 100;
+}
+
+/// x with `digits` decimals, as the double nearest to that decimal (prints as written).
+double round_to(double x, int digits) { return std::stod(fmt::format("{:.{}f}", x, digits)); }
+
+}  // namespace
+
+FidelityReport fidelity_report(const std::vector<ValidationCase>& cases) {
+  FidelityReport r;
+  r.stats = validation_stats(cases);
+
+  // Per change: each measured variant against the measured base of its schedule on its problem.
+  std::map<std::pair<std::string, std::string>, const ValidationCase*> base;
+  for (const auto& c : cases)
+    if (c.measured && c.variant.empty()) base[{c.schedule, c.problem_label}] = &c;
+  double sum_diff = 0;
+  for (const auto& c : cases) {
+    if (!c.measured || c.variant.empty()) continue;
+    const auto b = base.find({c.schedule, c.problem_label});
+    if (b == base.end()) continue;
+    ChangeRow row;
+    row.schedule = c.schedule;
+    row.variant = c.variant;
+    row.problem = c.problem_label;
+    row.measured_pct = 100.0 * (c.measured_us / b->second->measured_us - 1);
+    row.predicted_pct = 100.0 * (c.predicted_us / b->second->predicted_us - 1);
+    row.significant = std::fabs(row.measured_pct) > kSignificantChangePct;
+    row.signs_agree = row.measured_pct * row.predicted_pct > 0;
+    if (row.significant) {
+      ++r.significant_changes;
+      if (row.signs_agree) ++r.signs_agree;
+    }
+    const double d = std::fabs(row.diff_pts());
+    sum_diff += d;
+    if (d >= r.max_change_diff_pts) {
+      r.max_change_diff_pts = d;
+      r.max_change = where(c.variant, c.problem_label);
+    }
+    r.changes.push_back(row);
+  }
+  if (!r.changes.empty()) r.mean_change_diff_pts = sum_diff / static_cast<double>(r.changes.size());
+
+  // Per op: every measured case with measured spans.
+  for (const auto& c : cases) {
+    if (!c.measured || c.measured_ops.empty()) continue;
+    ++r.op_cases;
+    std::set<std::string> keys;
+    for (const auto& [k, v] : c.predicted_ops) keys.insert(k);
+    for (const auto& [k, v] : c.measured_ops) keys.insert(k);
+    for (const auto& k : keys) {
+      OpRow row;
+      row.case_name = c.name();
+      row.problem = c.problem_label;
+      row.op = k;
+      if (const auto p = c.predicted_ops.find(k); p != c.predicted_ops.end()) {
+        row.has_predicted = true;
+        row.predicted_ns = p->second.mean_ns;
+      }
+      if (const auto m = c.measured_ops.find(k); m != c.measured_ops.end()) {
+        row.has_measured = true;
+        row.measured_ns = m->second.mean_ns;
+      }
+      row.rule = rule_of(k);
+      row.pass = judge(row);
+      r.ops.push_back(row);
+    }
+  }
+  std::map<std::string, OpSummary> per;
+  std::map<std::string, int> with_error;
+  for (const auto& row : r.ops) {
+    OpSummary& s = per[row.op];
+    s.op = row.op;
+    s.rule = row.rule;
+    ++s.cases;
+    if (row.pass) ++s.passed;
+    const double e = row.error_pct();
+    if (row.has_predicted && !std::isnan(e)) {
+      s.mean_abs_err_pct += std::fabs(e);
+      ++with_error[row.op];
+      if (std::fabs(e) >= std::fabs(s.worst_err_pct)) {
+        s.worst_err_pct = e;
+        s.worst_case = where(row.case_name, row.problem);
+      }
+    }
+  }
+  bool all = r.op_cases > 0;
+  for (auto& [op, s] : per) {
+    if (with_error[op]) s.mean_abs_err_pct /= with_error[op];
+    if (s.rule != OpRule::None && s.passed < s.cases) all = false;
+    r.op_summary.push_back(s);
+  }
+  // A judged compute op that no case has at all fails too.
+  if (r.op_cases > 0)
+    for (const auto& op : acceptance_compute_ops())
+      if (!per.count(op)) {
+        OpSummary s;
+        s.op = op;
+        s.rule = OpRule::Compute;
+        s.cases = r.op_cases;
+        r.op_summary.push_back(s);
+        all = false;
+      }
+  std::stable_sort(r.op_summary.begin(), r.op_summary.end(), [](const OpSummary& a, const OpSummary& b) {
+    return std::make_pair(op_order(a.op), a.op) < std::make_pair(op_order(b.op), b.op);
+  });
+  r.ops_accepted = all;
+  return r;
+}
+
+std::string format_changes(const FidelityReport& r) {
+  if (r.changes.empty()) return "\nper change: no variant measured beside its base schedule\n";
+  std::string out = fmt::format(
+      "\nper change against the base schedule: measured (variant / base - 1) vs predicted; sign judged where "
+      "|measured| > {:g}%\n",
+      kSignificantChangePct);
+  out += fmt::format("{:<30} {:<22} {:>9} {:>10} {:>10}  {}\n", "variant", "problem", "measured", "predicted",
+                     "diff", "sign");
+  for (const auto& c : r.changes)
+    out += fmt::format("{:<30} {:<22} {:>9} {:>10} {:>6.1f} pts  {}\n", c.variant, c.problem, pct(c.measured_pct),
+                       pct(c.predicted_pct), c.diff_pts(),
+                       !c.significant ? "" : c.signs_agree ? "agree" : "DISAGREE");
+  out += fmt::format(
+      "{} changes: max |diff| {:.1f} pts ({}), mean |diff| {:.1f} pts; signs agree on {} of {} changes with |measured| "
+      "> {:g}%\n",
+      r.changes.size(), r.max_change_diff_pts, r.max_change, r.mean_change_diff_pts, r.signs_agree,
+      r.significant_changes, kSignificantChangePct);
+  return out;
+}
+
+std::string format_op_acceptance(const FidelityReport& r, bool detail) {
+  const std::string rule = fmt::format(
+      "{} within {:g}% of measured on every case; every wait within {:g}% or {:g} ns",
+      fmt::join(acceptance_compute_ops(), ", "), kComputeOpTolPct, kWaitTolPct, kWaitTolNs);
+  if (r.op_cases == 0) return fmt::format("\nper-op acceptance ({}): not judged, no measured spans\n", rule);
+  std::string out = fmt::format(
+      "\nper op, mean span duration predicted vs measured over {} cases (predicted: critical CTA; measured: every "
+      "CTA)\n",
+      r.op_cases);
+  out += fmt::format("{:<30} {:<15} {:>7} {:>10} {:>10}  {}\n", "op", "rule", "pass", "mean|err|", "worst",
+                     "worst case");
+  std::vector<std::string> failing;
+  for (const auto& s : r.op_summary) {
+    out += fmt::format("{:<30} {:<15} {:>7} {:>10} {:>10}  {}\n", s.op, rule_text(s.rule),
+                       s.rule == OpRule::None ? "-" : fmt::format("{}/{}", s.passed, s.cases),
+                       s.worst_case.empty() ? "-" : fmt::format("{:.1f}%", s.mean_abs_err_pct),
+                       s.worst_case.empty() ? "-" : pct(s.worst_err_pct), s.worst_case);
+    if (s.rule != OpRule::None && s.passed < s.cases)
+      failing.push_back(fmt::format("{} fails on {} of {}", s.op, s.cases - s.passed, s.cases));
+  }
+  if (detail) {
+    out += "failing (case, op):\n";
+    for (const auto& row : r.ops)
+      if (!row.pass)
+        out += fmt::format("  {:<48} {:<30} predicted {:>9} ns  measured {:>9} ns  {:>9}\n",
+                           where(row.case_name, row.problem), row.op,
+                           row.has_predicted ? fmt::format("{:.1f}", row.predicted_ns) : "-",
+                           row.has_measured ? fmt::format("{:.1f}", row.measured_ns) : "-", pct(row.error_pct()));
+  }
+  out += fmt::format("per-op acceptance ({}): {}\n", rule,
+                     r.ops_accepted ? "PASS" : fmt::format("FAIL: {}", fmt::join(failing, "; ")));
+  return out;
+}
+
+nlohmann::json fidelity_json(const FidelityReport& r) {
+  auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
+  nlohmann::json j;
+  j["changes"] = nlohmann::json::array();
+  for (const auto& c : r.changes)
+    j["changes"].push_back({{"schedule", c.schedule},
+                            {"variant", c.variant},
+                            {"problem", c.problem},
+                            {"measured_change_pct", c.measured_pct},
+                            {"predicted_change_pct", c.predicted_pct},
+                            {"diff_pts", c.diff_pts()},
+                            {"significant", c.significant},
+                            {"signs_agree", c.signs_agree}});
+  j["changes_summary"] = {{"changes", r.changes.size()},
+                          {"max_abs_diff_pts", r.max_change_diff_pts},
+                          {"max_abs_diff_case", r.max_change},
+                          {"mean_abs_diff_pts", r.mean_change_diff_pts},
+                          {"significant_threshold_pct", kSignificantChangePct},
+                          {"significant", r.significant_changes},
+                          {"signs_agree", r.signs_agree}};
+  j["ops"] = nlohmann::json::array();
+  for (const auto& o : r.ops)
+    j["ops"].push_back({{"case", o.case_name},
+                        {"problem", o.problem},
+                        {"op", o.op},
+                        {"predicted_ns", o.has_predicted ? nlohmann::json(o.predicted_ns) : nlohmann::json(nullptr)},
+                        {"measured_ns", o.has_measured ? nlohmann::json(o.measured_ns) : nlohmann::json(nullptr)},
+                        {"error_pct", num(o.error_pct())},
+                        {"rule", rule_text(o.rule)},
+                        {"pass", o.pass}});
+  j["ops_summary"] = nlohmann::json::array();
+  for (const auto& s : r.op_summary)
+    j["ops_summary"].push_back({{"op", s.op},
+                                {"rule", rule_text(s.rule)},
+                                {"cases", s.cases},
+                                {"passed", s.passed},
+                                {"mean_abs_error_pct", s.worst_case.empty() ? nlohmann::json(nullptr)
+                                                                            : nlohmann::json(s.mean_abs_err_pct)},
+                                {"worst_error_pct", s.worst_case.empty() ? nlohmann::json(nullptr)
+                                                                         : nlohmann::json(s.worst_err_pct)},
+                                {"worst_case", s.worst_case}});
+  j["ops_acceptance"] = {
+      {"cases", r.op_cases},
+      {"judged", r.op_cases > 0},
+      {"pass", r.ops_accepted},
+      {"rule", fmt::format("{} within {:g}% of measured on every case; every wait within {:g}% or {:g} ns",
+                           fmt::join(acceptance_compute_ops(), ", "), kComputeOpTolPct, kWaitTolPct, kWaitTolNs)}};
+  return j;
+}
+
+// ---- committed measurements -------------------------------------------------------------
+
+namespace {
+
+/// CSV records: fields split on commas outside double quotes; "" inside quotes is a quote; a
+/// quote inside a quoted field that is not followed by a comma or a line end is kept as text
+/// (validate writes its `skipped` messages quoted without escaping).
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> row;
+  std::string field;
+  bool quoted = false, any = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (quoted) {
+      if (ch != '"') {
+        field += ch;
+      } else if (i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (i + 1 == text.size() || text[i + 1] == ',' || text[i + 1] == '\n' || text[i + 1] == '\r') {
+        quoted = false;
+      } else {
+        field += ch;
+      }
+      continue;
+    }
+    if (ch == '"' && field.empty()) {
+      quoted = any = true;
+    } else if (ch == ',') {
+      row.push_back(std::move(field));
+      field.clear();
+      any = true;
+    } else if (ch == '\n' || ch == '\r') {
+      if (ch == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      if (any || !field.empty()) {
+        row.push_back(std::move(field));
+        rows.push_back(std::move(row));
+      }
+      row.clear();
+      field.clear();
+      any = false;
+    } else {
+      field += ch;
+      any = true;
+    }
+  }
+  if (any || !field.empty()) {
+    row.push_back(std::move(field));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+/// Columns of a CSV by header name.
+struct Columns {
+  std::map<std::string, size_t> index;
+  std::string origin;
+  explicit Columns(const std::vector<std::string>& header, std::string o) : origin(std::move(o)) {
+    for (size_t i = 0; i < header.size(); ++i) index[header[i]] = i;
+  }
+  void require(const std::vector<std::string>& names) const {
+    for (const auto& n : names)
+      if (!index.count(n)) throw InputError(origin, "/", fmt::format("CSV header has no column '{}'", n));
+  }
+  const std::string& get(const std::vector<std::string>& row, const std::string& name) const {
+    static const std::string empty;
+    const size_t i = index.at(name);
+    return i < row.size() ? row[i] : empty;
+  }
+};
+
+double to_number(const std::string& s, const std::string& origin, size_t line, const std::string& column) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw InputError(origin, fmt::format("row {}, column {}", line, column), fmt::format("expected a number, got '{}'", s));
+}
+
+std::string read_text(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw InputError(file, "/", "cannot read the file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::vector<ValidationCase> parse_results_csv(const std::string& text, const std::string& origin) {
+  const auto rows = parse_csv(text);
+  if (rows.empty()) throw InputError(origin, "/", "empty CSV: expected a header and rows as `attnsim validate` writes");
+  const Columns col(rows[0], origin);
+  col.require({"schedule", "variant", "problem", "batch", "heads", "kv_heads", "seqlen_q", "seqlen_k", "head_dim",
+               "causal", "kernel", "predicted_us", "measured_us"});
+  std::vector<ValidationCase> out;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    if (col.get(row, "measured_us").empty()) continue;  // not run (no kernel): nothing to compare
+    ValidationCase c;
+    c.schedule = col.get(row, "schedule");
+    c.variant = col.get(row, "variant");
+    c.problem_label = col.get(row, "problem");
+    c.kernel = col.get(row, "kernel");
+    nlohmann::json p;
+    for (const char* k : {"batch", "heads", "kv_heads", "seqlen_q", "seqlen_k", "head_dim"})
+      p[k] = static_cast<long long>(to_number(col.get(row, k), origin, i, k));
+    p["causal"] = to_number(col.get(row, "causal"), origin, i, "causal") != 0;
+    c.problem = problem_from_json(p, origin, fmt::format("row {}", i));
+    c.measured = true;
+    c.measured_us = to_number(col.get(row, "measured_us"), origin, i, "measured_us");
+    c.predicted_us = to_number(col.get(row, "predicted_us"), origin, i, "predicted_us");
+    if (col.index.count("runs") && !col.get(row, "runs").empty())
+      c.runs = static_cast<int>(to_number(col.get(row, "runs"), origin, i, "runs"));
+    if (col.index.count("cudnn_us") && !col.get(row, "cudnn_us").empty())
+      c.cudnn_us = to_number(col.get(row, "cudnn_us"), origin, i, "cudnn_us");
+    if (c.measured_us <= 0) throw InputError(origin, fmt::format("row {}, column measured_us", i), "expected a time > 0");
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+void attach_ops_csv(const std::string& text, const std::string& origin, std::vector<ValidationCase>& cases) {
+  const auto rows = parse_csv(text);
+  if (rows.empty()) return;
+  const Columns col(rows[0], origin);
+  col.require({"schedule", "variant", "problem", "op", "measured_mean_ns", "measured_spans"});
+  std::map<std::tuple<std::string, std::string, std::string>, ValidationCase*> by;
+  for (auto& c : cases) by[{c.schedule, c.variant, c.problem_label}] = &c;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    const std::string& mean = col.get(row, "measured_mean_ns");
+    if (mean.empty()) continue;
+    const auto it = by.find({col.get(row, "schedule"), col.get(row, "variant"), col.get(row, "problem")});
+    if (it == by.end()) continue;  // a case without a measured time
+    OpStat s;
+    s.mean_ns = to_number(mean, origin, i, "measured_mean_ns");
+    const std::string& n = col.get(row, "measured_spans");
+    s.count = n.empty() ? 0 : static_cast<long long>(to_number(n, origin, i, "measured_spans"));
+    s.total_ns = s.mean_ns * static_cast<double>(s.count);
+    it->second->measured_ops[col.get(row, "op")] = s;
+  }
+}
+
+ValidationData load_validation_data(const std::string& dir_arg) {
+  fs::path dir = dir_arg;
+  if (!fs::exists(dir / "results.csv") && fs::exists(dir / "fa3_sm90_validate" / "results.csv"))
+    dir = dir / "fa3_sm90_validate";
+  const fs::path results = dir / "results.csv";
+  if (!fs::exists(results))
+    throw InputError(dir.string(), "/", "no results.csv here: expected a folder `attnsim validate --out` wrote");
+  ValidationData d;
+  d.dir = dir.lexically_normal().string();
+  while (!d.dir.empty() && d.dir.back() == '/') d.dir.pop_back();
+  d.gpu = fs::absolute(fs::path(d.dir)).lexically_normal().parent_path().filename().string();
+  d.cases = parse_results_csv(read_text(results.string()), results.string());
+  if (fs::exists(dir / "ops.csv")) {
+    d.has_ops = true;
+    attach_ops_csv(read_text((dir / "ops.csv").string()), (dir / "ops.csv").string(), d.cases);
+  }
+  return d;
+}
+
+std::vector<std::string> committed_validation_dirs(const std::string& root) {
+  std::vector<std::string> out;
+  const fs::path base = fs::path(root) / "configs" / "validation";
+  if (!fs::is_directory(base)) return out;
+  for (const auto& e : fs::directory_iterator(base))
+    if (e.is_directory() && fs::exists(e.path() / "fa3_sm90_validate" / "results.csv"))
+      out.push_back((e.path() / "fa3_sm90_validate").string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,
+                              int threads, std::vector<std::string>& errors) {
+  std::vector<double> seconds(cases.size(), 0.0);
+  std::vector<std::string> err(cases.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&]() {
+    for (;;) {
+      const size_t i = next.fetch_add(1);
+      if (i >= cases.size()) return;
+      ValidationCase& c = cases[i];
+      const auto t0 = std::chrono::steady_clock::now();
+      try {
+        const auto s = load_schedule(schedules_dir + "/" + c.schedule + ".json", {}, c.variant);
+        predict_case(*s, hw, c);
+      } catch (const std::exception& e) {
+        c.measured = false;  // out of the statistics; the caller reports the error
+        c.predicted_us = 0;
+        c.predicted_ops.clear();
+        err[i] = fmt::format("{} no longer predicts: {}", where(c.name(), c.problem_label), e.what());
+      }
+      seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  };
+  const int n = std::max(1, std::min<int>(threads, static_cast<int>(cases.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (auto& e : err)
+    if (!e.empty()) errors.push_back(std::move(e));
+  return seconds;
+}
+
+// ---- baseline and regression rule ------------------------------------------------------
+
+std::string baseline_key(const ValidationCase& c) { return c.name() + " | " + c.problem_label; }
+
+FidelityBaseline baseline_of(const FidelityReport& r, const std::vector<ValidationCase>& cases) {
+  FidelityBaseline b;
+  b.cases = r.stats.cases;
+  b.mape_pct = r.stats.mape;
+  b.max_abs_error_pct = r.stats.max_abs_err;
+  b.spearman = r.stats.spearman_time;
+  b.max_change_diff_pts = r.max_change_diff_pts;
+  for (const auto& c : cases)
+    if (c.measured) b.predicted_us[baseline_key(c)] = c.predicted_us;
+  return b;
+}
+
+nlohmann::json baseline_json(const FidelityBaseline& b, const std::string& gpu) {
+  nlohmann::json j;
+  j["description"] = fmt::format(
+      "Fidelity of the model on the measured cases of this folder as of this commit (attnsim fidelity --update "
+      "writes it). The CTest fidelity.regression fails when MAPE or max |error| grows by more than {:g} percentage "
+      "points or Spearman drops by more than {:g}; a model change that moves them on purpose rewrites this file in "
+      "the same commit.",
+      kMapeTolPts, kSpearmanTol);
+  j["hardware_config"] = gpu;
+  j["cases"] = b.cases;
+  j["mape_pct"] = round_to(b.mape_pct, 4);
+  j["max_abs_error_pct"] = round_to(b.max_abs_error_pct, 4);
+  j["spearman_time"] = round_to(b.spearman, 6);
+  j["max_change_diff_pts"] = round_to(b.max_change_diff_pts, 4);
+  j["predicted_us"] = nlohmann::json::object();
+  for (const auto& [k, v] : b.predicted_us) j["predicted_us"][k] = round_to(v, 3);
+  return j;
+}
+
+FidelityBaseline parse_baseline(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) throw InputError(origin, "/", "expected an object (attnsim fidelity --update writes it)");
+  JsonReader r(j, origin);
+  FidelityBaseline b;
+  r.string_or("description", "");
+  r.string_or("hardware_config", "");
+  b.cases = static_cast<int>(r.integer("cases", 0, 1 << 30));
+  b.mape_pct = r.number("mape_pct", 0, 1e9);
+  b.max_abs_error_pct = r.number("max_abs_error_pct", 0, 1e9);
+  b.spearman = r.number("spearman_time", -1, 1);
+  b.max_change_diff_pts = r.number_or("max_change_diff_pts", 0, 0, 1e9);
+  if (const auto* p = r.optional_raw("predicted_us")) {
+    if (!p->is_object()) r.fail_at("predicted_us", "expected an object of case -> predicted us");
+    for (const auto& [k, v] : p->items()) {
+      if (!v.is_number()) r.fail_at("predicted_us", fmt::format("expected a number for '{}'", k));
+      b.predicted_us[k] = v.get<double>();
+    }
+  }
+  r.finish();
+  return b;
+}
+
+std::string Regression::message() const {
+  const bool drop = figure == "Spearman";
+  return fmt::format("{} regressed: baseline {:.4f}{}, now {:.4f}{} ({} {:.4f}{}, tolerance {:g}{})", figure, baseline,
+                     drop ? "" : "%", now, drop ? "" : "%", drop ? "dropped by" : "grew by",
+                     drop ? baseline - now : now - baseline, drop ? "" : " pts", tolerance, drop ? "" : " pts");
+}
+
+std::vector<Regression> regressions(const FidelityBaseline& base, const FidelityReport& now) {
+  std::vector<Regression> out;
+  if (now.stats.mape > base.mape_pct + kMapeTolPts)
+    out.push_back({"MAPE", base.mape_pct, now.stats.mape, kMapeTolPts});
+  if (now.stats.max_abs_err > base.max_abs_error_pct + kMaxErrTolPts)
+    out.push_back({"max |error|", base.max_abs_error_pct, now.stats.max_abs_err, kMaxErrTolPts});
+  if (now.stats.spearman_time < base.spearman - kSpearmanTol)
+    out.push_back({"Spearman", base.spearman, now.stats.spearman_time, kSpearmanTol});
+  return out;
+}
+
+}  // namespace attnsim

@@ -1,0 +1,148 @@
+// The model's fidelity against measured kernels, in one place for `validate` (the acceptance
+// report at the end of a run) and `fidelity` (the regression check over the committed
+// measurements in configs/validation/<gpu>/fa3_sm90_validate/):
+// - per case: the prediction `validate` makes (predict_case), error, MAPE, max |error|, Spearman
+//   (validation_stats);
+// - per change: each variant against the base schedule on the same problem, measured change
+//   (variant / base - 1) against predicted change, the difference in percentage points and
+//   whether the signs agree where the measured change is larger than 3%;
+// - per op: mean span duration predicted against measured, with the acceptance rule (the five
+//   compute ops within 15%, every wait within 25% or 100 ns);
+// - the baseline committed beside the data (fidelity.json) and the regression rule.
+// GPU-free; tested in tests/unit/test_fidelity.cpp.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "driver/simulate.hpp"
+#include "measure/validate.hpp"
+
+namespace attnsim {
+
+/// The prediction `validate` makes of a case: the whole problem, exact mode. Sets
+/// c.predicted_us and c.predicted_ops (the critical CTA's spans) and returns the prediction.
+Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c);
+
+/// A change counts for the sign check when |measured change| exceeds this (percent).
+constexpr double kSignificantChangePct = 3.0;
+/// Per-op acceptance: the compute ops within this of measured (percent)...
+constexpr double kComputeOpTolPct = 15.0;
+/// ...and every wait within this percentage or this many ns.
+constexpr double kWaitTolPct = 25.0;
+constexpr double kWaitTolNs = 100.0;
+/// The ops held to kComputeOpTolPct.
+const std::vector<std::string>& acceptance_compute_ops();
+
+/// One variant against the base schedule on one problem (changes in percent: variant / base - 1).
+struct ChangeRow {
+  std::string schedule, variant, problem;
+  double measured_pct = 0, predicted_pct = 0;
+  bool significant = false;  ///< |measured_pct| > kSignificantChangePct
+  bool signs_agree = false;  ///< predicted and measured change have the same sign
+  double diff_pts() const { return predicted_pct - measured_pct; }
+};
+
+enum class OpRule { None, Compute, Wait };
+
+/// One op of one case: mean span duration predicted against measured. An op with spans on one
+/// side only has 0 ns on the other (a wait that never happens); a compute op missing on either
+/// side fails.
+struct OpRow {
+  std::string case_name, problem, op;
+  bool has_predicted = false, has_measured = false;
+  double predicted_ns = 0, measured_ns = 0;
+  OpRule rule = OpRule::None;
+  bool pass = true;  ///< always true for OpRule::None (shown, not judged)
+  /// (predicted - measured) / measured in percent; NaN when nothing was measured.
+  double error_pct() const;
+};
+
+/// One op over every case that has it.
+struct OpSummary {
+  std::string op;
+  OpRule rule = OpRule::None;
+  int cases = 0, passed = 0;
+  double mean_abs_err_pct = 0;  ///< over the cases where both sides have spans
+  double worst_err_pct = 0;     ///< signed, largest |error|
+  std::string worst_case;
+};
+
+struct FidelityReport {
+  ValidationStats stats;
+  std::vector<ChangeRow> changes;
+  double max_change_diff_pts = 0, mean_change_diff_pts = 0;
+  std::string max_change;  ///< "variant on problem" of the largest |difference|
+  int significant_changes = 0, signs_agree = 0;
+  std::vector<OpRow> ops;
+  std::vector<OpSummary> op_summary;
+  int op_cases = 0;           ///< measured cases with measured spans
+  bool ops_accepted = false;  ///< op_cases > 0 and every judged row passes
+};
+
+/// Everything above over the measured cases of `cases` (predicted_us/predicted_ops as set).
+FidelityReport fidelity_report(const std::vector<ValidationCase>& cases);
+/// The per-change table and its summary line.
+std::string format_changes(const FidelityReport& r);
+/// The per-op table (every op, its rule, cases passing, mean and worst error) and the verdict;
+/// `detail`: also every failing (case, op) row.
+std::string format_op_acceptance(const FidelityReport& r, bool detail = false);
+/// Per change and per op, with the acceptance verdict (validate's results.json "acceptance").
+nlohmann::json fidelity_json(const FidelityReport& r);
+
+// ---- committed measurements -------------------------------------------------------------
+
+/// A `validate` output folder: its measured cases as recorded (predicted_us of the time).
+struct ValidationData {
+  std::string dir, gpu;  ///< gpu: the name of the folder's parent (configs/validation/<gpu>/...)
+  std::vector<ValidationCase> cases;  ///< measured rows only
+  bool has_ops = false;               ///< ops.csv was there
+};
+/// Rows of a results.csv (columns found by header name; quoted fields); measured rows only.
+/// Throws InputError naming `origin` and the row.
+std::vector<ValidationCase> parse_results_csv(const std::string& text, const std::string& origin);
+/// Measured mean span durations of an ops.csv, attached to the cases by (schedule, variant, problem).
+void attach_ops_csv(const std::string& text, const std::string& origin, std::vector<ValidationCase>& cases);
+/// Reads DIR/results.csv and DIR/ops.csv (when present). DIR may also be the GPU folder
+/// (configs/validation/<gpu>), then its fa3_sm90_validate/ is read.
+ValidationData load_validation_data(const std::string& dir);
+/// Every configs/validation/*/fa3_sm90_validate holding a results.csv under `root`, sorted.
+std::vector<std::string> committed_validation_dirs(const std::string& root);
+
+/// Re-predicts every case with the current model (schedules_dir/<schedule>.json with the case's
+/// variant) on `threads` threads. Returns the wall time per case in seconds; a case that no
+/// longer predicts (bad schedule, deadlock) leaves the statistics (measured = false) and gets
+/// its message in `errors`.
+std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,
+                              int threads, std::vector<std::string>& errors);
+
+// ---- baseline and regression rule ------------------------------------------------------
+
+constexpr double kMapeTolPts = 0.05;    ///< MAPE may grow by this many percentage points
+constexpr double kMaxErrTolPts = 0.05;  ///< max |error| likewise
+constexpr double kSpearmanTol = 0.005;  ///< Spearman may drop by this much
+
+/// The figures of fidelity.json.
+struct FidelityBaseline {
+  int cases = 0;
+  double mape_pct = 0, max_abs_error_pct = 0, spearman = 0, max_change_diff_pts = 0;
+  std::map<std::string, double> predicted_us;  ///< per case ("fa3_sm90:variant | problem")
+};
+/// Key of a case in FidelityBaseline::predicted_us.
+std::string baseline_key(const ValidationCase& c);
+FidelityBaseline baseline_of(const FidelityReport& r, const std::vector<ValidationCase>& cases);
+/// fidelity.json: the figures (rounded to 1e-4) and the per-case predictions; deterministic.
+nlohmann::json baseline_json(const FidelityBaseline& b, const std::string& gpu);
+/// Throws InputError naming `origin` on missing or mistyped figures.
+FidelityBaseline parse_baseline(const nlohmann::json& j, const std::string& origin);
+
+struct Regression {
+  std::string figure;
+  double baseline = 0, now = 0, tolerance = 0;
+  std::string message() const;
+};
+/// The figures that got worse than the baseline by more than their tolerance.
+std::vector<Regression> regressions(const FidelityBaseline& base, const FidelityReport& now);
+
+}  // namespace attnsim

@@ -1,0 +1,277 @@
+// The fidelity module (sim/measure/fidelity.hpp) on a hand-computable table: MAPE, max error,
+// Spearman, per change, per-op acceptance, the baseline and the regression rule, and reading the
+// committed validation folders.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "measure/fidelity.hpp"
+#include "model/json_reader.hpp"
+#include "test_support.hpp"
+
+using namespace attnsim;
+
+namespace {
+
+ValidationCase vc(const std::string& variant, const std::string& problem, double measured, double predicted) {
+  ValidationCase c;
+  c.schedule = "fa3_sm90";
+  c.variant = variant;
+  c.problem_label = problem;
+  c.kernel = variant + problem;
+  c.measured = measured > 0;
+  c.measured_us = measured;
+  c.predicted_us = predicted;
+  return c;
+}
+
+OpStat ns(double mean) { return OpStat{mean, mean * 10, 10}; }
+
+/// Five measured cases and one not run:
+///   base P1 100 -> 110 (+10%)   v P1  90 ->  99 (+10%)   w P1 102 -> 121 (+18.63%)
+///   base P2 200 -> 180 (-10%)   v P2 210 -> 171 (-18.57%)
+std::vector<ValidationCase> table() {
+  return {vc("", "P1", 100, 110), vc("", "P2", 200, 180), vc("v", "P1", 90, 99),
+          vc("v", "P2", 210, 171), vc("w", "P1", 102, 121), vc("x", "P1", 0, 50)};
+}
+
+const OpRow& row(const FidelityReport& r, const std::string& op) {
+  for (const auto& o : r.ops)
+    if (o.op == op) return o;
+  FAIL("no op row " << op);
+  return r.ops.front();
+}
+
+const OpSummary& summary(const FidelityReport& r, const std::string& op) {
+  for (const auto& s : r.op_summary)
+    if (s.op == op) return s;
+  FAIL("no op summary " << op);
+  return r.op_summary.front();
+}
+
+}  // namespace
+
+TEST_CASE("fidelity: MAPE and max error and Spearman of a hand-computed table", "[fidelity]") {
+  const FidelityReport r = fidelity_report(table());
+  CHECK(r.stats.cases == 5);
+  // (10 + 10 + 10 + 18.5714 + 18.6275) / 5
+  CHECK(r.stats.mape == Approx((10 + 10 + 10 + 100.0 * 39 / 210 + 100.0 * 19 / 102) / 5));
+  CHECK(r.stats.max_abs_err == Approx(100.0 * 19 / 102));
+  CHECK(r.stats.worst == "fa3_sm90:w on P1");
+  // predicted ranks 2 1 5 4 3, measured ranks 2 1 4 5 3: sum d^2 = 2, rho = 1 - 6*2/(5*24) = 0.9
+  CHECK(r.stats.spearman_time == Approx(0.9));
+}
+
+TEST_CASE("fidelity: per change against the base schedule", "[fidelity]") {
+  const FidelityReport r = fidelity_report(table());
+  REQUIRE(r.changes.size() == 3);  // v P1, v P2, w P1; x was not measured
+  const ChangeRow& v1 = r.changes[0];
+  CHECK(v1.variant == "v");
+  CHECK(v1.problem == "P1");
+  CHECK(v1.measured_pct == Approx(-10));
+  CHECK(v1.predicted_pct == Approx(-10));
+  CHECK(v1.diff_pts() == Approx(0).margin(1e-9));
+  CHECK(v1.significant);
+  CHECK(v1.signs_agree);
+  const ChangeRow& v2 = r.changes[1];
+  CHECK(v2.measured_pct == Approx(5));
+  CHECK(v2.predicted_pct == Approx(-5));
+  CHECK(v2.diff_pts() == Approx(-10));
+  CHECK(v2.significant);
+  CHECK_FALSE(v2.signs_agree);
+  const ChangeRow& w1 = r.changes[2];
+  CHECK(w1.measured_pct == Approx(2));
+  CHECK(w1.predicted_pct == Approx(10));
+  CHECK(w1.diff_pts() == Approx(8));
+  CHECK_FALSE(w1.significant);  // 2% <= 3%: not judged for sign
+  CHECK(r.max_change_diff_pts == Approx(10));
+  CHECK(r.max_change == "v on P2");
+  CHECK(r.mean_change_diff_pts == Approx(6));
+  CHECK(r.significant_changes == 2);
+  CHECK(r.signs_agree == 1);
+  const std::string text = format_changes(r);
+  CHECK_THAT(text, Catch::Contains("DISAGREE"));
+  CHECK_THAT(text, Catch::Contains("signs agree on 1 of 2 changes"));
+  const auto j = fidelity_json(r);
+  CHECK(j["changes"].size() == 3);
+  CHECK(j["changes_summary"]["max_abs_diff_pts"].get<double>() == Approx(10));
+}
+
+TEST_CASE("fidelity: per-op acceptance rules", "[fidelity]") {
+  auto cases = table();
+  ValidationCase& c = cases[0];
+  c.predicted_ops = {{"mma_qk", ns(114)},          {"mma_pv", ns(116)},
+                     {"softmax_max", ns(50)},      {"wait pipeline_k.full", ns(250)},
+                     {"wait pipeline_v.full", ns(500)}, {"wait bar.pingpong", ns(150)},
+                     {"load_k", ns(10)}};
+  c.measured_ops = {{"mma_qk", ns(100)},          {"mma_pv", ns(100)},
+                    {"wait pipeline_k.full", ns(200)}, {"wait pipeline_v.full", ns(350)},
+                    {"wait bar.pingpong", ns(60)},   {"wait pipeline_q.full", ns(80)},
+                    {"load_k", ns(100)}};
+  const FidelityReport r = fidelity_report(cases);
+  CHECK(r.op_cases == 1);
+  CHECK(row(r, "mma_qk").pass);  // +14%
+  CHECK(row(r, "mma_qk").error_pct() == Approx(14));
+  CHECK_FALSE(row(r, "mma_pv").pass);       // +16%
+  CHECK_FALSE(row(r, "softmax_max").pass);  // predicted only: a compute op needs both sides
+  CHECK(std::isnan(row(r, "softmax_max").error_pct()));
+  CHECK(row(r, "wait pipeline_k.full").pass);        // +25%
+  CHECK_FALSE(row(r, "wait pipeline_v.full").pass);  // +42.9% and 150 ns
+  CHECK(row(r, "wait bar.pingpong").pass);           // +150% but 90 ns
+  CHECK(row(r, "wait pipeline_q.full").pass);        // never predicted: 0 against 80 ns
+  CHECK(row(r, "wait pipeline_q.full").error_pct() == Approx(-100));
+  CHECK(row(r, "load_k").rule == OpRule::None);
+  CHECK(row(r, "load_k").pass);  // not judged
+  // softmax_exp and rescale_o have no spans at all: they fail too.
+  CHECK(summary(r, "softmax_exp").passed == 0);
+  CHECK(summary(r, "softmax_exp").cases == 1);
+  CHECK(summary(r, "mma_qk").passed == 1);
+  CHECK(summary(r, "mma_pv").worst_err_pct == Approx(16));
+  CHECK(r.op_summary.front().op == "mma_qk");  // the judged compute ops first, in their order
+  CHECK_FALSE(r.ops_accepted);
+  const std::string text = format_op_acceptance(r, true);
+  CHECK_THAT(text, Catch::Contains("FAIL: mma_pv fails on 1 of 1"));
+  CHECK_THAT(text, Catch::Contains("wait pipeline_v.full fails on 1 of 1"));
+  CHECK(fidelity_json(r)["ops_acceptance"]["pass"] == false);
+}
+
+TEST_CASE("fidelity: per-op acceptance passes when every rule holds", "[fidelity]") {
+  auto cases = table();
+  for (auto& c : cases) {
+    if (!c.measured) continue;
+    for (const auto& op : acceptance_compute_ops()) {
+      c.predicted_ops[op] = ns(100);
+      c.measured_ops[op] = ns(110);
+    }
+    c.predicted_ops["wait pipeline_k.full"] = ns(1000);
+    c.measured_ops["wait pipeline_k.full"] = ns(1200);
+  }
+  const FidelityReport r = fidelity_report(cases);
+  CHECK(r.op_cases == 5);
+  CHECK(r.ops_accepted);
+  CHECK_THAT(format_op_acceptance(r), Catch::Contains("PASS"));
+  // Without measured spans (validate --no-ops) nothing is judged.
+  CHECK_FALSE(fidelity_report(table()).ops_accepted);
+  CHECK_THAT(format_op_acceptance(fidelity_report(table())), Catch::Contains("not judged"));
+}
+
+TEST_CASE("fidelity: the baseline round-trips and the regression rule has its tolerances", "[fidelity]") {
+  const auto cases = table();
+  const FidelityReport r = fidelity_report(cases);
+  const FidelityBaseline b = baseline_of(r, cases);
+  CHECK(b.cases == 5);
+  CHECK(b.predicted_us.size() == 5);
+  CHECK(b.predicted_us.at("fa3_sm90:v | P2") == 171);
+  const nlohmann::json j = baseline_json(b, "h100_sxm");
+  const FidelityBaseline back = parse_baseline(j, "fidelity.json");
+  CHECK(back.mape_pct == Approx(b.mape_pct).margin(1e-4));
+  CHECK(back.spearman == Approx(0.9));
+  CHECK(back.max_change_diff_pts == Approx(10));
+  CHECK(back.predicted_us == b.predicted_us);
+  CHECK(baseline_json(back, "h100_sxm") == j);  // --update twice: same file
+  CHECK(regressions(back, r).empty());
+
+  FidelityBaseline t = b;
+  t.mape_pct = r.stats.mape - 0.04;  // 0.04 pts worse: within tolerance
+  t.max_abs_error_pct = r.stats.max_abs_err - 0.04;
+  t.spearman = r.stats.spearman_time + 0.004;
+  CHECK(regressions(t, r).empty());
+  t.mape_pct = r.stats.mape - 0.06;
+  auto regs = regressions(t, r);
+  REQUIRE(regs.size() == 1);
+  CHECK(regs[0].figure == "MAPE");
+  CHECK_THAT(regs[0].message(), Catch::Contains("MAPE regressed: baseline") && Catch::Contains("now 13.4398%"));
+  t = b;
+  t.max_abs_error_pct = r.stats.max_abs_err - 0.06;
+  t.spearman = r.stats.spearman_time + 0.006;
+  regs = regressions(t, r);
+  REQUIRE(regs.size() == 2);
+  CHECK(regs[0].figure == "max |error|");
+  CHECK(regs[1].figure == "Spearman");
+  CHECK_THAT(regs[1].message(), Catch::Contains("dropped by 0.0060"));
+  // A better model is no regression.
+  t = b;
+  t.mape_pct += 5;
+  t.spearman -= 0.5;
+  CHECK(regressions(t, r).empty());
+
+  nlohmann::json bad = j;
+  bad["mape"] = 1;
+  CHECK_THROWS_AS(parse_baseline(bad, "fidelity.json"), InputError);
+  bad = j;
+  bad.erase("spearman_time");
+  CHECK_THROWS_AS(parse_baseline(bad, "fidelity.json"), InputError);
+}
+
+TEST_CASE("fidelity: results.csv and ops.csv are read by column name", "[fidelity]") {
+  const std::string results =
+      "schedule,variant,problem,batch,heads,kv_heads,seqlen_q,seqlen_k,head_dim,causal,kernel,predicted_us,"
+      "measured_us,overhead_pct,runs,skipped\n"
+      "fa3_sm90,,hd64 s2k b8,8,16,16,2048,2048,64,0,hd64 m192 n128 kv2 overlap reg 160/32,337.047,339.904,23.0,10,\"\"\n"
+      "fa3_sm90,kv_stage_3,hd256 s1k b16,16,16,16,1024,1024,256,0,,,,,,\"no kernel, \"kv3\" was not compiled\"\n"
+      "fa3_sm90,no_pingpong,hd128 s16k b1 causal,1,16,8,16384,16384,128,1,k,1752.696,1667.072,,10,\"\"\n";
+  auto cases = parse_results_csv(results, "results.csv");
+  REQUIRE(cases.size() == 2);  // the row not run is left out
+  CHECK(cases[0].variant.empty());
+  CHECK(cases[0].problem_label == "hd64 s2k b8");
+  CHECK(cases[0].problem.batch == 8);
+  CHECK(cases[0].problem.head_dim == 64);
+  CHECK(cases[0].problem.head_dim_v == 64);
+  CHECK_FALSE(cases[0].problem.causal);
+  CHECK(cases[0].measured_us == Approx(339.904));
+  CHECK(cases[0].predicted_us == Approx(337.047));
+  CHECK(cases[0].kernel == "hd64 m192 n128 kv2 overlap reg 160/32");
+  CHECK(cases[1].variant == "no_pingpong");
+  CHECK(cases[1].problem.causal);
+  CHECK(cases[1].problem.kv_heads == 8);
+  CHECK(cases[1].problem.seqlen_k == 16384);
+
+  const std::string ops =
+      "schedule,variant,problem,op,predicted_mean_ns,measured_mean_ns,predicted_spans,measured_spans\n"
+      "fa3_sm90,,hd64 s2k b8,mma_qk,134.21,217.56,2112,270336\n"
+      "fa3_sm90,,hd64 s2k b8,wait,567.50,,33,\n"
+      "fa3_sm90,kv_stage_3,hd256 s1k b16,mma_qk,1,2,3,4\n";
+  attach_ops_csv(ops, "ops.csv", cases);
+  REQUIRE(cases[0].measured_ops.size() == 1);  // the predicted-only row has no measured side
+  CHECK(cases[0].measured_ops.at("mma_qk").mean_ns == Approx(217.56));
+  CHECK(cases[0].measured_ops.at("mma_qk").count == 270336);
+  CHECK(cases[0].predicted_ops.empty());  // predictions come from the model, not the file
+  CHECK(cases[1].measured_ops.empty());
+
+  CHECK_THROWS_AS(parse_results_csv("schedule,variant\nfa3_sm90,\n", "results.csv"), InputError);
+  CHECK_THROWS_WITH(parse_results_csv(std::string(results).replace(results.find("339.904"), 7, "abc"), "r.csv"),
+                    Catch::Contains("r.csv: row 1, column measured_us: expected a number, got 'abc'"));
+}
+
+TEST_CASE("fidelity: the committed validation folders read and predict", "[fidelity]") {
+  const auto dirs = committed_validation_dirs(test::root());
+  REQUIRE(dirs.size() >= 2);
+  const ValidationData d = load_validation_data(test::root() + "/configs/validation/h100_sxm");  // the GPU folder
+  CHECK(d.gpu == "h100_sxm");
+  CHECK(d.has_ops);
+  CHECK(d.dir.size() > std::string("fa3_sm90_validate").size());
+  CHECK(d.dir.substr(d.dir.size() - 17) == "fa3_sm90_validate");
+  REQUIRE(d.cases.size() >= 20);
+  for (const auto& c : d.cases) {
+    CHECK(c.measured);
+    CHECK_FALSE(c.measured_ops.empty());
+  }
+  // One small case through the prediction `validate` makes.
+  std::vector<ValidationCase> one;
+  for (const auto& c : d.cases)
+    if (c.variant.empty() && c.problem_label == "hd256 s1k b16") one.push_back(c);
+  REQUIRE(one.size() == 1);
+  std::vector<std::string> errors;
+  const auto secs = repredict(one, load_hardware(test::root() + "/configs/hw/h100_sxm.json"),
+                              test::root() + "/schedules", 1, errors);
+  CHECK(errors.empty());
+  CHECK(secs.size() == 1);
+  CHECK(one[0].predicted_us > 0);
+  CHECK(one[0].predicted_ops.count("mma_qk"));
+  // A schedule that is not there: the case leaves the statistics, the error names it.
+  one[0].schedule = "no_such_schedule";
+  repredict(one, load_hardware(test::root() + "/configs/hw/h100_sxm.json"), test::root() + "/schedules", 1, errors);
+  REQUIRE(errors.size() == 1);
+  CHECK_THAT(errors[0], Catch::Contains("no_such_schedule on hd256 s1k b16 no longer predicts"));
+  CHECK_FALSE(one[0].measured);
+}
