@@ -2,6 +2,7 @@
 // the per-benchmark report file.
 #include "microbench.cuh"
 
+#include <cudaTypedefs.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -258,5 +259,31 @@ std::string Report::write() const {
   if (!f) throw std::runtime_error("error writing " + path);
   return path;
 }
+
+// ---------------------------------------------------------------------------------------------
+// TMA
+
+/// Builds a 2D bf16 tensor map over `rows` x 128 columns (row stride 256 B), box 64 x box_rows,
+/// 128B swizzle. The encoder is fetched from the driver at run time (no libcuda link).
+CUtensorMap make_tmap(const void* base, unsigned long long rows, int box_rows) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
+  if (!encode) {
+    cudaDriverEntryPointQueryResult q{};
+    MB_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode), 12000,
+                                              cudaEnableDefault, &q));
+    if (q != cudaDriverEntryPointSuccess || !encode) throw std::runtime_error("cuTensorMapEncodeTiled not found");
+  }
+  CUtensorMap m{};
+  const cuuint64_t dims[2] = {128, rows};
+  const cuuint64_t strides[1] = {256};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t estr[2] = {1, 1};
+  CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, estr,
+                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled failed: " + std::to_string(r));
+  return m;
+}
+
 
 }  // namespace mb

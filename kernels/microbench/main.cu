@@ -37,7 +37,8 @@ constexpr int kSkipCode = 77;
 
 std::vector<Benchmark> registry() {
   std::vector<Benchmark> all;
-  for (auto part : {pipe_benchmarks(), mma_benchmarks(), memory_benchmarks(), sync_benchmarks()})
+  for (auto part : {pipe_benchmarks(), mma_benchmarks(), memory_benchmarks(), sync_benchmarks(),
+                    latency_benchmarks(), launch_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -70,6 +71,21 @@ const Expect kExpect[] = {
     {"named_barrier", "/results/named_barrier_latency", 1, 1e6},
     {"globaltimer", "/results/min_step_ns", 0.5, 1e8},
     {"globaltimer", "/results/typical_step_ns", 0.5, 1e8},
+    {"latency_chains", "/results/fma_latency", 1, 100},
+    {"latency_chains", "/results/alu_latency", 1, 100},
+    {"latency_chains", "/results/mufu_latency", 1, 1000},
+    {"latency_chains", "/results/shfl_latency", 1, 1000},
+    {"latency_chains", "/results/f2fp_latency", 1, 100},
+    {"wgmma_issue", "/results/wgmma_issue_cycles", 0, 1000},
+    {"wgmma_issue", "/results/wgmma_wait_ready_cycles", 0, 1000},
+    {"mbarrier_ready", "/results/mbarrier_ready_cycles", 0.5, 1000},
+    {"tma_sharing", "/results/l2_hit_bytes_per_s", 1e10, 1e15},
+    {"tma_sharing", "/results/hbm_distinct_bytes_per_s", 1e10, 1e15},
+    {"tma_sharing", "/results/tma_latency_hbm", 10, 1e5},
+    {"tma_sharing", "/results/tma_store_latency", 10, 1e5},
+    {"launch_overhead", "/results/launch_ns", 100, 1e6},
+    {"launch_overhead", "/results/cta_launch_cycles", 0, 1e6},
+    {"launch_overhead", "/results/cta_prologue_cycles", 10, 1e6},
 };
 
 void usage() {

@@ -140,28 +140,6 @@ __global__ void chase_kernel(const uint32_t* next, int steps, long long* out) {
 
 // --- host --------------------------------------------------------------------------------------
 
-/// Builds a 2D bf16 tensor map over `rows` x 128 columns (row stride 256 B), box 64 x box_rows,
-/// 128B swizzle. The encoder is fetched from the driver at run time (no libcuda link).
-CUtensorMap make_tmap(const void* base, unsigned long long rows, int box_rows) {
-  static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
-  if (!encode) {
-    cudaDriverEntryPointQueryResult q{};
-    MB_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", reinterpret_cast<void**>(&encode), 12000,
-                                              cudaEnableDefault, &q));
-    if (q != cudaDriverEntryPointSuccess || !encode) throw std::runtime_error("cuTensorMapEncodeTiled not found");
-  }
-  CUtensorMap m{};
-  const cuuint64_t dims[2] = {128, rows};
-  const cuuint64_t strides[1] = {256};
-  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t estr[2] = {1, 1};
-  CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box, estr,
-                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled failed: " + std::to_string(r));
-  return m;
-}
-
 /// A TmaSource over `buf` (of `buf_bytes`) for copies of `bytes` (mode 0) or boxes of
 /// `box_rows` rows (mode 1: bytes = box_rows * 128), with its tensor map.
 std::pair<TmaSource, CUtensorMap> source(const uint8_t* buf, size_t buf_bytes, int mode, uint32_t bytes) {
@@ -393,6 +371,338 @@ void bench_tma(Report& rep) {
   }
 }
 
+// --- attention-like K/V streaming: shared tiles (L2 hits) against distinct tiles (HBM) -----------
+
+/// Attention-like K/V stream. CTA b works on head b / m_blocks (its m_blocks siblings read the
+/// same tiles, in the same order, at about the same time, as the m-block CTAs of one head do in
+/// FA3); it loads KV tiles j = 0 .. n_blocks-1 of its head: the K tile and the V tile of
+/// `tile_rows` rows x 128 columns, each as two 64-column boxes, through a ring of `stages`
+/// stages of one K + one V tile each, completing on the stage's mbarrier. One thread issues
+/// (FA3's producer); a stage is refilled as soon as its tiles land (no consumer).
+__global__ void tma_kv_stream_kernel(const __grid_constant__ CUtensorMap tmap_k, const __grid_constant__ CUtensorMap tmap_v,
+                                     int m_blocks, int n_blocks, int tile_rows, int seqlen, int stages,
+                                     BlockClock* blocks, int* err) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ uint64_t full[kMaxStages];
+  uint8_t* buf = align1k(smem_raw);
+  init_bars(full, stages);
+  block_clock_begin(blocks);
+  if (threadIdx.x == 0) {
+    const uint32_t box = static_cast<uint32_t>(tile_rows) * 128;  // bytes of one 64-column box
+    const int32_t row0 = static_cast<int32_t>(blockIdx.x / m_blocks) * seqlen;
+    bool ok = true;
+    int st = 0;
+    for (int j = 0; j < n_blocks && ok; ++j) {
+      // Fill j goes to stage j % stages once that stage's previous fill (j - stages) has landed.
+      if (j >= stages && !wait_parity(&full[st], static_cast<uint32_t>((j / stages - 1) & 1))) ok = false;
+      uint8_t* dst = buf + static_cast<size_t>(st) * 4 * box;
+      cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                           &full[st], 4 * box);
+      const int32_t row = row0 + j * tile_rows;
+      for (int h = 0; h < 2; ++h) {
+        const int32_t c[2] = {64 * h, row};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst + h * box, &tmap_k, c,
+                                        &full[st]);
+      }
+      for (int h = 0; h < 2; ++h) {
+        const int32_t c[2] = {64 * h, row};
+        cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst + (2 + h) * box,
+                                        &tmap_v, c, &full[st]);
+      }
+      if (++st == stages) st = 0;
+    }
+    // Drain: wait for every stage's last fill.
+    for (int k = 0; k < stages && ok; ++k) {
+      const int j = n_blocks - stages + k;
+      if (j < 0) continue;
+      const int s = j % stages;
+      const uint32_t p = static_cast<uint32_t>((j / stages) & 1);
+      ok = wait_parity(&full[s], p);
+    }
+    if (!ok) atomicExch(err, 1);
+  }
+  __syncthreads();
+  block_clock_end(blocks);
+}
+
+/// Latency of single TMA 2D loads (issue -> mbarrier complete), one thread: box c of `count`
+/// is row block first_block + c * stride (64 columns, the left half only: with 256 B L2
+/// promotion the right half would come along), so no box reuses a line of another.
+__global__ void tma_single_latency_kernel(const __grid_constant__ CUtensorMap tmap, int box_rows,
+                                          long long first_block, long long stride, int count, long long* out,
+                                          int* err) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ uint64_t bar;
+  uint8_t* buf = align1k(smem_raw);
+  init_bars(&bar, 1);
+  if (threadIdx.x != 0) return;
+  uint32_t phase = 0;
+  for (int c = 0; c < count; ++c) {
+    const int32_t coords[2] = {0, static_cast<int32_t>((first_block + c * stride) * box_rows)};
+    const long long t0 = clock64();
+    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &bar,
+                                         static_cast<uint32_t>(box_rows) * 128);
+    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, buf, &tmap, coords, &bar);
+    if (!wait_parity(&bar, phase)) {
+      atomicExch(err, 1);
+      return;
+    }
+    const long long t1 = clock64();
+    phase ^= 1;
+    out[c] = t1 - t0;
+  }
+}
+
+/// TMA tensor store latency, one thread: a box of 64 columns x box_rows rows written from SMEM
+/// (filled with data and fenced to the async proxy first) to row block c of the tensor; per
+/// store: clock64, cp.async.bulk.tensor store, commit_group, wait_group.read 0 (SMEM may be
+/// reused), clock64, wait_group 0 (writes done), clock64. out[2c], out[2c+1].
+__global__ void tma_store_latency_kernel(const __grid_constant__ CUtensorMap tmap, int box_rows, int count,
+                                         long long* out) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* buf = align1k(smem_raw);
+  uint32_t* w = reinterpret_cast<uint32_t*>(buf);
+  for (int i = threadIdx.x; i < box_rows * 32; i += blockDim.x) w[i] = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int c = 0; c < count; ++c) {
+    const int32_t coords[2] = {64 * (c & 1), (c >> 1) * box_rows};
+    const long long t0 = clock64();
+    cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, &tmap, coords, buf);
+    cuda::ptx::cp_async_bulk_commit_group();
+    cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+    const long long t1 = clock64();
+    cuda::ptx::cp_async_bulk_wait_group(cuda::ptx::n32_t<0>{});
+    const long long t2 = clock64();
+    out[2 * c] = t1 - t0;
+    out[2 * c + 1] = t2 - t0;
+  }
+}
+
+/// Evicts the L2: writes 4 x its size to a scratch buffer.
+void flush_l2(const DeviceInfo& dev, DeviceBuffer<uint8_t>& scratch) {
+  MB_CHECK(cudaMemset(scratch.get(), static_cast<int>(hash32(static_cast<uint32_t>(scratch.size())) & 0x7f),
+                      scratch.size()));
+  MB_CHECK(cudaDeviceSynchronize());
+  (void)dev;
+}
+
+void bench_tma_sharing(Report& rep) {
+  rep.set_method(
+      "Attention-like TMA loads on all SMs (one CTA per SM). CTA b streams head b / M's K and V "
+      "(bf16 [heads*seqlen x 128], seqlen 8192, tiles of 128 rows x 128 columns = 32 KB, each "
+      "two 64-column 128B-swizzled boxes) in KV order through a 2-stage ring of one K + one V "
+      "tile per stage, one issuing thread, each stage refilled as soon as it lands; M sibling "
+      "CTAs read the same tiles in the same order at about the same time, as FA3's m-blocks "
+      "of one head. heads_H: H = 1, 2, 8, 33 heads shared by ceil(SMs / H) CTAs each; "
+      "heads_all: every CTA its own head (M = 1), 132 x 4 MB, far larger than L2 -> HBM. cold: "
+      "L2 flushed (4 x L2 size written elsewhere) before the launch; warm: the same launch again. "
+      "Chip-wide bytes/s = bytes / %globaltimer span of the launch; per SM = bytes / own clock64 "
+      "cycles (median over SMs); median of 3 launches. tma_latency_hbm: one thread, single 2D "
+      "loads (64 columns x R rows) of boxes no earlier load touched, after an L2 flush, "
+      "issue -> mbarrier complete; intercept of median latency vs bytes (R = 16..128). "
+      "tma_store_latency: one thread, cp.async.bulk.tensor store of a 64 x 128 box (16 KB) + "
+      "commit_group, clock64 until cp.async.bulk.wait_group.read 0 returns (median).");
+  const DeviceInfo& dev = rep.dev();
+  const bool quick = rep.opt().quick;
+  Json& res = rep.results();
+  const int grid = dev.sm_count;
+  const int seqlen = quick ? 2048 : 8192, tile_rows = 128, stages = 2;
+  const int n_blocks = seqlen / tile_rows;
+  const size_t head_bytes = static_cast<size_t>(seqlen) * 256;
+  const size_t kv_bytes = head_bytes * grid;  // room for a head per CTA
+  DeviceBuffer<uint8_t> kbuf(kv_bytes), vbuf(kv_bytes);
+  MB_CHECK(cudaMemset(kbuf.get(), 0x3c, kv_bytes));
+  MB_CHECK(cudaMemset(vbuf.get(), 0x3d, kv_bytes));
+  const size_t scratch_bytes = std::max<size_t>(4 * static_cast<size_t>(dev.l2_bytes), 128u << 20);
+  DeviceBuffer<uint8_t> scratch(scratch_bytes);
+  const unsigned long long rows = kv_bytes / 256;
+  const CUtensorMap mk = make_tmap(kbuf.get(), rows, tile_rows);
+  const CUtensorMap mv = make_tmap(vbuf.get(), rows, tile_rows);
+  const int smem = stages * 4 * tile_rows * 128 + 1024;
+  allow_smem(tma_kv_stream_kernel, smem);
+  DeviceBuffer<BlockClock> blocks(grid);
+  DeviceBuffer<int> err(1);
+  const double bytes_per_cta = static_cast<double>(n_blocks) * 4 * tile_rows * 128;
+  res["seqlen"] = seqlen;
+  res["tile_rows"] = tile_rows;
+  res["stages"] = stages;
+  res["bytes_per_cta"] = bytes_per_cta;
+
+  struct Run {
+    double chip_bytes_per_s, per_sm_bytes_per_clk, chip_bytes_per_clk;
+  };
+  auto launch = [&](int m_blocks) {
+    err.zero();
+    tma_kv_stream_kernel<<<grid, 128, smem>>>(mk, mv, m_blocks, n_blocks, tile_rows, seqlen, stages, blocks.get(),
+                                              err.get());
+    MB_CHECK_LAUNCH("tma_kv_stream_kernel");
+    check_err(err, "tma_kv_stream_kernel");
+    const auto b = blocks.to_host();
+    rep.clock().add(b, 5000.0);
+    ClockMeter cm;
+    cm.add(b, 1000.0);
+    std::vector<double> rates;
+    for (const BlockClock& x : b) rates.push_back(bytes_per_cta / static_cast<double>(x.clk1 - x.clk0));
+    const double ns = span_ns(b);
+    Run r;
+    r.chip_bytes_per_s = ns > 0 ? bytes_per_cta * grid / ns * 1e9 : 0.0;
+    r.per_sm_bytes_per_clk = median(rates);
+    r.chip_bytes_per_clk = cm.ghz() > 0 ? r.chip_bytes_per_s * 1e-9 / cm.ghz() : 0.0;
+    return r;
+  };
+  auto summarize = [](const std::vector<Run>& v, Json& j) {
+    std::vector<double> a, b, c;
+    for (const Run& r : v) {
+      a.push_back(r.chip_bytes_per_s);
+      b.push_back(r.per_sm_bytes_per_clk);
+      c.push_back(r.chip_bytes_per_clk);
+    }
+    j["chip_bytes_per_s"] = median(a);
+    j["per_sm_bytes_per_clk"] = median(b);
+    j["chip_bytes_per_clk"] = median(c);
+    return median(a);
+  };
+  Json& cfgs = res["configs"];
+  double l2_shared = 0, hbm_distinct = 0, l2_shared_clk = 0, hbm_sm = 0, l2_sm = 0;
+  const int reps = quick ? 1 : 3;
+  for (int heads : {1, 2, 8, 33, grid}) {
+    const int m_blocks = (grid + heads - 1) / heads;
+    Json j = Json::object();
+    j["heads"] = (grid + m_blocks - 1) / m_blocks;
+    j["ctas_per_head"] = m_blocks;
+    j["distinct_bytes"] = static_cast<double>(2 * head_bytes) * ((grid + m_blocks - 1) / m_blocks);
+    std::vector<Run> cold, warm;
+    for (int r = 0; r < reps; ++r) {
+      flush_l2(dev, scratch);
+      cold.push_back(launch(m_blocks));
+      warm.push_back(launch(m_blocks));
+    }
+    Json& jc = j["cold"];
+    Json& jw = j["warm"];
+    const double c = summarize(cold, jc);
+    summarize(warm, jw);
+    const std::string name = heads == grid ? "heads_all" : "heads_" + std::to_string(heads);
+    cfgs[name] = j;
+    if (heads == 2) {
+      l2_shared = c;
+      std::vector<double> v;
+      for (const Run& x : cold) v.push_back(x.chip_bytes_per_clk);
+      l2_shared_clk = median(v);
+      v.clear();
+      for (const Run& x : cold) v.push_back(x.per_sm_bytes_per_clk);
+      l2_sm = median(v);
+    }
+    if (heads == grid) {
+      hbm_distinct = c;
+      std::vector<double> v;
+      for (const Run& x : cold) v.push_back(x.per_sm_bytes_per_clk);
+      hbm_sm = median(v);
+    }
+  }
+  res["l2_hit_bytes_per_s"] = l2_shared;
+  res["l2_hit_bytes_per_clk_chip"] = l2_shared_clk;
+  res["l2_hit_bytes_per_clk_sm"] = l2_sm;
+  res["hbm_distinct_bytes_per_s"] = hbm_distinct;
+  res["hbm_distinct_bytes_per_clk_sm"] = hbm_sm;
+
+  // --- cold-tile latency
+  {
+    const int count = quick ? 24 : 64;
+    DeviceBuffer<long long> out(count);
+    Json& lat = res["hbm_latency_cycles"];
+    std::vector<double> xs, ys;
+    long long first = 0;  // row blocks of 128 rows already used (disjoint regions per size)
+    for (int box_rows : {16, 32, 64, 128}) {
+      const CUtensorMap m = make_tmap(kbuf.get(), rows, box_rows);
+      const int sm = box_rows * 128 + 1024;
+      allow_smem(tma_single_latency_kernel, sm);
+      flush_l2(dev, scratch);
+      err.zero();
+      const long long first_block = first * (128 / box_rows);
+      tma_single_latency_kernel<<<1, 32, sm>>>(m, box_rows, first_block, 1, count, out.get(), err.get());
+      MB_CHECK_LAUNCH("tma_single_latency_kernel");
+      check_err(err, "tma_single_latency_kernel");
+      first += (static_cast<long long>(count) * box_rows + 127) / 128 + 16;
+      const auto h = out.to_host();
+      std::vector<double> v(h.begin() + 2, h.end());  // the first loads may miss the TLB
+      Json j = Json::object();
+      j["bytes"] = box_rows * 128;
+      j["median"] = median(v);
+      j["min"] = vmin(v);
+      j["p90"] = percentile(v, 90);
+      lat["tensor2d_" + std::to_string(box_rows * 128)] = j;
+      xs.push_back(box_rows * 128.0);
+      ys.push_back(median(v));
+    }
+    // Scattered 16 KB boxes (a row block every 1 MB) for comparison with the sequential ones.
+    {
+      const CUtensorMap m = make_tmap(kbuf.get(), rows, 128);
+      allow_smem(tma_single_latency_kernel, 128 * 128 + 1024);
+      flush_l2(dev, scratch);
+      err.zero();
+      const long long stride = 32;  // 32 x 128 rows x 256 B = 1 MB
+      const long long avail = static_cast<long long>(rows / 128);
+      const int n = static_cast<int>(std::min<long long>(count, (avail - first - 1) / stride));
+      if (n > 4) {
+        tma_single_latency_kernel<<<1, 32, 128 * 128 + 1024>>>(m, 128, first, stride, n, out.get(), err.get());
+        MB_CHECK_LAUNCH("tma_single_latency_kernel scattered");
+        check_err(err, "tma_single_latency_kernel");
+        auto h = out.to_host();
+        std::vector<double> v(h.begin() + 2, h.begin() + n);
+        res["hbm_latency_16k_scattered_1mb_median"] = median(v);
+      }
+    }
+    const double n = static_cast<double>(xs.size());
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      sx += xs[i];
+      sy += ys[i];
+      sxx += xs[i] * xs[i];
+      sxy += xs[i] * ys[i];
+    }
+    const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    const double a = (sy - b * sx) / n;
+    res["hbm_latency_fit"] = Json::object();
+    res["hbm_latency_fit"]["intercept_cycles"] = a;
+    res["hbm_latency_fit"]["bytes_per_clk"] = b > 0 ? 1.0 / b : 0.0;
+    res["tma_latency_hbm"] = a;
+    res["tma_latency_hbm_16k"] = ys.back();
+  }
+
+  // --- store latency
+  {
+    const int count = quick ? 24 : 128;
+    DeviceBuffer<uint8_t> dst(8u << 20);
+    MB_CHECK(cudaMemset(dst.get(), 0, dst.size()));
+    DeviceBuffer<long long> out(2 * count);
+    Json& st = res["store_latency_cycles"];
+    double main_value = 0;
+    for (int box_rows : {32, 64, 128, 256}) {
+      const CUtensorMap m = make_tmap(dst.get(), dst.size() / 256, box_rows);
+      const int sm = box_rows * 128 + 1024;
+      allow_smem(tma_store_latency_kernel, sm);
+      tma_store_latency_kernel<<<1, 128, sm>>>(m, box_rows, count, out.get());
+      MB_CHECK_LAUNCH("tma_store_latency_kernel");
+      const auto h = out.to_host();
+      std::vector<double> rd, done;
+      for (int c = 4; c < count; ++c) {
+        rd.push_back(static_cast<double>(h[2 * c]));
+        done.push_back(static_cast<double>(h[2 * c + 1]));
+      }
+      Json j = Json::object();
+      j["bytes"] = box_rows * 128;
+      j["wait_group_read_median"] = median(rd);
+      j["wait_group_read_min"] = vmin(rd);
+      j["wait_group_median"] = median(done);
+      st["tensor2d_" + std::to_string(box_rows * 128)] = j;
+      if (box_rows == 128) main_value = median(rd);
+    }
+    res["tma_store_latency"] = main_value;
+  }
+}
+
 // --- shared memory -----------------------------------------------------------------------------
 
 constexpr int kSmemUnroll = 8;  // 16 would need 64+ registers for v4 with 32 warps
@@ -497,6 +807,8 @@ std::vector<Benchmark> memory_benchmarks() {
   return {
       {"tma", "TMA (bulk and tensor 2D) latency and bandwidth from L2, one SM and all SMs; HBM", bench_tma},
       {"smem_bw", "shared-memory read bandwidth (ld.shared v1/v2/v4)", bench_smem},
+      {"tma_sharing", "attention-like K/V TMA streams: tiles shared by sibling CTAs (L2) vs distinct (HBM); cold-tile and store latency",
+       bench_tma_sharing},
   };
 }
 

@@ -4,6 +4,7 @@
 // registry. Every benchmark writes one JSON file named after it.
 #pragma once
 
+#include <cuda.h>  // CUtensorMap (the encoder is fetched from the driver at run time)
 #include <cuda/ptx>
 #include <cuda_runtime.h>
 
@@ -200,6 +201,12 @@ std::vector<Benchmark> pipe_benchmarks();
 std::vector<Benchmark> mma_benchmarks();
 std::vector<Benchmark> memory_benchmarks();
 std::vector<Benchmark> sync_benchmarks();
+std::vector<Benchmark> latency_benchmarks();
+std::vector<Benchmark> launch_benchmarks();
+
+/// 2D bf16 tensor map over `rows` x 128 columns (row stride 256 B: a head_dim-128 K/V layout),
+/// boxes of 64 columns x `box_rows` rows, 128B swizzle, L2 promotion 256 B (as FA3's).
+CUtensorMap make_tmap(const void* base, unsigned long long rows, int box_rows);
 
 /// RAII device allocation of `n` elements of T.
 template <class T>

@@ -18,6 +18,7 @@
 #include "driver/simulate.hpp"
 #include "explore/sweep.hpp"
 #include "measure/cudnn.hpp"
+#include "measure/fidelity.hpp"
 #include "measure/validate.hpp"
 #include "model/json_reader.hpp"
 #include "report/chrome_trace.hpp"
@@ -152,9 +153,7 @@ struct Validate : Command {
         continue;
       }
       c.kernel = k->knobs.describe();
-      const Prediction pred = predict(*x.schedule, hardware, c.problem);
-      c.predicted_us = pred.time_us;
-      c.predicted_ops = op_means(pred.critical.timeline);
+      const Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
       sm90::DeviceProblem dev(to_shape(c.problem), 2026 + i);
       const sm90::Timing t = sm90::time_kernel(*k, dev, persistent, warmup, reps);
       c.measured = true;
@@ -208,7 +207,10 @@ struct Validate : Command {
     }
     const ValidationStats st = validation_stats(cases);
     std::cout << format_validation(cases, st, no_ops ? -1 : first_measured);
+    const FidelityReport acceptance = fidelity_report(cases);  // per change, per-op acceptance (as `fidelity`)
+    std::cout << format_changes(acceptance) << format_op_acceptance(acceptance);
     nlohmann::json j = validation_json(cases, st, meta);
+    j["acceptance"] = fidelity_json(acceptance);
     if (!sweep.empty()) sweep_ranking(cases, j);
     std::ofstream(out_dir + "/results.csv") << validation_csv(cases);
     std::ofstream(out_dir + "/ops.csv") << validation_ops_csv(cases);
