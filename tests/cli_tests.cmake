@@ -87,8 +87,20 @@ if(ATTNSIM_HAVE_CUDA)
   attnsim_cli_test(run_gpu 0 "correctness .*: pass.*measured .*TFLOPS.*predicted .*traced" GPU
     ARGS run ${FA3} --head-dim 128 --seqlen 2048 --batch 2 --check --trace ${OUTDIR}/run_measured.json
          --predicted-trace ${OUTDIR}/run_predicted.json)
-  attnsim_cli_test(validate_gpu 0 "cases measured: MAPE" GPU
+  attnsim_cli_test(validate_gpu 0 "cases measured: MAPE.*per change against the base schedule.*per-op acceptance" GPU
     ARGS validate ${FA3} --variants base,no_pingpong --out ${OUTDIR}/validate)
 else()
   attnsim_cli_test(run_without_cuda 2 "built without a CUDA compiler" ARGS run ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json)
 endif()
+
+# fidelity: the committed validation measurements (configs/validation/<gpu>/fa3_sm90_validate)
+# re-predicted with the current model and checked against the baseline committed beside them
+# (fidelity.json): fails when MAPE or max |error| grows by more than 0.05 points or Spearman drops
+# by more than 0.005. No GPU; a few seconds. A model change that moves the figures on purpose
+# runs `attnsim fidelity --update` and commits the new fidelity.json files with it.
+add_test(NAME fidelity.regression COMMAND ${ATTNSIM_BIN} fidelity)
+set_tests_properties(fidelity.regression PROPERTIES TIMEOUT 300)
+# A baseline no model reaches (tests/fidelity/): the regression is reported, by figure, and exits 1.
+attnsim_cli_test(fidelity_regression_detected 1
+  "\"figure\": \"MAPE\".*\"ok\": false.*MAPE regressed: baseline 0.0000%, now [0-9.]+% \\(grew by"
+  ARGS fidelity ${CMAKE_CURRENT_SOURCE_DIR}/fidelity/h100_sxm/fa3_sm90_validate --json)
