@@ -36,6 +36,19 @@ constexpr DirectField kDirect[] = {
     {"tma", "/results/hbm_bytes_per_s", "hbm_bytes_per_s"},
     {"mbarrier", "/results/mbarrier_latency", "mbarrier_latency"},
     {"clock_under_load", "/results/clock_ghz", "clock_ghz"},
+    {"named_barrier", "/results/named_barrier_latency", "named_barrier_latency"},
+    {"latency_chains", "/results/fma_latency", "fma_latency"},
+    {"latency_chains", "/results/alu_latency", "alu_latency"},
+    {"latency_chains", "/results/mufu_latency", "mufu_latency"},
+    {"latency_chains", "/results/shfl_latency", "shfl_latency"},
+    {"latency_chains", "/results/f2fp_latency", "f2fp_latency"},
+    {"wgmma_issue", "/results/wgmma_issue_cycles", "wgmma_issue_cycles"},
+    {"wgmma_issue", "/results/wgmma_wait_ready_cycles", "wgmma_wait_ready_cycles"},
+    {"mbarrier_ready", "/results/mbarrier_ready_cycles", "mbarrier_ready_cycles"},
+    {"tma_sharing", "/results/l2_hit_bytes_per_s", "l2_hit_bytes_per_s"},
+    {"tma_sharing", "/results/tma_store_latency", "tma_store_latency"},
+    {"launch_overhead", "/results/launch_ns", "launch_ns"},
+    {"launch_overhead", "/results/cta_prologue_cycles", "cta_prologue_cycles"},
 };
 
 double number_at(const json& doc, const std::string& file, const std::string& pointer) {
@@ -94,10 +107,12 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
     date = std::max(date, doc.value("date", std::string()));
     for (const auto& d : kDirect)
       if (bench == d.benchmark) out.push_back({d.constant, number_at(doc, file, d.pointer), bench, d.pointer});
-    if (bench == "tma") {
-      // TMA latency = intercept of (issue -> data landed) against bytes, 2D tensor copies of 1-16 KiB.
+    if (bench == "tma" || bench == "tma_sharing") {
+      // TMA latency = intercept of (issue -> data landed) against bytes, 2D tensor copies: L2-resident
+      // (tma, 1-16 KiB) or tiles no earlier load touched, after an L2 flush (tma_sharing, 2-16 KiB).
+      const bool hbm = bench == "tma_sharing";
       std::vector<double> x, y;
-      const json::json_pointer lat("/results/latency_cycles");
+      const json::json_pointer lat(hbm ? "/results/hbm_latency_cycles" : "/results/latency_cycles");
       if (!doc.contains(lat) || !doc[lat].is_object())
         throw InputError(file, lat.to_string(), "expected latency points");
       for (auto it = doc[lat].begin(); it != doc[lat].end(); ++it)
@@ -108,11 +123,29 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
       if (x.size() < 2)
         throw InputError(file, lat.to_string(), "expected at least two tensor2d_* latency points to fit");
       const auto [intercept, slope] = fit_line(x, y);
-      out.push_back(
-          {"tma_latency", intercept, bench,
-           fmt::format("Eigen least-squares fit of median latency vs bytes over {} 2D tensor copies: {:.1f} cycles + "
-                       "bytes / {:.1f} B/clk",
-                       x.size(), intercept, 1 / slope)});
+      out.push_back({hbm ? "tma_latency_hbm" : "tma_latency", intercept, bench,
+                     fmt::format("Eigen least-squares fit of median latency vs bytes over {} 2D tensor copies{}: "
+                                 "{:.1f} cycles + bytes / {:.1f} B/clk",
+                                 x.size(), hbm ? " of tiles not in L2" : "", intercept, 1 / slope)});
+    }
+    if (bench == "launch_overhead") {
+      // Per-wave CTA launch cost: slope of empty-kernel GPU time (one launch alone between an event
+      // pair) against waves, in SM cycles at the clock measured in the stamping kernel of the same run.
+      std::vector<double> x, y;
+      const json::json_pointer waves("/results/waves");
+      if (!doc.contains(waves) || !doc[waves].is_object())
+        throw InputError(file, waves.to_string(), "expected per-wave launch timings");
+      for (auto it = doc[waves].begin(); it != doc[waves].end(); ++it) {
+        x.push_back(number_at(doc, file, waves.to_string() + "/" + it.key() + "/waves"));
+        y.push_back(number_at(doc, file, waves.to_string() + "/" + it.key() + "/empty_ns_single_launch"));
+      }
+      if (x.size() < 2) throw InputError(file, waves.to_string(), "expected at least two wave counts to fit");
+      const double ghz = number_at(doc, file, "/results/clock_ghz");
+      const auto [intercept, slope] = fit_line(x, y);
+      out.push_back({"cta_launch_cycles", slope * ghz, bench,
+                     fmt::format("Eigen fit of empty-kernel GPU time per launch vs waves over {} wave counts: {:.0f} ns + "
+                                 "{:.1f} ns per wave, x {:.3f} GHz measured in-kernel",
+                                 x.size(), intercept, slope, ghz)});
     }
     if (bench == "wgmma") {
       // wgmma completion latency beyond its pipe time: intercept of single-wgmma latency against the

@@ -2,7 +2,8 @@
 // benchmark) into a hardware config. Each constant a benchmark measures becomes
 // {"value", "provenance": "measured", "source": benchmark, GPU, driver, date, method,
 // "was": what it replaced}. Latencies that are intercepts (TMA latency + bytes /
-// bandwidth, wgmma latency + pipe time) are fitted here with Eigen from the raw points.
+// bandwidth from L2 and from HBM, wgmma latency + pipe time) and the per-wave CTA launch cost
+// (slope of launch time against waves) are fitted here with Eigen from the raw points.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

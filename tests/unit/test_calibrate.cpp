@@ -2,6 +2,7 @@
 // rewritten config (valid, marked measured, keeping what it replaced).
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
 
 #include "calibrate/calibrate.hpp"
 #include "model/json_reader.hpp"
@@ -49,4 +50,35 @@ TEST_CASE("calibrate rejects files that are not microbenchmark results", "[calib
   std::string note;
   CHECK_THROWS_WITH(derive_constants({test::root() + "/configs/hw/h100_sxm.json"}, note),
                     Catch::Contains("h100_sxm.json: /benchmark: expected the benchmark name"));
+}
+
+TEST_CASE("calibrate derives the latency, issue, sharing and launch constants from the H100 results",
+          "[calibrate]") {
+  const std::string measured = test::root() + "/configs/measured/h100_sxm";
+  std::string note;
+  const auto constants = derive_constants({measured + "/latency_chains.json", measured + "/wgmma_issue.json",
+                                           measured + "/mbarrier_ready.json", measured + "/tma_sharing.json",
+                                           measured + "/launch_overhead.json", measured + "/tma.json"},
+                                          note);
+  std::map<std::string, double> v;
+  for (const auto& c : constants) v[c.name] = c.value;
+  // Fixed-latency pipes: 4 cycles dependent issue (FFMA, FMNMX, F2FP); MUFU and SHFL are longer.
+  CHECK(v.at("fma_latency") == Approx(4).margin(0.2));
+  CHECK(v.at("alu_latency") == Approx(4).margin(0.2));
+  CHECK(v.at("f2fp_latency") == Approx(4).margin(0.2));
+  CHECK(v.at("mufu_latency") > v.at("fma_latency"));
+  CHECK(v.at("shfl_latency") > v.at("fma_latency"));
+  CHECK(v.at("wgmma_issue_cycles") > 0);
+  CHECK(v.at("wgmma_wait_ready_cycles") >= 0);
+  CHECK(v.at("mbarrier_ready_cycles") > 0);
+  // Tiles that sibling CTAs share come from L2 faster than distinct data from HBM; a tile not in
+  // L2 takes longer than one in it (both intercepts of latency against bytes).
+  CHECK(v.at("l2_hit_bytes_per_s") > v.at("hbm_bytes_per_s"));
+  CHECK(v.at("tma_latency_hbm") > v.at("tma_latency"));
+  CHECK(v.at("tma_store_latency") > 0);
+  CHECK(v.at("launch_ns") > 100);
+  CHECK(v.at("cta_launch_cycles") > 0);
+  CHECK(v.at("cta_prologue_cycles") > 0);
+  for (const auto& c : constants)
+    if (c.name == "cta_launch_cycles" || c.name == "tma_latency_hbm") CHECK_THAT(c.how, Catch::Contains("Eigen"));
 }
