@@ -45,9 +45,8 @@ constexpr DirectField kDirect[] = {
     {"wgmma_issue", "/results/wgmma_issue_cycles", "wgmma_issue_cycles"},
     {"wgmma_issue", "/results/wgmma_wait_ready_cycles", "wgmma_wait_ready_cycles"},
     {"mbarrier_ready", "/results/mbarrier_ready_cycles", "mbarrier_ready_cycles"},
-    {"tma_sharing", "/results/l2_hit_bytes_per_s", "l2_hit_bytes_per_s"},
     {"tma_sharing", "/results/tma_store_latency", "tma_store_latency"},
-    {"launch_overhead", "/results/launch_ns", "launch_ns"},
+    {"launch_overhead", "/results/launch/full_grid_cuda_graph_ns", "launch_ns"},
     {"launch_overhead", "/results/cta_prologue_cycles", "cta_prologue_cycles"},
 };
 
@@ -127,6 +126,26 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
                      fmt::format("Eigen least-squares fit of median latency vs bytes over {} 2D tensor copies{}: "
                                  "{:.1f} cycles + bytes / {:.1f} B/clk",
                                  x.size(), hbm ? " of tiles not in L2" : "", intercept, 1 / slope)});
+    }
+    if (bench == "tma_sharing") {
+      // K/V tiles that s CTAs stream at once: every distinct byte is filled into L2 once, then served
+      // s times. Fit 1 / (chip bytes/s) = 1 / l2_hit_bytes_per_s + (1 / s) / kv_fill_bytes_per_s over
+      // the sharing degrees measured (cold L2 at the start of each run, as a kernel's first pass).
+      std::vector<double> x, y;
+      const json::json_pointer cfg("/results/configs");
+      if (!doc.contains(cfg) || !doc[cfg].is_object())
+        throw InputError(file, cfg.to_string(), "expected the sharing configurations");
+      for (auto it = doc[cfg].begin(); it != doc[cfg].end(); ++it) {
+        x.push_back(1 / number_at(doc, file, cfg.to_string() + "/" + it.key() + "/ctas_per_head"));
+        y.push_back(1 / number_at(doc, file, cfg.to_string() + "/" + it.key() + "/cold/chip_bytes_per_s"));
+      }
+      if (x.size() < 2) throw InputError(file, cfg.to_string(), "expected at least two sharing degrees to fit");
+      const auto [intercept, slope] = fit_line(x, y);
+      const std::string how = fmt::format(
+          "Eigen fit over {} sharing degrees s of 1 / chip bytes/s = 1 / {:.3g} + (1 / s) / {:.3g} (B/s)", x.size(),
+          1 / intercept, 1 / slope);
+      out.push_back({"l2_hit_bytes_per_s", 1 / intercept, bench, how});
+      out.push_back({"kv_fill_bytes_per_s", 1 / slope, bench, how});
     }
     if (bench == "launch_overhead") {
       // Per-wave CTA launch cost: slope of empty-kernel GPU time (one launch alone between an event

@@ -67,6 +67,8 @@ struct Hardware {
   // Issue costs of asynchronous and synchronisation instructions (cycles)
   double wgmma_issue_cycles = 0;       ///< issue -> issue of back-to-back wgmma.mma_async m64n128k16 bf16 SS of one
                                        ///< warpgroup, tensor core not back-pressuring (issue cost, not pipe time)
+  double mma_queue_depth = 0;          ///< MMA instructions that can wait in an SMSP tensor core's queue behind the
+                                       ///< executing one before the next issue stalls (wgmma back-pressure)
   double wgmma_wait_ready_cycles = 0;  ///< wgmma.wait_group 0 when every committed group has already finished
   double mbarrier_ready_cycles = 0;    ///< mbarrier.try_wait.parity on a phase that has already completed
   double named_barrier_latency = 0;    ///< bar.arrive -> the partner's bar.sync released (warpgroup ping-pong)
@@ -74,14 +76,17 @@ struct Hardware {
   // Memory system, attention access pattern
   double l2_hit_bytes_per_s = 0;  ///< chip-wide TMA load bytes/s when all SMs stream K/V-like tiles that groups of
                                   ///< CTAs share (same tiles, same order, about the same time): L2 hits
+  double kv_fill_bytes_per_s = 0;  ///< rate at which distinct K/V bytes reach L2 (from HBM) while CTAs stream shared
+                                   ///< tiles: with s CTAs per tile the chip-wide TMA rate is
+                                   ///< 1 / (1 / l2_hit_bytes_per_s + 1 / (s x kv_fill_bytes_per_s))
   double tma_latency_hbm = 0;     ///< TMA tensor load issue -> mbarrier complete for a tile not in L2 (cycles)
   double tma_store_latency = 0;   ///< TMA tensor store of a 16 KB tile: issue -> cp.async.bulk.wait_group.read 0
                                   ///< returns (SMEM readable again), cycles
 
   // Launch (kernels/microbench launch_overhead)
-  double launch_ns = 0;            ///< per-launch time of back-to-back launches of an empty kernel with a full
-                                   ///< one-CTA-per-SM grid (384 threads, ~200 KB dynamic SMEM), N launches between
-                                   ///< one event pair / N, nothing subtracted (ns)
+  double launch_ns = 0;            ///< per-launch GPU time of back-to-back launches of an empty kernel with a full
+                                   ///< one-CTA-per-SM grid (384 threads, ~200 KB dynamic SMEM), replayed from a CUDA
+                                   ///< graph so the host's launch rate does not bound it (ns)
   double cta_launch_cycles = 0;    ///< extra time per additional wave of CTAs of a one-CTA-per-SM non-persistent
                                    ///< grid (slope of empty-kernel time vs waves, 384 threads, ~200 KB SMEM), cycles
   double cta_prologue_cycles = 0;  ///< CTA start -> first TMA issue of an FA3 prologue (mbarrier init + fence,
