@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
 
@@ -14,7 +15,10 @@ namespace {
 struct Instr {
   std::string pipe;
   double lanes = 0, tmem = 0, smem = 0;
+  int latency_class = -1;  ///< LatencyClass, or -1 when it has none (cannot be on a chain)
 };
+
+const std::vector<std::string> kLatencyClassNames = {"fma", "alu", "mufu", "shfl", "f2fp"};
 
 Work instr_work(const Instr& in, double count) {
   Work w;
@@ -55,6 +59,10 @@ CostModel CostModel::read(const std::string& file) {
     in.lanes = e.number("lanes", 0, 128);
     in.tmem = e.number_or("tmem_bytes", 0, 0, 1 << 20);
     in.smem = e.number_or("smem_bytes", 0, 0, 1 << 20);
+    const std::string lc = e.choice_or("latency_class", "", kLatencyClassNames);
+    if (!lc.empty())
+      in.latency_class = static_cast<int>(std::find(kLatencyClassNames.begin(), kLatencyClassNames.end(), lc) -
+                                          kLatencyClassNames.begin());
     e.choice("provenance", {"published", "measured", "derived", "assumed"});
     e.string("source");
     e.finish();
@@ -80,6 +88,34 @@ CostModel CostModel::read(const std::string& file) {
     }
     c.latency = b.number_or("latency_cycles", 0, 0, 1e6);
     if (c.latency > 0) b.string("latency_provenance");
+    if (auto ch = b.optional_object("chain")) {
+      ch->string("source");
+      const nlohmann::json& pts = ch->raw("points");
+      if (!pts.is_array() || pts.empty()) ch->fail_at("points", "expected a non-empty array of chain points");
+      for (size_t i = 0; i < pts.size(); ++i) {
+        const std::string at = ch->child_path("points") + "/" + std::to_string(i);
+        if (!pts[i].is_object())
+          throw InputError(file, at, "expected an object {\"elements\": n, \"<instruction>\": count, ...}");
+        JsonReader pr(pts[i], file, at);
+        ChainPoint p;
+        p.elements = pr.number("elements", 1e-9, 1e6);
+        if (!c.chain.empty() && p.elements <= c.chain.back().elements)
+          pr.fail_at("elements", "chain points must be in increasing order of elements");
+        pr.string_or("kernel", "");
+        for (const auto& iname : pr.keys()) {
+          if (iname == "elements" || iname == "kernel") continue;
+          auto it = instrs.find(iname);
+          if (it == instrs.end())
+            pr.fail_at(iname, "unknown instruction: expected one of the names under /instructions");
+          if (it->second.latency_class < 0)
+            pr.fail_at(iname, "instruction without a latency_class under /instructions: it cannot be on a chain");
+          p.per_class[it->second.latency_class] += pr.number(iname, 0, 1e6);
+        }
+        pr.finish();
+        c.chain.push_back(p);
+      }
+      ch->finish();
+    }
     b.string("derivation");
     b.finish();
     m.blocks_[name] = c;
@@ -108,5 +144,40 @@ Work CostModel::work(const std::string& name, double elements, double rows) cons
 }
 
 double CostModel::latency(const std::string& name) const { return block(name).latency; }
+
+double class_latency(LatencyClass c, const Hardware& hw) {
+  switch (c) {
+    case LatencyClass::fma:
+      return hw.fma_latency;
+    case LatencyClass::alu:
+      return hw.alu_latency;
+    case LatencyClass::mufu:
+      return hw.mufu_latency;
+    case LatencyClass::shfl:
+      return hw.shfl_latency;
+    case LatencyClass::f2fp:
+      return hw.f2fp_latency;
+  }
+  return 0;
+}
+
+const char* latency_class_name(LatencyClass c) { return kLatencyClassNames[static_cast<int>(c)].c_str(); }
+
+double CostModel::chain_latency(const std::string& name, double elements, const Hardware& hw) const {
+  const auto& points = block(name).chain;
+  if (points.empty()) return 0;
+  auto cycles = [&](const ChainPoint& p) {
+    double t = 0;
+    for (int k = 0; k < kLatencyClasses; ++k) t += p.per_class[k] * class_latency(static_cast<LatencyClass>(k), hw);
+    return t;
+  };
+  if (elements <= points.front().elements) return cycles(points.front()) * elements / points.front().elements;
+  if (elements >= points.back().elements) return cycles(points.back()) * elements / points.back().elements;
+  size_t i = 0;
+  while (points[i + 1].elements < elements) ++i;
+  const ChainPoint &a = points[i], &b = points[i + 1];
+  const double t = (elements - a.elements) / (b.elements - a.elements);
+  return cycles(a) * (1 - t) + cycles(b) * t;
+}
 
 }  // namespace attnsim

@@ -2,19 +2,41 @@
 // for each named block, instructions per element and per row of the thread's row,
 // turned into the Work (issue slots, pipe lane-ops, TMEM/SMEM bytes) of one warp
 // (32 rows). Counts are derived from the schedule's arithmetic; the file says how.
+// A block may also carry its dependency chain (the critical path found in a kernel's SASS by
+// `attnsim sass-costs`): instructions of each latency class on it, per tile shape.
 #pragma once
+#include <array>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/program.hpp"
 
 namespace attnsim {
 
+struct Hardware;
+
+/// Dependency-chain latency class of an instruction: the Hardware constant that prices one
+/// instruction of it on a chain (fma -> fma_latency, alu -> alu_latency, ...).
+enum class LatencyClass { fma, alu, mufu, shfl, f2fp };
+inline constexpr int kLatencyClasses = 5;
+/// Hardware::<c>_latency, cycles.
+double class_latency(LatencyClass c, const Hardware& hw);
+/// "fma", "alu", "mufu", "shfl", "f2fp".
+const char* latency_class_name(LatencyClass c);
+
+/// One tile shape's critical path: instructions on it, per latency class.
+struct ChainPoint {
+  double elements = 0;                              ///< elements per thread-row at this tile shape
+  std::array<double, kLatencyClasses> per_class{};  ///< instructions on the path, by LatencyClass
+};
+
 /// Work of one named block, for one warp: per element of a row, per row, and a fixed latency.
 struct BlockCost {
-  Work per_element;    ///< warp work per column of the 32 rows
-  Work per_row;        ///< warp work once per row set (32 rows)
-  double latency = 0;  ///< cycles after the pipe work (dependency tail)
+  Work per_element;               ///< warp work per column of the 32 rows
+  Work per_row;                   ///< warp work once per row set (32 rows)
+  double latency = 0;             ///< cycles after the pipe work (dependency tail)
+  std::vector<ChainPoint> chain;  ///< critical path per tile shape, by increasing elements (may be empty)
 };
 
 class JsonReader;
@@ -28,7 +50,15 @@ class CostModel {
   static CostModel from_schedule(JsonReader& schedule);
   /// Warp work of block `name` over a row of `elements` columns (scaled by `share` per element).
   Work work(const std::string& name, double elements, double rows = 1) const;
+  /// The block's "latency_cycles" (0 when it has none, e.g. when a chain replaced it).
   double latency(const std::string& name) const;
+  /// Dependency-chain latency of block `block` over `elements` elements per thread-row (as the
+  /// lowering passes them to work(): n_block / 2 for the softmax blocks, head_dim_v / 2 for
+  /// rescale_o and final_o), cycles: the sum over latency classes of (instructions of that class
+  /// on the block's critical path) x (the class's latency on `hw`). Between two chain points the
+  /// latency is interpolated linearly in `elements`; outside them, the nearest point's counts
+  /// are scaled by elements / point.elements. 0 when the block has no chain.
+  double chain_latency(const std::string& block, double elements, const Hardware& hw) const;
   const BlockCost& block(const std::string& name) const;
   const std::string& file() const { return file_; }
 
