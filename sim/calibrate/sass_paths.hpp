@@ -1,0 +1,185 @@
+// SASS critical-path analysis: reads `cuobjdump -sass` text, finds the consumer warpgroup's
+// steady-state KV loop of a traced SM90 kernel (kernels/sm90, Trace = 1), splits it at the trace
+// recorder's clock reads into the spans consumer.cuh emits (softmax_max, softmax_exp, rescale_o,
+// mma_qk, ...; final_o from the epilogue after the loop), and for each span counts instructions
+// and finds the longest chain of read-after-write register dependencies. `attnsim sass-costs`
+// (sim/cli/sass_costs_cmd.cpp) prints the result and writes the chains into configs/costs.
+//
+// The model of one span: one warp, its instructions in program order, registers that the span
+// reads before writing them (live-ins) ready at cycle 0, an instruction starts when the last of
+// its sources is ready and its result is ready `latency` cycles later, latency by class
+// (Hardware::fma_latency, alu_latency, mufu_latency, shfl_latency, f2fp_latency). The critical
+// path is the latest ready time in the span: the sum of the latencies of the instructions on the
+// longest chain, the last one included. Issue limits are not part of it (the throughput cost of
+// the same instructions is). Loads, stores, wgmma, barriers and control flow are not priced on
+// chains (their results count as ready at 0); they are counted and reported.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attnsim {
+struct Hardware;
+}
+
+namespace attnsim::sass {
+
+/// A register an instruction reads or writes. RZ, URZ, PT and UPT are constants and never
+/// appear as a Reg; a vector operand (R4.64, or a 64/128-bit load's destination) is expanded
+/// into one Reg per 32-bit register.
+struct Reg {
+  enum File : uint8_t { R, UR, P, UP };
+  File file = R;
+  int index = 0;
+  auto operator<=>(const Reg&) const = default;
+};
+std::string to_string(const Reg& r);
+
+/// How an instruction is priced on a dependency chain, or why it is not. The first five are
+/// latency classes (Hardware::<class>_latency); the others are excluded from chains.
+enum class Class : uint8_t {
+  fma,      ///< FFMA, FADD, FMUL (and HFMA2 & co.): fma_latency
+  alu,      ///< FMNMX, integer, logic, select, predicate, uniform-datapath ops: alu_latency
+  mufu,     ///< MUFU.*: mufu_latency
+  shfl,     ///< SHFL.*: shfl_latency
+  f2fp,     ///< F2FP.* and the other conversions: f2fp_latency
+  memory,   ///< loads, stores, constant loads, special-register reads
+  async,    ///< HGMMA, WARPGROUP.*, SYNCS.* (mbarriers), BAR, MEMBAR, FENCE, TMA
+  control,  ///< branches, convergence barriers (BSSY/BSYNC), NOP/YIELD, the trace recorder's clock reads
+};
+const char* class_name(Class c);
+/// Whether instructions of class `c` are priced on dependency chains.
+inline bool on_chains(Class c) { return c <= Class::f2fp; }
+
+/// One SASS instruction.
+struct Instr {
+  uint32_t address = 0;
+  std::string text;                ///< as printed, without ';' and the encoding
+  std::string opcode;              ///< with modifiers: "MUFU.EX2", "SHFL.BFLY", "FMNMX"
+  std::string base;                ///< before the first '.': "MUFU"
+  bool predicated = false;         ///< guarded by @P / @!P (not @PT): its writes may not happen
+  std::string guard;               ///< the guard as printed without '@' ("!P1"), empty when not predicated
+  std::vector<Reg> dsts;           ///< registers written
+  std::vector<Reg> srcs;           ///< registers read (the guard predicate among them)
+  std::optional<uint32_t> target;  ///< branch target (BRA)
+  Class cls = Class::alu;
+  /// Name in a cost file's "instructions" table for chain classes (FFMA, FADD, FMUL, FMNMX,
+  /// ALU, MUFU.EX2, MUFU.RCP, SHFL, F2FP.BF16.PACK); the opcode family otherwise (ST, HGMMA).
+  std::string cost_name;
+  bool clock_read = false;      ///< S2UR / CS2R / S2R of SR_CLOCKLO, SR_CLOCKHI (trace recorder)
+  bool writes_neg_inf = false;  ///< a move or select of -INF into a register (score masking)
+  bool reads_globaltimer = false;
+  bool is_branch() const { return target.has_value(); }
+  bool backward() const { return target && *target <= address; }
+};
+
+/// Parses one instruction's text ("@!P0 FMNMX R190, R35, R216, !PT"). Throws std::invalid_argument
+/// on text that is not an instruction.
+Instr parse_instruction(uint32_t address, std::string_view text);
+
+/// One function of the dump.
+struct Function {
+  std::string mangled;  ///< as printed after "Function :"
+  std::string name;     ///< demangled when possible
+  std::vector<Instr> code;
+};
+
+/// Every function of a `cuobjdump -sass` listing, in file order.
+std::vector<Function> parse_cuobjdump(std::istream& in);
+
+/// Dependent-issue latency of each chain class, cycles.
+struct Latencies {
+  double fma = 0, alu = 0, mufu = 0, shfl = 0, f2fp = 0;
+  /// The latency of class `c` (0 for classes not on chains).
+  double of(Class c) const;
+  static Latencies from(const Hardware& hw);
+};
+
+/// The longest RAW chain through a straight-line span.
+struct CriticalPath {
+  double cycles = 0;                   ///< ready time of the latest result
+  std::vector<const Instr*> path;      ///< its instructions, first to last
+  std::map<std::string, int> by_name;  ///< instructions on it per cost name
+  std::map<Class, int> by_class;       ///< instructions on it per latency class
+};
+
+/// Critical path of `span` (program order, one warp): live-ins ready at 0; an instruction of a
+/// chain class is ready at max(ready of its sources) + its class latency; instructions of other
+/// classes make their destinations ready at 0. A predicated write keeps the register's earlier
+/// value possible, so a reader waits for the later of the two, except a reader under the same
+/// guard (same predicate, same polarity, predicate not rewritten in between), which can only see
+/// the guarded write.
+CriticalPath critical_path(const std::vector<const Instr*>& span, const Latencies& lat);
+
+/// Why an instruction of a span is not on its steady-state path.
+enum class Skip : uint8_t {
+  none,
+  trace,       ///< the trace recorder's record store (lane 0 only; absent from the untraced kernel)
+  mask,        ///< score masking (KV blocks on the causal diagonal or the seqlen_k tail only)
+  wait_retry,  ///< mbarrier try_wait retry loop / hang timer (data already there in the steady state)
+  slow_path,   ///< a called subroutine (the IEEE division's slow path for denormal / huge sums)
+};
+const char* skip_name(Skip s);
+
+/// One clock-read interval of the analysed code.
+struct Span {
+  std::string op;                     ///< softmax_max, softmax_exp, rescale_o, final_o, mma_qk, mma_pv, "wait k_full",
+                                      ///< "wait v_full", "wait wgmma", "wait pingpong", or "-" (between spans)
+  uint32_t begin = 0, end = 0;        ///< addresses of the clock reads that open and close it
+  std::vector<const Instr*> code;     ///< on the steady-state path, instrumentation removed
+  std::map<std::string, int> counts;  ///< per cost name (chain classes) or opcode family (others)
+  std::map<Skip, int> off_path;       ///< instructions skipped, by reason
+  int instrumentation = 0;            ///< trace-recorder instructions on the path (clock read, guard)
+  CriticalPath chain;
+};
+
+/// Knobs of an fa3_forward<Traits<...>> instance (kernels/sm90/kernel_traits.cuh).
+struct Fa3Knobs {
+  int head_dim = 0, m_block = 0, n_block = 0, kv_stage = 0;
+  bool pingpong = false, overlap = false;
+  int reg_consumer = 0, reg_producer = 0;
+  bool trace = false;
+};
+/// The knobs of `mangled` when it is an attnsim::sm90::fa3_forward instance.
+std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled);
+
+/// The spans of one traced kernel.
+struct KernelAnalysis {
+  const Function* function = nullptr;
+  Fa3Knobs knobs;
+  uint32_t loop_begin = 0, loop_end = 0;  ///< the KV loop: head and backward branch
+  int loop_instructions = 0;              ///< in the loop body
+  std::map<Skip, int> loop_off_path;      ///< loop instructions off the steady-state path, by reason
+  int loop_instrumentation = 0;
+  /// The KV loop's clock intervals in consumer.cuh's emission order (from turn_start / the K
+  /// wait of one iteration to the end of that iteration), then final_o from the epilogue.
+  std::vector<Span> spans;
+  const Span* find(const std::string& op) const;
+};
+
+/// Clock-interval labels of one consumer KV-loop iteration, in emission order (mirrors
+/// Consumer::run in kernels/sm90/consumer.cuh): the label of the code between each trace clock
+/// read and the next.
+std::vector<std::string> consumer_loop_spans(bool pingpong, bool overlap);
+
+/// Analyses the KV loop and epilogue of a traced fa3_forward instance: the innermost loop whose
+/// body holds HGMMA and MUFU.EX2 (the one with the most clock reads if several), its
+/// steady-state path, its spans labelled by consumer_loop_spans (anchored on the interval with
+/// the SS HGMMA of QK and checked span by span), and final_o (the first clock interval after
+/// the loop with an F2FP and a store). Throws std::runtime_error when the code does not have
+/// that shape.
+///
+/// Steady-state path: the code of an unmasked KV block whose barriers are already complete,
+/// without the trace recorder's stores. A conditional forward branch skips its region when the
+/// region holds the trace record store (STG.128), a retry loop or %globaltimer read, a -INF
+/// store (masking), or (on the region's own path) a CALL; otherwise the region is executed.
+/// Unconditional forward branches are followed, backward ones and exits are not taken.
+/// Instrumentation: the clock reads, the record branches, and every instruction whose results
+/// are read only by instrumentation or by the skipped record stores (the record index and guard).
+KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat);
+
+}  // namespace attnsim::sass

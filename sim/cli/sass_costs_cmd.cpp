@@ -1,0 +1,326 @@
+// `attnsim sass-costs SASS.txt [--kernel S] [--hw HW] [--into configs/costs/X.json --origin TEXT] [--dry-run]`:
+// critical paths of the compute spans of the traced SM90 kernels in a cuobjdump -sass listing
+// (sim/calibrate/sass_paths.hpp), printed per span and optionally written into a cost file as
+// each block's "chain".
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include "calibrate/sass_paths.hpp"
+#include "cli/commands.hpp"
+#include "lower/costs.hpp"
+#include "model/hardware.hpp"
+#include "model/json_reader.hpp"
+
+namespace attnsim::cli {
+namespace {
+
+using sass::Class;
+
+/// Elements per thread-row of a block at a kernel's tile shape, as the lowering passes them.
+double elements_of(const std::string& block, const sass::Fa3Knobs& k) {
+  if (block == "softmax_max" || block == "softmax_exp") return k.n_block / 2.0;
+  return k.head_dim / 2.0;  // rescale_o, final_o: head_dim_v / 2 (head_dim_v = head_dim in kernels/sm90)
+}
+
+const std::vector<std::string> kChainBlocks = {"softmax_max", "softmax_exp", "rescale_o", "final_o"};
+
+std::string short_name(const sass::Fa3Knobs& k) {
+  return fmt::format("fa3_forward<Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}>>", k.head_dim, k.m_block, k.n_block,
+                     k.kv_stage, k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, k.trace);
+}
+
+/// "8 FMNMX + 2 SHFL + ..." in a fixed order of names, with the latency each is priced at.
+std::string composition(const sass::CriticalPath& cp, const sass::Latencies& lat, bool with_latency) {
+  std::vector<std::string> parts;
+  std::map<std::string, Class> cls;
+  for (const auto* in : cp.path) cls[in->cost_name] = in->cls;
+  for (const auto& [name, n] : cp.by_name)
+    parts.push_back(with_latency ? fmt::format("{} {} x{:.3g}", n, name, lat.of(cls[name]))
+                                 : fmt::format("{} {}", n, name));
+  return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, " + "));
+}
+
+struct SassCosts : Command {
+  std::string sass_file, kernel, hw_name = "h100_sxm", into, origin;
+  bool dry_run = false, paths = false, listing = false;
+
+  int run() override {
+    std::ifstream in(sass_file);
+    if (!in) throw InputError(sass_file, "", "cannot read the SASS listing");
+    const auto functions = sass::parse_cuobjdump(in);
+    const Hardware hw = load_hardware(resolve_hardware_path(hw_name));
+    const sass::Latencies lat = sass::Latencies::from(hw);
+    std::vector<sass::KernelAnalysis> kernels;
+    for (const auto& fn : functions) {
+      const auto k = sass::fa3_knobs(fn.mangled);
+      if (!k || !k->trace) continue;
+      if (!kernel.empty() && fn.name.find(kernel) == std::string::npos &&
+          fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
+        continue;
+      kernels.push_back(sass::analyse_kernel(fn, lat));
+    }
+    if (kernels.empty())
+      throw InputError(sass_file, "",
+                       fmt::format("no traced fa3_forward instance (Trace = 1){} among its {} functions",
+                                   kernel.empty() ? "" : " matching \"" + kernel + "\"", functions.size()));
+    std::cout << fmt::format("{}: {} functions, {} traced fa3_forward instances analysed\n", sass_file,
+                             functions.size(), kernels.size());
+    std::cout << fmt::format("latencies ({}): fma {:.4g}, alu {:.4g}, mufu {:.4g}, shfl {:.4g}, f2fp {:.4g} cycles\n",
+                             hw.file, lat.fma, lat.alu, lat.mufu, lat.shfl, lat.f2fp);
+    for (const auto& ka : kernels) print(ka, lat);
+    if (!into.empty()) write(kernels);
+    return 0;
+  }
+
+  void print(const sass::KernelAnalysis& ka, const sass::Latencies& lat) const {
+    const auto& k = ka.knobs;
+    std::cout << fmt::format("\n{}\n  hd{} m{} n{} kv_stage {}{}{}; KV loop {:#x}-{:#x}: {} instructions",
+                             short_name(k), k.head_dim, k.m_block, k.n_block, k.kv_stage,
+                             k.pingpong ? ", pingpong" : "", k.overlap ? ", overlap" : "", ka.loop_begin, ka.loop_end,
+                             ka.loop_instructions);
+    std::vector<std::string> off;
+    for (const auto& [why, n] : ka.loop_off_path) off.push_back(fmt::format("{} {}", n, sass::skip_name(why)));
+    std::cout << fmt::format(", off the steady-state path: {}; trace instrumentation on it: {}\n",
+                             off.empty() ? "none" : fmt::format("{}", fmt::join(off, ", ")), ka.loop_instrumentation);
+    const std::vector<std::string> cols = {"FMNMX",    "FFMA", "FADD",           "FMUL", "MUFU.EX2",
+                                           "MUFU.RCP", "SHFL", "F2FP.BF16.PACK", "ALU"};
+    std::cout << fmt::format("  {:<14}{:>6}{:>6}{:>5}{:>5}{:>5}{:>5}{:>5}{:>5}{:>5}{:>5}{:>6}  {:>6}  {}\n", "span",
+                             "instr", "FMNMX", "FFMA", "FADD", "FMUL", "EX2", "RCP", "SHFL", "F2FP", "ALU", "other",
+                             "path", "on the critical path (cycles each)");
+    std::map<std::string, int> loop_total;
+    for (const auto& s : ka.spans) {
+      std::map<std::string, int> other;
+      int n = 0, n_other = 0;
+      for (const auto* in : s.code) {
+        ++n;
+        if (!sass::on_chains(in->cls)) ++other[in->cost_name], ++n_other;
+      }
+      std::string row = fmt::format("  {:<14}{:>6}", s.op, n);
+      for (const auto& c : cols) {
+        const auto it = s.counts.find(c);
+        const int v = it == s.counts.end() ? 0 : it->second;
+        row += c == "FMNMX" ? fmt::format("{:>6}", v) : fmt::format("{:>5}", v);
+      }
+      int named = 0;
+      for (const auto& c : cols)
+        if (s.counts.count(c)) named += s.counts.at(c);
+      const int unnamed_chain = n - n_other - named;  // chain-class instructions outside the columns
+      row +=
+          fmt::format("{:>6}  {:>6.1f}  {}", n_other + unnamed_chain, s.chain.cycles, composition(s.chain, lat, true));
+      std::cout << row << "\n";
+      const bool compute = std::find(kChainBlocks.begin(), kChainBlocks.end(), s.op) != kChainBlocks.end();
+      if (compute) {
+        std::vector<std::string> o;
+        for (const auto& [name, c] : other) o.push_back(fmt::format("{} {}", c, name));
+        for (const auto& [name, c] : s.counts)
+          if (std::find(cols.begin(), cols.end(), name) == cols.end() && !other.count(name))
+            o.push_back(fmt::format("{} {}", c, name));
+        std::vector<std::string> skipped;
+        for (const auto& [why, c] : s.off_path) skipped.push_back(fmt::format("{} {}", c, sass::skip_name(why)));
+        std::cout << fmt::format("  {:<14}other: {}; off path: {}; instrumentation: {}\n", "",
+                                 o.empty() ? "-" : fmt::format("{}", fmt::join(o, ", ")),
+                                 skipped.empty() ? "-" : fmt::format("{}", fmt::join(skipped, ", ")),
+                                 s.instrumentation);
+        if (listing)
+          for (const auto* in : s.code)
+            std::cout << fmt::format("  {:<14}  {:>5}  /*{:04x}*/ {}\n", "", sass::class_name(in->cls), in->address,
+                                     in->text);
+        if (paths) {
+          double t = 0;
+          for (const auto* in : s.chain.path) {
+            t += lat.of(in->cls);
+            std::cout << fmt::format("  {:<14}  {:>6.1f}  /*{:04x}*/ {}\n", "", t, in->address, in->text);
+          }
+        }
+        if (s.op != "final_o")
+          for (const auto& [name, c] : s.counts) loop_total[name] += c;
+      }
+    }
+    std::vector<std::string> tot;
+    for (const auto& c : cols)
+      if (loop_total.count(c)) tot.push_back(fmt::format("{} {}", loop_total[c], c));
+    std::cout << fmt::format("  KV loop compute spans (softmax_max + softmax_exp + rescale_o), per warp: {}\n",
+                             fmt::join(tot, ", "));
+  }
+
+  void write(const std::vector<sass::KernelAnalysis>& kernels) const;
+};
+
+/// JSON text in the style of configs/costs: an object or array whose members are all scalars
+/// (or arrays of scalars) on one line, anything else one member per line.
+std::string format_json(const nlohmann::ordered_json& j, int indent = 0) {
+  auto flat = [](const nlohmann::ordered_json& v) {
+    for (const auto& m : v)
+      if (m.is_object() ||
+          (m.is_array() && std::any_of(m.begin(), m.end(), [](const auto& e) { return e.is_structured(); })))
+        return false;
+    return true;
+  };
+  if (!j.is_structured() || j.empty()) return j.dump(-1, ' ', false);
+  const bool obj = j.is_object();
+  std::vector<std::string> parts;
+  const bool inline_ = flat(j);
+  const std::string pad(indent + 2, ' ');
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string value = inline_ ? format_json(*it, 0) : format_json(*it, indent + 2);
+    parts.push_back(obj ? nlohmann::ordered_json(it.key()).dump(-1, ' ', false) + ": " + value : value);
+  }
+  const char* open = obj ? "{" : "[";
+  const char* close = obj ? "}" : "]";
+  if (inline_) return fmt::format("{}{}{}", open, fmt::join(parts, ", "), close);
+  std::string out = std::string(open) + "\n";
+  for (size_t i = 0; i < parts.size(); ++i) out += pad + parts[i] + (i + 1 < parts.size() ? ",\n" : "\n");
+  return out + std::string(indent, ' ') + close;
+}
+
+void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels) const {
+  if (origin.empty())
+    throw std::invalid_argument(
+        "--into needs --origin: where the listing came from (\"cuobjdump -sass on an H200, "
+        "2026-11-23\"), for the chains' source text");
+  std::ifstream in(into);
+  if (!in) throw InputError(into, "", "cannot read the cost file");
+  nlohmann::ordered_json doc;
+  try {
+    doc = nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& e) { throw InputError(into, "", e.what()); }
+  if (!doc.contains("instructions") || !doc.contains("blocks"))
+    throw InputError(into, "", "not a cost file (no instructions, blocks)");
+  // Instances in order of preference: fa3_sm90's defaults first (intra-warpgroup overlap, 2 K/V stages),
+  // then file order.
+  std::vector<const sass::KernelAnalysis*> order;
+  for (const auto& k : kernels) order.push_back(&k);
+  std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return a->knobs.overlap != b->knobs.overlap ? a->knobs.overlap : a->knobs.kv_stage < b->knobs.kv_stage;
+  });
+  std::cout << fmt::format("\nchains for {}{}\n", into, dry_run ? " (dry run: nothing written)" : "");
+  for (const auto& block : kChainBlocks) {
+    if (!doc["blocks"].contains(block)) throw InputError(into, "/blocks/" + block, "missing block");
+    struct Point {
+      double elements;
+      std::map<std::string, int> counts;
+      double cycles;
+      std::vector<std::string> shapes, kernels;
+    };
+    std::map<double, Point> points;
+    std::set<std::string> shapes_done;
+    for (const auto* ka : order) {
+      const auto& k = ka->knobs;
+      const std::string shape = fmt::format("hd{} n{}", k.head_dim, k.n_block);
+      const sass::Span* s = ka->find(block);
+      if (!s) continue;
+      const Point p{elements_of(block, k), s->chain.by_name, s->chain.cycles, {shape}, {short_name(k)}};
+      if (shapes_done.count(shape)) {
+        const Point& used = points.at(p.elements);
+        if (used.counts != p.counts)
+          std::cout << fmt::format(
+              "  {}: {} has a different chain ({:.1f} cycles) from the preferred instance of {}; "
+              "not used\n",
+              block, short_name(k), p.cycles, shape);
+        continue;
+      }
+      shapes_done.insert(shape);
+      auto it = points.find(p.elements);
+      if (it == points.end()) {
+        points.emplace(p.elements, p);
+      } else if (it->second.counts == p.counts) {
+        it->second.shapes.push_back(shape);
+        it->second.kernels.push_back(short_name(k));
+      } else {
+        std::cout << fmt::format("  {}: {} and {} differ at {:g} elements; keeping the longer chain\n", block,
+                                 fmt::join(it->second.shapes, ", "), shape, p.elements);
+        if (p.cycles > it->second.cycles) it->second = p;
+      }
+    }
+    nlohmann::ordered_json pts = nlohmann::ordered_json::array();
+    for (const auto& [e, p] : points) {
+      nlohmann::ordered_json j;
+      j["elements"] =
+          e == std::floor(e) ? nlohmann::ordered_json(static_cast<long long>(e)) : nlohmann::ordered_json(e);
+      for (const auto& [name, n] : p.counts) {
+        auto& instr = doc["instructions"];
+        if (!instr.contains(name))
+          throw InputError(into, "/instructions/" + name,
+                           fmt::format("the {} chain has {} on it: add the instruction to the table", block, name));
+        j[name] = n;
+      }
+      j["kernel"] = fmt::format("{}", fmt::join(p.kernels, "; "));
+      pts.push_back(j);
+      std::cout << fmt::format("  {:<12} {:>5g} elements ({}): {:.1f} cycles on {}\n", block, e,
+                               fmt::join(p.shapes, ", "), p.cycles, hw_name);
+    }
+    nlohmann::ordered_json chain;
+    chain["points"] = pts;
+    const std::map<std::string, std::string> where = {
+        {"softmax_max", "span (mask, row max, rescale factor) of the steady-state KV loop of an unmasked block"},
+        {"softmax_exp", "span (exp2, row sums) of the steady-state KV loop"},
+        {"rescale_o", "span (O rescale and the bf16 pack of P) of the steady-state KV loop"},
+        {"final_o", "span (sum shuffles, 1/sum, O scale, pack, stores) of the epilogue after the KV loop"}};
+    chain["source"] = fmt::format(
+        "critical path (longest chain of register dependencies; loads, stores, wgmma, barriers not on it) of the {} {} "
+        "in the traced kernels/sm90 instances named per point (\"kernel\"), found by attnsim sass-costs in {}; {}",
+        block, where.at(block), std::filesystem::path(sass_file).filename().string(), origin);
+    doc["blocks"][block]["chain"] = chain;
+  }
+  // Every instruction a chain names needs its latency class.
+  const std::map<std::string, std::string> classes = {
+      {"FFMA", "fma"},  {"FADD", "fma"},      {"FMUL", "fma"},      {"FMNMX", "alu"},          {"ALU", "alu"},
+      {"SHFL", "shfl"}, {"MUFU.EX2", "mufu"}, {"MUFU.RCP", "mufu"}, {"F2FP.BF16.PACK", "f2fp"}};
+  for (auto& [name, entry] : doc["instructions"].items()) {
+    auto c = classes.find(name);
+    if (c == classes.end() || entry.contains("latency_class")) continue;
+    // Insert after "lanes" to keep the pipe, lanes, latency_class, provenance, source order.
+    nlohmann::ordered_json updated;
+    for (auto& [key, v] : entry.items()) {
+      updated[key] = v;
+      if (key == "lanes") updated["latency_class"] = c->second;
+    }
+    if (!updated.contains("latency_class")) updated["latency_class"] = c->second;
+    entry = updated;
+  }
+  const std::string text = format_json(doc) + "\n";
+  if (dry_run) {
+    for (const auto& block : kChainBlocks)
+      std::cout << fmt::format("  \"{}\": {{... \"chain\": {}}}\n", block,
+                               format_json(doc["blocks"][block]["chain"], 2));
+    return;
+  }
+  const std::string tmp = into + ".tmp";
+  std::ofstream(tmp) << text;
+  try {
+    CostModel::load(tmp);  // the result must load
+  } catch (...) {
+    std::filesystem::remove(tmp);
+    throw;
+  }
+  std::filesystem::rename(tmp, into);
+  std::cout << fmt::format("wrote {}\n", into);
+}
+
+}  // namespace
+
+std::unique_ptr<Command> add_sass_costs(CLI::App& app, CLI::App*& sub) {
+  auto c = std::make_unique<SassCosts>();
+  sub = app.add_subcommand("sass-costs",
+                           "critical paths of the softmax / rescale / epilogue spans in the SASS of the traced SM90 "
+                           "kernels; optionally written into a cost file as each block's chain");
+  sub->add_option("sass", c->sass_file, "cuobjdump -sass listing of the attnsim binary")->required();
+  sub->add_option("--kernel", c->kernel, "analyse only instances whose name contains this");
+  sub->add_option("--hw", c->hw_name, "hardware config whose latencies price the chains (default h100_sxm)");
+  sub->add_option("--into", c->into, "cost file to write the chains into, e.g. configs/costs/sm90_softmax.json");
+  sub->add_option("--origin", c->origin,
+                  "where the listing came from, for the chains' source text (required with --into), e.g. "
+                  "\"cuobjdump -sass on an H200, 2026-11-23\"");
+  sub->add_flag("--paths", c->paths, "print the instructions on each compute span's critical path");
+  sub->add_flag("--listing", c->listing, "print each compute span's instructions on the steady-state path");
+  sub->add_flag("--dry-run", c->dry_run, "with --into: print the chains that would be written, write nothing");
+  return c;
+}
+
+}  // namespace attnsim::cli
