@@ -1,0 +1,248 @@
+// sass_paths: SASS parsing (vector registers, predicates, destinations), critical paths of
+// hand-written snippets with known answers, the analysis of a real KV loop (tests/data excerpt
+// of the H200 cuobjdump of kernels/sm90), and CostModel::chain_latency.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "calibrate/sass_paths.hpp"
+#include "lower/costs.hpp"
+#include "model/hardware.hpp"
+#include "model/json_reader.hpp"
+#include "test_support.hpp"
+
+using namespace attnsim;
+using namespace attnsim::sass;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string data(const std::string& name) { return std::string(ATTNSIM_TEST_DATA) + "/data/" + name; }
+
+const Latencies kLat{4, 3, 17, 20, 5};  // fma, alu, mufu, shfl, f2fp: distinct so the sums say which
+
+/// Instructions from text lines (addresses 0x10 apart), kept alive for the pointers.
+struct Snippet {
+  std::vector<Instr> code;
+  explicit Snippet(const std::vector<std::string>& lines) {
+    uint32_t a = 0;
+    for (const auto& l : lines) code.push_back(parse_instruction(a += 0x10, l));
+  }
+  std::vector<const Instr*> span() const {
+    std::vector<const Instr*> v;
+    for (const auto& i : code) v.push_back(&i);
+    return v;
+  }
+};
+
+std::vector<Reg> regs(std::initializer_list<std::pair<Reg::File, int>> l) {
+  std::vector<Reg> v;
+  for (auto [f, i] : l) v.push_back({f, i});
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("SASS critical path: three FMNMX chains joined and a shuffle", "[sass]") {
+  const Snippet s({
+      "FMNMX R10, R1, R2, !PT ;",             // chain A: 3
+      "FMNMX R11, R3, R4, !PT ;",             // chain B: 3
+      "FMNMX R12, R5, R6, !PT ;",             // chain C: 3
+      "FMNMX R10, R10, R7, !PT ;",            // A: 6
+      "FMNMX R10, R10, R8, !PT ;",            // A: 9
+      "FMNMX R11, R11, R9, !PT ;",            // B: 6
+      "FMNMX R13, R10, R11, !PT ;",           // A+B: 12
+      "FMNMX R13, R13, R12, !PT ;",           // +C: 15
+      "SHFL.BFLY PT, R14, R13, 0x1, 0x1f ;",  // 35
+      "FMNMX R15, R13, R14, !PT ;",           // 38
+  });
+  const CriticalPath cp = critical_path(s.span(), kLat);
+  CHECK(cp.cycles == 38);
+  CHECK(cp.by_name.at("FMNMX") == 6);
+  CHECK(cp.by_name.at("SHFL") == 1);
+  CHECK(cp.by_class.at(Class::alu) == 6);
+  CHECK(cp.path.size() == 7);
+  CHECK(cp.path.front()->text == "FMNMX R10, R1, R2, !PT");
+  CHECK(cp.path.back()->text == "FMNMX R15, R13, R14, !PT");
+  CHECK(s.code[8].dsts == regs({{Reg::R, 14}}));  // SHFL's predicate destination is PT (a constant)
+  CHECK(s.code[8].cls == Class::shfl);
+}
+
+TEST_CASE("SASS vector registers: a 64-bit destination covers two registers", "[sass]") {
+  const Instr wide = parse_instruction(0, "IMAD.WIDE.U32 R4, R2, R3, R6 ;");
+  CHECK(wide.dsts == regs({{Reg::R, 4}, {Reg::R, 5}}));
+  CHECK(wide.srcs == regs({{Reg::R, 2}, {Reg::R, 3}, {Reg::R, 6}, {Reg::R, 7}}));
+  const Instr suffixed = parse_instruction(0, "IADD3 R4.64, R6.64, R8, RZ");
+  CHECK(suffixed.dsts == regs({{Reg::R, 4}, {Reg::R, 5}}));
+  CHECK(suffixed.srcs == regs({{Reg::R, 6}, {Reg::R, 7}, {Reg::R, 8}}));
+  const Instr lds = parse_instruction(0, "LDS.128 R8, [R2.64+0x10]");
+  CHECK(lds.dsts == regs({{Reg::R, 8}, {Reg::R, 9}, {Reg::R, 10}, {Reg::R, 11}}));
+  CHECK(lds.srcs == regs({{Reg::R, 2}, {Reg::R, 3}}));
+  CHECK(lds.cls == Class::memory);
+  const Instr stg = parse_instruction(0, "STG.E.128 desc[UR30][R28.64], R24");
+  CHECK(stg.dsts.empty());
+  CHECK(stg.srcs ==
+        regs({{Reg::UR, 30}, {Reg::R, 28}, {Reg::R, 29}, {Reg::R, 24}, {Reg::R, 25}, {Reg::R, 26}, {Reg::R, 27}}));
+  CHECK(parse_instruction(0, "CS2R R4, SRZ").dsts == regs({{Reg::R, 4}, {Reg::R, 5}}));
+  // Reading the high half of R4.64 waits for the write of the pair: 3 (alu) + 4 (fma).
+  const Snippet s({"IADD3 R4.64, R6.64, R8, RZ", "FADD R9, R5, R1", "FADD R10, R3, R1"});
+  const CriticalPath cp = critical_path(s.span(), kLat);
+  CHECK(cp.cycles == 7);
+  CHECK(cp.path.size() == 2);
+}
+
+TEST_CASE("SASS predicates: destinations and guards and predicated writes", "[sass]") {
+  const Instr isetp = parse_instruction(0, "ISETP.GE.U32.OR P0, PT, R189, UR9, P4");
+  CHECK(isetp.dsts == regs({{Reg::P, 0}}));
+  CHECK(isetp.srcs == regs({{Reg::R, 189}, {Reg::UR, 9}, {Reg::P, 4}}));
+  const Instr carry = parse_instruction(0, "IADD3 R24, P0, R189, R4, RZ");
+  CHECK(carry.dsts == regs({{Reg::R, 24}, {Reg::P, 0}}));
+  const Instr lea = parse_instruction(0, "LEA.HI.X R29, R24, UR21, R25, 0x4, P0");
+  CHECK(lea.dsts == regs({{Reg::R, 29}}));
+  CHECK(lea.srcs.back() == Reg{Reg::P, 0});
+  const Instr plop = parse_instruction(0, "PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x0");
+  CHECK(plop.dsts == regs({{Reg::P, 0}}));
+  CHECK(plop.srcs == regs({{Reg::UP, 0}}));
+  const Instr guarded = parse_instruction(0, "@!P2 FADD R193, -R191, R216");
+  CHECK(guarded.predicated);
+  CHECK(guarded.guard == "!P2");
+  CHECK(guarded.srcs == regs({{Reg::P, 2}, {Reg::R, 191}, {Reg::R, 216}}));
+  CHECK_FALSE(parse_instruction(0, "@PT FADD R1, R2, R3").predicated);
+  const Instr branch = parse_instruction(0x100, "@P0 BRA 0x80 ;");
+  CHECK(branch.is_branch());
+  CHECK(branch.backward());
+  CHECK(branch.cls == Class::control);
+  CHECK(parse_instruction(0, "S2UR UR22, SR_CLOCKLO").clock_read);
+  CHECK(parse_instruction(0, "@!P1 IMAD.MOV.U32 R24, RZ, RZ, -0x800000").writes_neg_inf);
+
+  SECTION("the guard is a source; a predicated write leaves the older value possible") {
+    const Snippet s({
+        "FMNMX R1, R2, R3, !PT",                // 3
+        "FSETP.NEU.AND P2, PT, R1, -INF , PT",  // 6
+        "IMAD.MOV.U32 R5, RZ, RZ, 0x3f800000",  // 3
+        "@P2 FADD R4, -R1, R6",                 // 10
+        "@P2 MUFU.EX2 R5, R4",                  // 27
+        "FMUL R7, R5, R5",                      // max(3, 27) + 4 = 31
+    });
+    const CriticalPath cp = critical_path(s.span(), kLat);
+    CHECK(cp.cycles == 31);
+    CHECK(cp.path.size() == 5);
+    CHECK(cp.by_name.at("ALU") == 1);  // FSETP
+    CHECK(cp.by_name.at("MUFU.EX2") == 1);
+  }
+  SECTION("a reader under the same guard sees only the guarded write") {
+    const Snippet s({
+        "MUFU.EX2 R8, R9",            // 17
+        "@P1 LDC R8, c[0x0][0x4a4]",  // a load: ready at 0 (not on chains)
+        "@P1 FMUL R10, R8, R8",       // same guard: 0 + 4
+        "FMUL R11, R8, R8",           // unguarded: either value, 17 + 4 = 21
+    });
+    const CriticalPath cp = critical_path(s.span(), kLat);
+    CHECK(cp.cycles == 21);
+    CHECK(cp.path.back()->text == "FMUL R11, R8, R8");
+    const Snippet t({"MUFU.EX2 R8, R9", "@P1 LDC R8, c[0x0][0x4a4]", "@P1 FMUL R10, R8, R8"});
+    CHECK(critical_path(t.span(), kLat).cycles == 17);  // the MUFU alone
+  }
+  SECTION("a rewritten predicate is a different guard") {
+    const Snippet s(
+        {"MUFU.EX2 R8, R9", "@P1 LDC R8, c[0x0][0x4a4]", "ISETP.NE.AND P1, PT, R2, RZ, PT", "@P1 FMUL R10, R8, R8"});
+    CHECK(critical_path(s.span(), kLat).cycles == 21);
+  }
+}
+
+TEST_CASE("consumer.cuh emits 15 to 19 clock reads per KV-loop iteration", "[sass]") {
+  CHECK(consumer_loop_spans(true, true).size() == 17);
+  CHECK(consumer_loop_spans(false, true).size() == 15);
+  CHECK(consumer_loop_spans(true, false).size() == 19);
+  CHECK(consumer_loop_spans(false, false).size() == 15);
+  CHECK(consumer_loop_spans(false, true)[1] == "mma_qk");
+}
+
+TEST_CASE("SASS analysis of the real hd128 KV loop (H200 cuobjdump excerpt)", "[sass]") {
+  std::ifstream in(data("sass_fa3_hd128_kv_loop.txt"));
+  REQUIRE(in);
+  const auto fns = parse_cuobjdump(in);
+  REQUIRE(fns.size() == 1);
+  const auto knobs = fa3_knobs(fns[0].mangled);
+  REQUIRE(knobs);
+  CHECK(knobs->head_dim == 128);
+  CHECK(knobs->n_block == 128);
+  CHECK(knobs->pingpong);
+  CHECK(knobs->overlap);
+  CHECK(knobs->trace);
+  const Latencies lat{4, 4, 18, 24, 6};
+  const KernelAnalysis ka = analyse_kernel(fns[0], lat);
+  CHECK(ka.loop_begin == 0x5ff0);
+  CHECK(ka.loop_end == 0xae00);
+  CHECK(ka.loop_off_path.at(Skip::mask) == 390);
+  REQUIRE(ka.spans.size() == 18);
+  CHECK(ka.spans[0].op == "wait pingpong");
+  CHECK(ka.spans[3].op == "mma_qk");
+  CHECK(ka.spans.back().op == "final_o");
+
+  const sass::Span& mx = *ka.find("softmax_max");
+  CHECK(mx.counts.at("FMNMX") == 74);  // 64 elements + per row 3 (tree of 4 partials) + 2 (after each shuffle)
+  CHECK(mx.counts.at("SHFL") == 4);
+  CHECK(mx.counts.at("MUFU.EX2") == 2);  // the rescale factors
+  CHECK(mx.off_path.at(Skip::mask) == 390);
+  // 8 dependent FMNMX per partial max, 2 to join the partials, 2 shuffle steps with an FMNMX each,
+  // then FSETP (-inf?), FADD, FMUL and the ex2 of the rescale factor.
+  CHECK(mx.chain.by_name.at("FMNMX") == 12);
+  CHECK(mx.chain.by_name.at("SHFL") == 2);
+  CHECK(mx.chain.cycles == 12 * 4 + 2 * 24 + 4 + 4 + 4 + 18);
+
+  const sass::Span& ex = *ka.find("softmax_exp");
+  CHECK(ex.counts.at("MUFU.EX2") == 64);
+  CHECK(ex.counts.at("FFMA") == 66);
+  CHECK(ex.counts.at("FADD") == 70);
+  CHECK(ex.off_path.at(Skip::trace) == 14);  // softmax_max's record store
+  CHECK(ex.instrumentation == 4);            // clock read, record index, guard, branch
+  CHECK(ex.chain.by_name.at("FADD") == 10);  // 8 dependent adds per partial sum + 2 to join them
+  CHECK(ex.chain.by_name.at("MUFU.EX2") == 1);
+  CHECK(ex.chain.cycles == 74);
+
+  const sass::Span& rescale = *ka.find("rescale_o");
+  CHECK(rescale.counts.at("FMUL") == 64);
+  CHECK(rescale.counts.at("F2FP.BF16.PACK") == 32);
+  CHECK(rescale.chain.cycles == 6);
+
+  const sass::Span& fin = *ka.find("final_o");
+  CHECK(fin.counts.at("ST") == 32);  // 32-bit generic stores of O to shared memory
+  CHECK(fin.counts.at("MUFU.RCP") == 2);
+  CHECK(fin.off_path.at(Skip::slow_path) > 0);
+  CHECK(fin.chain.by_name.at("SHFL") == 2);
+  CHECK(fin.chain.cycles == 96);
+}
+
+TEST_CASE("CostModel chain latency: interpolated between points and scaled outside them", "[sass][costs]") {
+  const CostModel m = CostModel::load(data("costs_chain.json"));
+  Hardware hw;
+  hw.alu_latency = 3;
+  hw.shfl_latency = 20;
+  hw.fma_latency = 4;
+  CHECK(m.chain_latency("max", 32, hw) == Approx(8 * 3 + 2 * 20));
+  CHECK(m.chain_latency("max", 64, hw) == Approx(12 * 3 + 2 * 20));
+  CHECK(m.chain_latency("max", 48, hw) == Approx((64 + 76) / 2.0));
+  CHECK(m.chain_latency("max", 16, hw) == Approx(64 * 0.5));
+  CHECK(m.chain_latency("max", 128, hw) == Approx(76 * 2));
+  CHECK(m.chain_latency("plain", 64, hw) == 0);
+  CHECK(m.latency("plain") == 40);
+  CHECK(m.latency("max") == 0);
+  CHECK_THROWS_AS(m.chain_latency("missing", 64, hw), InputError);
+
+  SECTION("a chain may name only instructions with a latency class, in increasing elements") {
+    auto doc = load_json_file(data("costs_chain.json"));
+    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_chain_bad.json";
+    doc["blocks"]["max"]["chain"]["points"][0]["STS.32"] = 1;
+    std::ofstream(tmp) << doc.dump();
+    CHECK_THROWS_WITH(CostModel::load(tmp.string()), Catch::Contains("without a latency_class"));
+    doc = load_json_file(data("costs_chain.json"));
+    doc["blocks"]["max"]["chain"]["points"][1]["elements"] = 16;
+    const fs::path tmp2 = fs::temp_directory_path() / "attnsim_costs_chain_order.json";
+    std::ofstream(tmp2) << doc.dump();
+    CHECK_THROWS_WITH(CostModel::load(tmp2.string()), Catch::Contains("increasing order"));
+    fs::remove(tmp);
+    fs::remove(tmp2);
+  }
+}
