@@ -16,7 +16,7 @@ namespace {
 enum EventType : uint32_t {
   kWarpResume,     // a = warp
   kComputeDone,    // a = warp, b = version
-  kTensorDone,     // tensor core finished the job at its head
+  kTensorDone,     // a = tensor-core FIFO: it finished the job at its head
   kTmaDone,        // TMA finished the job at its head
   kBarrierArrive,  // a = barrier, b = count (delayed arrive: tcgen05.commit)
   kTxComplete,     // a = barrier, b = bytes (TMA load landed)
@@ -30,7 +30,10 @@ enum EventType : uint32_t {
 constexpr int32_t kPrioCompletion = 0;
 constexpr int32_t kPrioResume = 1;
 
-enum class WarpState : uint8_t { Ready, Waiting, Computing, Storing, WaitingAsync, Done };
+// Delayed: a wait that found its condition already met, paying the cost of the check
+// (mbarrier try_wait / wgmma.wait_group on a completed phase or group).
+// Issuing: an MMA group whose issue stalls until the tensor core's queue has room.
+enum class WarpState : uint8_t { Ready, Waiting, Computing, Storing, WaitingAsync, Delayed, Issuing, Done };
 
 struct Warp {
   size_t pc = 0;
@@ -43,6 +46,7 @@ struct Warp {
   int mma_outstanding = 0;    // MMA groups issued and not finished (wgmma.wait_group)
   int copy_outstanding = 0;   // cp.async copies issued and not landed (cp.async.wait_group)
   int async_limit = 0;        // WaitingAsync: resume when the awaited count drops to this
+  int delay_label = -1;       // Delayed: the wait's timeline label
   bool async_on_mma = false;  // WaitingAsync: on MMA groups (else on copies)
 };
 
@@ -68,10 +72,12 @@ class Engine {
       warps_[w].smsp = prog.warps[w].warp % hw.smsp_per_sm;
       stats_[w].wait_by_barrier.assign(prog.barriers.size() + 2, 0.0);  // + wgmma / cp.async waits
     }
+    tc_q_.resize(static_cast<size_t>(tensor_queues()));
+    tc_last_complete_.assign(tc_q_.size(), 0.0);
+    tc_tail_end_.assign(tc_q_.size(), 0.0);
     barriers_.resize(prog.barriers.size());
     for (size_t b = 0; b < barriers_.size(); ++b) barriers_[b].pending = prog.barriers[b].expected;
-    tma_rate_ = hw.tma_bytes_per_clk_sm;
-    if (hw.l2_bytes_per_clk > 0) tma_rate_ = std::min(tma_rate_, hw.l2_bytes_per_clk / std::max(1, opt.active_sms));
+    tma_rate_ = tma_bytes_per_clk(hw, opt.active_sms, opt.kv_sharing);
     if (opt_.record_spans) {
       tl_.clock_ghz = hw.clock_ghz;
       for (size_t w = 0; w < warps_.size(); ++w)
@@ -125,7 +131,7 @@ class Engine {
         if (e.b == warps_[e.a].version && warps_[e.a].state == WarpState::Computing) compute_done(e.a);
         break;
       case kTensorDone:
-        tensor_done();
+        tensor_done(e.a);
         break;
       case kTmaDone:
         tma_done();
@@ -152,7 +158,8 @@ class Engine {
       }
       case kStoreDone: {
         Warp& w = warps_[e.a];
-        close_span(e.a, SpanKind::Wait, ATTNSIM_OP_STORE_O, -1);
+        // The store's issue and its wait for the SMEM read are one span, as the kernel records it.
+        close_span(e.a, SpanKind::Busy, -1, -1);
         w.state = WarpState::Ready;
         ++w.pc;
         run_warp(e.a);
@@ -170,6 +177,14 @@ class Engine {
       close_span(w, SpanKind::Wait, ATTNSIM_OP_WAIT, 2 * ws.wait_barrier + ws.wait_parity);
       ws.state = WarpState::Ready;
       ++ws.pc;
+    } else if (ws.state == WarpState::Delayed) {
+      close_span(w, SpanKind::Wait, ATTNSIM_OP_WAIT, ws.delay_label);
+      ws.state = WarpState::Ready;
+      ++ws.pc;
+    } else if (ws.state == WarpState::Issuing) {
+      close_span(w, SpanKind::Busy, -1, -1);  // continues the issue block's span (same op name)
+      ws.state = WarpState::Ready;
+      ++ws.pc;
     }
     run_warp(w);
   }
@@ -184,6 +199,10 @@ class Engine {
         case OpKind::Wait: {
           const Barrier& b = barriers_[op.barrier];
           if (b.phase_bit != op.parity) {
+            if (hw_.mbarrier_ready_cycles > 0) {
+              delay(w, hw_.mbarrier_ready_cycles, 2 * op.barrier + op.parity);
+              return;
+            }
             ++ws.pc;
             break;
           }
@@ -215,12 +234,31 @@ class Engine {
           if (tma_q_.size() == 1) start_tma();
           return;
         case OpKind::Mma:
-        case OpKind::MmaCommit:
-          if (op.kind == OpKind::Mma) ++ws.mma_outstanding;
-          tc_q_.push_back({&op, w});
-          if (tc_q_.size() == 1) start_tensor();
+        case OpKind::MmaCommit: {
+          const int tq = tensor_queue(w);
+          auto& fifo = tc_q_[tq];
+          fifo.push_back({&op, w});
+          if (fifo.size() == 1) start_tensor(tq);
+          if (op.kind == OpKind::Mma) {
+            ++ws.mma_outstanding;
+            // Issue back-pressure: an instruction enters the tensor core's queue only while fewer
+            // than mma_queue_depth wait in it, so the group's last one is accepted mma_queue_depth
+            // instructions before it starts executing.
+            const double dur = mma_cycles(op, tq);
+            const double start = std::max(now_, tc_tail_end_[tq]);
+            tc_tail_end_[tq] = start + dur;
+            const int instrs = std::max(1, op.count);
+            const double accept = start + (instrs - 1 - hw_.mma_queue_depth) * dur / instrs;
+            if (accept > now_) {
+              ws.state = WarpState::Issuing;
+              ws.since = now_;
+              q_.push(accept, kPrioResume, kWarpResume, w);
+              return;
+            }
+          }
           ++ws.pc;
           break;
+        }
         case OpKind::BarSync: {
           const bool released = named_arrive(op.barrier, op.count, w);
           if (released) {
@@ -238,6 +276,10 @@ class Engine {
         case OpKind::CpAsyncWait: {
           const bool mma = op.kind == OpKind::MmaWait;
           if ((mma ? ws.mma_outstanding : ws.copy_outstanding) <= op.count) {
+            if (mma && hw_.wgmma_wait_ready_cycles > 0) {
+              delay(w, hw_.wgmma_wait_ready_cycles, async_label(true));
+              return;
+            }
             ++ws.pc;
             break;
           }
@@ -257,6 +299,15 @@ class Engine {
     }
     ws.state = WarpState::Done;
     stats_[w].end = now_;
+  }
+
+  // A wait whose condition already holds: it passes after `cycles`, recorded as a wait span.
+  void delay(int w, double cycles, int label) {
+    Warp& ws = warps_[w];
+    ws.state = WarpState::Delayed;
+    ws.since = now_;
+    ws.delay_label = label;
+    q_.push(now_ + cycles, kPrioResume, kWarpResume, w);
   }
 
   int async_label(bool mma) const { return static_cast<int>(2 * prog_.barriers.size()) + (mma ? 0 : 1); }
@@ -283,6 +334,12 @@ class Engine {
     }
     if (!opt_.record_spans || dur <= 0) return;
     const Op& op = op_at(w);
+    auto& spans = tl_.warps[w].spans;
+    if (kind == SpanKind::Busy && !spans.empty() && spans.back().kind == SpanKind::Busy &&
+        spans.back().op == op.name && spans.back().end == ws.since) {
+      spans.back().end = now_;  // an MMA issue stalled by back-pressure: one span, as the kernel records it
+      return;
+    }
     Span s;
     s.start = ws.since;
     s.end = now_;
@@ -292,7 +349,7 @@ class Engine {
     s.block = op.block;
     s.tile = op.tile;
     s.label = label;
-    tl_.warps[w].spans.push_back(s);
+    spans.push_back(s);
   }
 
   // --- compute blocks ---------------------------------------------------------
@@ -311,10 +368,13 @@ class Engine {
     if (pipes_.active(w)) {
       pipes_.finish(w, now_);
       reschedule_compute();
-      const double latency = op_at(w).latency;
-      if (latency > 0) {  // pipe work done; the result arrives `latency` later
+      // Pipe work done. The block still ends no sooner than its dependency chain allows, and
+      // its result arrives `latency` after that.
+      const Op& op = op_at(w);
+      const double done = std::max(now_, ws.since + op.chain) + op.latency;
+      if (done > now_) {
         ++ws.version;
-        q_.push(now_ + latency, kPrioCompletion, kComputeDone, w, ws.version);
+        q_.push(done, kPrioCompletion, kComputeDone, w, ws.version);
         return;
       }
     }
@@ -381,36 +441,47 @@ class Engine {
     if (bar.pending > 0) return false;
     bar.pending = prog_.barriers[b].expected;
     bar.phase_bit ^= 1;
-    wake(b, hw_.mbarrier_latency);
+    wake(b, hw_.named_barrier_latency);
     return true;
   }
 
-  // --- tensor core (in-order FIFO of MMA groups and commits) --------------------
-  void start_tensor() {
-    while (!tc_q_.empty()) {
-      const Job& j = tc_q_.front();
+  // --- tensor cores (in-order FIFOs of MMA groups and commits) -------------------
+  // SM100: one SM-wide tensor core fed by the single thread that issues tcgen05.mma. SM90: a
+  // warpgroup's wgmma runs on the four SMSPs' tensor cores at once, each warp's quarter (16 rows)
+  // on its own SMSP's, so each SMSP has a FIFO at a quarter of the SM's rate.
+  int tensor_queues() const { return hw_.has_tmem() ? 1 : hw_.smsp_per_sm; }
+  int tensor_queue(int w) const { return hw_.has_tmem() ? 0 : warps_[w].smsp; }
+  double mma_cycles(const Op& op, int /*queue*/) const {
+    const double n = tensor_queues();
+    return std::max(op.flops / (hw_.tensor_flops_per_clk / n),
+                    hw_.smem_bytes_per_clk > 0 ? op.bytes / (hw_.smem_bytes_per_clk / n) : 0.0);
+  }
+
+  void start_tensor(int tq) {
+    auto& fifo = tc_q_[tq];
+    while (!fifo.empty()) {
+      const Job& j = fifo.front();
       if (j.op->kind == OpKind::MmaCommit) {
         // Arrives once every earlier MMA has completed (FIFO: all are done by then).
-        q_.push(std::max(now_, tc_last_complete_), kPrioCompletion, kBarrierArrive, j.op->barrier, j.op->count);
-        tc_q_.pop_front();
+        q_.push(std::max(now_, tc_last_complete_[tq]), kPrioCompletion, kBarrierArrive, j.op->barrier, j.op->count);
+        fifo.pop_front();
         continue;
       }
-      const double dur = std::max(j.op->flops / hw_.tensor_flops_per_clk,
-                                  hw_.smem_bytes_per_clk > 0 ? j.op->bytes / hw_.smem_bytes_per_clk : 0.0);
-      units_.tensor_busy += dur;
+      const double dur = mma_cycles(*j.op, tq);
+      units_.tensor_busy += dur / tensor_queues();
       units_.tensor_flops += j.op->flops;
       units_.mma_smem_bytes += j.op->bytes;
-      tc_last_complete_ = now_ + dur + hw_.mma_latency;
-      units_end_ = std::max(units_end_, tc_last_complete_);
-      q_.push(tc_last_complete_, kPrioCompletion, kMmaComplete, j.warp);
-      unit_span(0, *j.op, now_, now_ + dur);
-      q_.push(now_ + dur, kPrioCompletion, kTensorDone, 0);
+      tc_last_complete_[tq] = now_ + dur + hw_.mma_latency;
+      units_end_ = std::max(units_end_, tc_last_complete_[tq]);
+      q_.push(tc_last_complete_[tq], kPrioCompletion, kMmaComplete, j.warp);
+      if (tq == 0) unit_span(0, *j.op, now_, now_ + dur);  // one track: SMSP 0's tensor core stands for all
+      q_.push(now_ + dur, kPrioCompletion, kTensorDone, tq);
       return;
     }
   }
-  void tensor_done() {
-    tc_q_.pop_front();
-    start_tensor();
+  void tensor_done(int tq) {
+    tc_q_[tq].pop_front();
+    start_tensor(tq);
   }
 
   // --- TMA engine (FIFO, bandwidth = min(per-SM port, L2 share)) ----------------
@@ -426,7 +497,11 @@ class Engine {
   void tma_done() {
     const Job j = tma_q_.front();
     tma_q_.pop_front();
-    const double landed = now_ + hw_.tma_latency;
+    // Loads of tiles no other CTA reads miss in L2; stores finish reading SMEM after their own latency.
+    const double latency = j.op->kind == OpKind::TmaStore             ? hw_.tma_store_latency
+                           : j.op->kind == OpKind::TmaLoad && j.op->count ? hw_.tma_latency_hbm
+                                                                        : hw_.tma_latency;
+    const double landed = now_ + latency;
     units_end_ = std::max(units_end_, landed);
     if (j.op->kind == OpKind::TmaLoad)
       q_.push(landed, kPrioCompletion, kTxComplete, j.op->barrier, static_cast<int64_t>(std::llround(j.op->bytes)));
@@ -552,8 +627,10 @@ class Engine {
   std::vector<Warp> warps_;
   std::vector<WarpStats> stats_;
   std::vector<Barrier> barriers_;
-  std::deque<Job> tc_q_, tma_q_;
-  double tc_last_complete_ = 0;
+  std::vector<std::deque<Job>> tc_q_;      // per tensor-core FIFO
+  std::vector<double> tc_last_complete_;  // per FIFO: when its last started job's result is visible
+  std::vector<double> tc_tail_end_;       // per FIFO: when the last queued job will finish executing
+  std::deque<Job> tma_q_;
   double units_end_ = 0;
   double tma_rate_ = 1;
   UnitStats units_;
@@ -561,6 +638,11 @@ class Engine {
 };
 
 }  // namespace
+
+double tma_bytes_per_clk(const Hardware& hw, int active_sms, double sharing) {
+  const double chip = 1 / (1 / hw.l2_hit_bytes_per_s + 1 / (std::max(1.0, sharing) * hw.kv_fill_bytes_per_s));
+  return std::min(hw.tma_bytes_per_clk_sm, chip / (hw.clock_ghz * 1e9) / std::max(1, active_sms));
+}
 
 SimResult simulate_cta(const Hardware& hw, const CtaProgram& program, const EngineOptions& options) {
   Engine e(hw, program, options);

@@ -17,6 +17,7 @@ namespace attnsim {
 /// Engine settings.
 struct EngineOptions {
   int active_sms = 1;               ///< SMs sharing L2 bandwidth with this one
+  double kv_sharing = 1;            ///< CTAs streaming each K/V tile at once (GridPlan::kv_sharing)
   bool record_spans = true;         ///< fill Timeline spans (stats are always kept)
   uint64_t max_events = 200000000;  ///< safety net: exceeding it is an error, never a hang
 };
@@ -75,6 +76,13 @@ class ProgramError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+/// TMA bytes per SM clock one SM gets when `active_sms` SMs stream K/V tiles, `sharing` CTAs per
+/// tile: the per-SM TMA port limit, or the SM's share of the chip-wide rate
+/// 1 / (1 / l2_hit_bytes_per_s + 1 / (sharing x kv_fill_bytes_per_s)) (every distinct byte is filled
+/// into L2 once, then served `sharing` times; fitted on kernels/microbench tma_sharing), in bytes/s
+/// over the SM clock since L2 runs in its own clock domain.
+double tma_bytes_per_clk(const Hardware& hw, int active_sms, double sharing);
 
 /// Runs `program` on `hw`. Throws DeadlockError or ProgramError.
 SimResult simulate_cta(const Hardware& hw, const CtaProgram& program, const EngineOptions& options = {});

@@ -39,10 +39,12 @@ inline Work alu_instructions(double n) {
 enum class OpKind : uint8_t {
   Wait,         ///< block until `barrier` has completed the phase with parity `parity`
   Arrive,       ///< arrive `count` on mbarrier `barrier` (no time)
-  Compute,      ///< run `work` on the SMSP/SM pipes (processor sharing), then `latency` cycles
-  TmaLoad,      ///< arrive.expect_tx(bytes) on `barrier`, then a TMA copy of `bytes` that completes the tx
+  Compute,      ///< run `work` on the SMSP/SM pipes (processor sharing), no sooner than `chain`; then `latency`
+  TmaLoad,      ///< arrive.expect_tx(bytes) on `barrier`, then a TMA copy of `bytes` that completes the tx;
+                ///< `count` = 1: the tile is read by no other CTA, so it comes from HBM (tma_latency_hbm)
   TmaStore,     ///< TMA store of `bytes`; the warp waits for it to finish reading SMEM
-  Mma,          ///< enqueue `flops` (+ `bytes` of SMEM operand reads) on the tensor core
+  Mma,          ///< enqueue `flops` (+ `bytes` of SMEM operand reads) as `count` MMA instructions on the
+                ///< tensor core; the warp stalls while its queue is full (mma_queue_depth)
   MmaCommit,    ///< tcgen05.commit: arrive `count` on `barrier` when every MMA issued before it has finished
   BarSync,      ///< named barrier `barrier`: arrive `count` threads and wait for the barrier to fill
   BarArrive,    ///< named barrier `barrier`: arrive `count` threads, do not wait
@@ -63,7 +65,9 @@ struct Op {
   int32_t count = 0;     ///< arrive count (threads, or 1 for elected-lane arrives)
   double bytes = 0;      ///< TMA bytes, or SMEM operand bytes of an MMA
   double flops = 0;      ///< MMA FLOP
-  double latency = 0;    ///< Compute: cycles after the throughput part
+  double latency = 0;    ///< Compute: cycles after the block (a tail no instruction of it overlaps)
+  double chain = 0;      ///< Compute: dependency-chain latency, cycles: the block ends no sooner than
+                         ///< its start + chain, however free the pipes are (critical path in the SASS)
   Work work;             ///< Compute
 };
 

@@ -38,8 +38,15 @@ class CtaRunner {
     return done_.emplace(sig, std::move(r)).first->second;
   }
 
-  /// Cycles of a CTA running `tiles`; extrapolated when they are T identical tiles of many blocks.
+  /// Cycles of a CTA running `tiles`, from its start on the SM to its end: its prologue (barrier
+  /// init, setmaxnreg, descriptor prefetch: cta_prologue_cycles) and then its warps' programs.
   double cycles(const std::vector<TileWork>& tiles, bool extrapolate) {
+    return hw_.cta_prologue_cycles + program_cycles(tiles, extrapolate);
+  }
+
+  /// Cycles of the warps' programs running `tiles`; extrapolated when they are T identical tiles
+  /// of many blocks.
+  double program_cycles(const std::vector<TileWork>& tiles, bool extrapolate) {
     const bool uniform = std::all_of(tiles.begin(), tiles.end(), [&](const TileWork& t) {
       return t.n_blocks == tiles[0].n_blocks && t.masked_blocks == tiles[0].masked_blocks;
     });
@@ -84,6 +91,7 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
   const GridPlan plan = schedule.plan_grid(hw, problem);
   EngineOptions eo;
   eo.active_sms = std::min(hw.num_sms, std::max(1, plan.resident_ctas));
+  eo.kv_sharing = plan.kv_sharing;
   eo.record_spans = opt.record_spans;
 
   Prediction p;
@@ -105,7 +113,8 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
     double makespan = 0, longest = -1;
     for (const auto& tiles : plan.cta_tiles) {
       const double d = runner.cycles(tiles, opt.extrapolate);
-      const double start = free_at.top();
+      // A slot freed by a finished CTA takes the next one after the CTA launch gap.
+      const double start = free_at.top() > 0 ? free_at.top() + hw.cta_launch_cycles : 0;
       free_at.pop();
       free_at.push(start + d);
       makespan = std::max(makespan, start + d);
@@ -138,6 +147,9 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
   }
   p.critical = runner.take(*critical);
   p.critical_tiles = static_cast<int>(critical->size());
+  // Back-to-back launches: each kernel also pays the launch and grid setup/teardown of an empty
+  // kernel of the same shape (launch_ns).
+  p.cycles += hw.launch_ns * hw.clock_ghz;
   p.time_us = p.cycles * hw.us_per_cycle();
   p.flops = schedule.flops(problem);
   if (p.flops <= 0) p.flops = p.critical.units.tensor_flops;

@@ -1,6 +1,7 @@
 #include "driver/tile_scheduler.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "common/tile_order.h"
 
@@ -23,6 +24,22 @@ TileWork tile_at(const Problem& p, const TilingSpec& spec, int m) {
   return t;
 }
 
+namespace {
+/// Resident CTAs per distinct (batch, KV head) among the first `resident` tiles in launch order
+/// (query heads of one GQA group read the same K/V).
+double kv_sharing(const Problem& p, int m_tiles, long long heads, bool persistent, bool per_head, long long resident) {
+  std::set<long long> kv;
+  const int group = std::max(1, p.heads / std::max(1, p.kv_heads));
+  for (long long t = 0; t < resident; ++t) {
+    int m = 0;
+    long long bh = t;
+    if (!per_head) attnsim_tile_coords(t, persistent, m_tiles, heads, &m, &bh);
+    kv.insert((bh / p.heads) * p.kv_heads + (bh % p.heads) / group);
+  }
+  return kv.empty() ? 1.0 : static_cast<double>(resident) / static_cast<double>(kv.size());
+}
+}  // namespace
+
 GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec) {
   GridPlan g;
   g.cta_group = spec.cta_group;
@@ -39,6 +56,7 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
     std::vector<TileWork> walk;
     for (int m = 0; m < m_tiles; ++m) walk.push_back(tile_at(p, spec, m));
     for (long long h = 0; h < heads; ++h) g.cta_tiles.push_back(walk);
+    g.kv_sharing = kv_sharing(p, m_tiles, heads, false, true, g.resident_ctas);
     return g;
   }
   const long long tiles = m_tiles * heads;
@@ -56,6 +74,7 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
       }
       g.cta_tiles.push_back(std::move(list));
     }
+    g.kv_sharing = kv_sharing(p, m_tiles, heads, true, false, grid);
   } else {
     // Longest first: m-blocks in reverse (causal tiles near the end see the most KV blocks).
     g.mode = GridPlan::Mode::LptSingleTile;
@@ -67,6 +86,7 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
       attnsim_tile_coords(t, false, m_tiles, heads, &m, &bh);
       g.cta_tiles.push_back({tile_at(p, spec, m)});
     }
+    g.kv_sharing = kv_sharing(p, m_tiles, heads, false, false, std::min(slots, tiles));
   }
   return g;
 }

@@ -91,17 +91,18 @@ void WarpBuilder::arrive(int barrier, int count) {
   note_arriver(barrier);
 }
 
-void WarpBuilder::compute(int name, const Work& work, double latency) {
+void WarpBuilder::compute(int name, const Work& work, double latency, double chain) {
   Op& op = push(OpKind::Compute, name);
   op.work = work;
   op.latency = latency;
+  op.chain = chain;
 }
 
-void WarpBuilder::tma_load(int name, int barrier, double bytes) {
+void WarpBuilder::tma_load(int name, int barrier, double bytes, bool from_hbm) {
   Op& op = push(OpKind::TmaLoad, name);
   op.barrier = barrier;
   op.bytes = bytes;
-  op.count = 1;
+  op.count = from_hbm ? 1 : 0;
   note_arriver(barrier);
 }
 
@@ -110,10 +111,11 @@ void WarpBuilder::tma_store(int name, double bytes) {
   op.bytes = bytes;
 }
 
-void WarpBuilder::mma(int name, double flops, double smem_bytes) {
+void WarpBuilder::mma(int name, double flops, double smem_bytes, int instructions) {
   Op& op = push(OpKind::Mma, name);
   op.flops = flops;
   op.bytes = smem_bytes;
+  op.count = instructions;
 }
 
 void WarpBuilder::commit(int barrier, int count) {

@@ -37,10 +37,16 @@ class WarpBuilder {
   WarpBuilder& tags(int stage, int block, int tile);
   void wait(int barrier, int parity);
   void arrive(int barrier, int count);
-  void compute(int name, const Work& work, double latency = 0);
-  void tma_load(int name, int barrier, double bytes);
+  /// A compute block: `work` on the pipes (processor sharing), lasting at least `chain` cycles
+  /// (its dependency chain), then `latency` cycles of tail.
+  void compute(int name, const Work& work, double latency = 0, double chain = 0);
+  /// TMA load of `bytes` completing on `barrier`; `from_hbm`: no other CTA reads this tile, so it
+  /// misses in L2 (Q tiles), else it is an L2 hit (K/V tiles shared by a head's m-blocks).
+  void tma_load(int name, int barrier, double bytes, bool from_hbm = false);
   void tma_store(int name, double bytes);
-  void mma(int name, double flops, double smem_bytes);
+  /// An MMA group of `instructions` wgmma / tcgen05.mma instructions, `flops` and `smem_bytes`
+  /// of operand reads in all, queued on the tensor core.
+  void mma(int name, double flops, double smem_bytes, int instructions = 1);
   void commit(int barrier, int count);
   void bar_sync(int barrier, int threads);
   void bar_arrive(int barrier, int threads);

@@ -12,9 +12,10 @@
 //
 // Ops: producer_acquire, producer_commit, consumer_wait, consumer_release (optional
 // "count", default 1), compute (issue, fma_lanes, alu_lanes, mufu_lanes, tmem_bytes,
-// smem_bytes, latency; optional "name" from the op vocabulary), tma_load (pipeline,
-// bytes: arrive.expect_tx on the producer's stage, then the copy), tma_store (bytes),
-// mma (flops, smem_bytes), mma_commit (pipeline, side "full" | "empty"), wait_mma (pending:
+// smem_bytes, latency (a tail after the block), chain (the block's dependency-chain latency: it
+// lasts at least that long); optional "name" from the op vocabulary), tma_load (pipeline,
+// bytes, from_hbm: arrive.expect_tx on the producer's stage, then the copy), tma_store (bytes),
+// mma (flops, smem_bytes, instructions: the group's MMA instruction count), mma_commit (pipeline, side "full" | "empty"), wait_mma (pending:
 // wgmma.wait_group), cp_async (bytes), wait_cp_async (pending), bar_sync and bar_arrive
 // (barrier; 32 threads per warp), repeat (times, body). compute also takes mma_sync_flops.
 #include <fmt/format.h>
@@ -152,16 +153,18 @@ class ExplicitSchedule : public Schedule {
         w.tmem_bytes = o.number_or("tmem_bytes", 0, 0, 1e12);
         w.smem_bytes = o.number_or("smem_bytes", 0, 0, 1e12);
         w.mma_sync_flops = o.number_or("mma_sync_flops", 0, 0, 1e15);
-        wb.compute(op_id(o), w, o.number_or("latency", 0, 0, 1e9));
+        wb.compute(op_id(o), w, o.number_or("latency", 0, 0, 1e9), o.number_or("chain", 0, 0, 1e9));
       } else if (kind == "tma_load") {
         const auto& p = pipe();
         PipeState& s = prod[p.name];
-        wb.tma_load(op_id(o, ATTNSIM_OP_TMA_LOAD), p.full[s.index], o.number("bytes", 1, 1e12));
+        wb.tma_load(op_id(o, ATTNSIM_OP_TMA_LOAD), p.full[s.index], o.number("bytes", 1, 1e12),
+                    o.boolean_or("from_hbm", false));
         s.advance(p.stages);
       } else if (kind == "tma_store") {
         wb.tma_store(op_id(o, ATTNSIM_OP_STORE_O), o.number("bytes", 1, 1e12));
       } else if (kind == "mma") {
-        wb.mma(op_id(o, ATTNSIM_OP_MMA), o.number("flops", 1, 1e15), o.number_or("smem_bytes", 0, 0, 1e12));
+        wb.mma(op_id(o, ATTNSIM_OP_MMA), o.number("flops", 1, 1e15), o.number_or("smem_bytes", 0, 0, 1e12),
+               static_cast<int>(o.integer_or("instructions", 1, 1, 4096)));
       } else if (kind == "mma_commit") {
         const auto& p = pipe();
         if (o.choice("side", {"full", "empty"}) == "full") {

@@ -33,6 +33,9 @@ struct GridPlan {
   int cta_group = 1;      ///< CTAs per cluster (2 for 2-CTA MMA)
   int resident_ctas = 1;  ///< CTAs running at once on the whole GPU
   int ctas_per_sm = 1;    ///< CTAs sharing one SM at once (simulated together, alike)
+  /// CTAs of the first wave per distinct (batch, KV head): how many CTAs stream each K/V tile at
+  /// about the same time, which sets how much of their TMA traffic L2 serves (engine).
+  double kv_sharing = 1;
   /// StaticPersistent: the tile list of each resident CTA (cluster leader), in order.
   /// LptSingleTile: every tile, in launch order (longest first). PerHead: each CTA's tile walk,
   /// in launch order. Single: one entry.

@@ -14,7 +14,9 @@ using attnsim::test::b200;
 using attnsim::test::micro;
 
 namespace {
-double end_of(const std::string& file) { return test::run(micro(file), b200(), Problem{}).cycles; }
+double end_of(const std::string& file) {
+  return test::run(micro(file), test::without_fixed_costs(b200()), Problem{}).cycles;
+}
 double warp_end(const Prediction& p, int warp) {
   for (size_t i = 0; i < p.critical.timeline.warps.size(); ++i)
     if (p.critical.timeline.warps[i].warp == warp) return p.critical.warps[i].end;
@@ -49,7 +51,7 @@ TEST_CASE("two warps on one SMSP share its MUFU - on two SMSPs they do not", "[e
 }
 
 TEST_CASE("TMA loads - MMA groups and tcgen05.commit releases follow the unit models", "[engine]") {
-  const Hardware hw = b200();
+  const Hardware hw = test::without_fixed_costs(b200());
   const double tma = 32768 / hw.tma_bytes_per_clk_sm;    // per load, FIFO
   const double mma = 4194304 / hw.tensor_flops_per_clk;  // 512 cycles
   const double L = hw.mbarrier_latency;
@@ -59,6 +61,42 @@ TEST_CASE("TMA loads - MMA groups and tcgen05.commit releases follow the unit mo
   const double mma0_start = tma + hw.tma_latency + L;
   const double mma1_start = std::max(mma0_start + mma, 2 * tma + hw.tma_latency + L);
   CHECK(end_of("tma_mma.json") == Approx(mma1_start + mma + hw.mma_latency).epsilon(1e-12));
+}
+
+TEST_CASE("a compute block lasts the longer of its pipe work and its dependency chain", "[engine][latency]") {
+  const Hardware hw = test::without_fixed_costs(b200());
+  const Prediction p = test::run(micro("chain.json"), hw, Problem{});
+  CHECK(warp_end(p, 0) == Approx(300));        // 100 cycles of FMA work, a 300-cycle chain
+  CHECK(warp_end(p, 1) == Approx(400 + 50));  // 400 cycles of FMA work outlast the chain; then a 50-cycle tail
+}
+
+TEST_CASE("a wait that is already satisfied costs mbarrier_ready_cycles", "[engine][latency]") {
+  Hardware hw = test::without_fixed_costs(b200());
+  hw.mbarrier_ready_cycles = 30;
+  CHECK(test::run(micro("ready_wait.json"), hw, Problem{}).cycles == Approx(2 * 30 + 100));
+  hw.mbarrier_ready_cycles = 0;
+  CHECK(test::run(micro("ready_wait.json"), hw, Problem{}).cycles == Approx(100));
+}
+
+TEST_CASE("an MMA group stalls its issuing warp while the tensor core's queue is full", "[engine][mma]") {
+  Hardware hw = test::without_fixed_costs(b200());
+  hw.tmem_columns = 0;  // SM90-style: per-SMSP tensor cores, a quarter of the SM's rate each
+  hw.mma_queue_depth = 2;
+  const Prediction p = test::run(micro("mma_issue.json"), hw, Problem{});
+  const double instr = 2 * 16.0 * 128 * 16 / (hw.tensor_flops_per_clk / hw.smsp_per_sm);  // one m64n128k16 quarter
+  // Group 1 (8 instructions) into an idle queue: its last instruction is accepted when the 5th
+  // starts (8 - 1 - 2 ahead). Group 2 queues behind group 1: accepted 2 instructions before its
+  // last starts, i.e. at 8 + 5 instruction times; then 100 cycles of FMA work.
+  CHECK(warp_end(p, 0) == Approx((8 + 8 - 1 - 2) * instr + 100));
+}
+
+TEST_CASE("predict adds the CTA prologue and the launch to the CTA's program time", "[engine][fixed]") {
+  const Hardware bare = test::without_fixed_costs(b200());
+  Hardware hw = bare;
+  hw.cta_prologue_cycles = 400;
+  hw.launch_ns = 2000;
+  const double base = test::run(micro("pc_1stage.json"), bare, Problem{}).cycles;
+  CHECK(test::run(micro("pc_1stage.json"), hw, Problem{}).cycles == Approx(base + 400 + 2000 * hw.clock_ghz));
 }
 
 TEST_CASE("a deadlock reports every waiting warp and the wait-for cycle", "[engine][deadlock]") {

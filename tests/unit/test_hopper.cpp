@@ -45,7 +45,8 @@ TEST_CASE("wgmma.wait_group and cp.async.wait_group wait for their own groups", 
   const Hardware hw = h100();
   const auto s = load_schedule(test::micro("wgmma_wait.json"));
   const SimResult r = simulate_cta(hw, s->lower(hw, Problem{}, {TileWork{}}));
-  const double mma = 2097152 / hw.tensor_flops_per_clk;  // 512 cycles
+  // One warp's MMA runs on its SMSP's tensor core: a quarter of the SM's rate (2048 cycles).
+  const double mma = 2097152 / (hw.tensor_flops_per_clk / hw.smsp_per_sm);
   // wait_group(1) returns when the first group completes, the FMA block runs 100 cycles, then
   // wait_group(0) needs the second group (which ended a further 512 cycles after the first).
   CHECK(warp_end(r, 0) == Approx(std::max(mma + hw.mma_latency + 100, 2 * mma + hw.mma_latency)));
@@ -127,7 +128,7 @@ TEST_CASE("FA3 intra-warpgroup overlap and warp specialization pay off on H100 a
 
 TEST_CASE("FA3 pingpong makes the two consumer warpgroups take turns on the tensor cores", "[hopper][fa3]") {
   // The mechanism, checked on the unit's own timeline: with pingpong each warpgroup's QK
-  // wgmmas enter the tensor core as one turn (4 warps), turns alternating between the groups.
+  // wgmmas of one warpgroup enter the tensor cores as one turn, turns alternating between the groups.
   const Hardware hw = h100();
   const Problem p = shape(128, 2048, 1);
   auto turns = [&](const std::string& variant) {
@@ -143,8 +144,8 @@ TEST_CASE("FA3 pingpong makes the two consumer warpgroups take turns on the tens
     return std::pair{groups.size(), switches};
   };
   const auto [n, alternations] = turns("");
-  REQUIRE(n == 2 * 4 * 8);           // 2 warpgroups x 4 warps x 8 blocks
-  CHECK(alternations == 2 * 8 - 1);  // groups of 4, strictly alternating
+  REQUIRE(n == 2 * 8);               // SMSP 0's tensor core (the track): 2 warpgroups x 8 blocks
+  CHECK(alternations == 2 * 8 - 1);  // strictly alternating
 }
 
 TEST_CASE("Hopper schedules refuse what they cannot run", "[hopper][inputs]") {

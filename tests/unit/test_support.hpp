@@ -16,6 +16,16 @@ inline std::string fa4() { return root() + "/schedules/fa4_sm100.json"; }
 inline Hardware b200() { return load_hardware(root() + "/configs/hw/b200.json"); }
 inline Problem default_problem() { return load_problem(root() + "/configs/problems/default.json"); }
 
+/// `hw` without the costs outside a CTA's warp programs and without the cost of waits that are
+/// already satisfied (launch, CTA launch gap and prologue, mbarrier / wgmma ready checks) and with
+/// no MMA issue back-pressure: for hand-computable tests of one mechanism at a time.
+inline Hardware without_fixed_costs(Hardware hw) {
+  hw.launch_ns = hw.cta_launch_cycles = hw.cta_prologue_cycles = 0;
+  hw.mbarrier_ready_cycles = hw.wgmma_wait_ready_cycles = 0;
+  hw.mma_queue_depth = 1e9;
+  return hw;
+}
+
 /// Predicts `schedule_file` (with a variant and overrides) on `hw` for `problem`.
 inline Prediction run(const std::string& schedule_file, const Hardware& hw, const Problem& problem,
                       const std::string& variant = "", const std::vector<std::string>& sets = {}) {

@@ -18,13 +18,22 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const double qk_flops = 2.0 * 16 * n_blk * d, pv_flops = 2.0 * 16 * dv * n_blk;
   // SMEM operands per warp: QK reads the warpgroup's Q and K (SS); PV reads V (P in registers).
   const double qk_smem = (64.0 * d + n_blk * d) * eb / 4, pv_smem = static_cast<double>(n_blk) * dv * eb / 4;
-  auto issue = [&](int instructions) { return alu_instructions(instructions * c.hw.mma_issue_instrs); };
+  // Issuing `wgmmas` instructions of width N: their SASS (descriptor updates, fences) on the ALU
+  // pipe, and no faster than back-to-back wgmma issue, measured for N = 128 and about proportional
+  // to N (kernels/microbench wgmma_issue: 4.0, 13.2, 28.0 cycles at N = 64, 128, 256).
+  auto issue = [&](int wgmmas) { return alu_instructions(wgmmas * c.hw.mma_issue_instrs); };
+  auto issue_chain = [&](int wgmmas, int n) { return wgmmas * c.hw.wgmma_issue_cycles * n / 128.0; };
   // Per thread: n_block / 2 scores of 2 rows; head_dim_v / 2 outputs.
   const Work max_work = c.costs.work("softmax_max", n_blk / 2.0, 2);
   const Work mask_work = c.costs.work("softmax_mask", n_blk / 2.0, 0);
   const Work exp_work = c.costs.work("softmax_exp", n_blk / 2.0, 2);
   const Work rescale_work = c.costs.work("rescale_o", dv / 2.0, 0);
   const Work final_work = c.costs.work("final_o", dv / 2.0, 2);
+  // Dependency chains (critical paths in the kernel's SASS), at this tile's elements per thread-row.
+  const double max_chain = c.costs.chain_latency("softmax_max", n_blk / 2.0, c.hw);
+  const double exp_chain = c.costs.chain_latency("softmax_exp", n_blk / 2.0, c.hw);
+  const double rescale_chain = c.costs.chain_latency("rescale_o", dv / 2.0, c.hw);
+  const double final_chain = c.costs.chain_latency("final_o", dv / 2.0, c.hw);
   const bool loader = !k.warp_specialization && group == 0 && warp_in_group == 0;
   if (loader)  // its TMA arrive.expect_tx is the "load" arrival of each full barrier
     for (Pipe* p : {&c.q, &c.k_pipe, &c.v_pipe}) p->arrive_count("load", true, false);
@@ -46,7 +55,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     const Work tma = alu_instructions(c.hw.tma_issue_instrs);
     w.producer_acquire(p.ids, s);
     w.compute(name, tma);
-    w.tma_load(name, p.ids.full[s.index], bytes);
+    w.tma_load(name, p.ids.full[s.index], bytes, name == ATTNSIM_OP_LOAD_Q);  // Q: one CTA reads it, from HBM
     s.advance(p.ids.stages);
   };
   auto load_kv = [&](int j, int tile) {
@@ -58,22 +67,22 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     w.tags(group, j, tile);
     w.consumer_wait(c.k_pipe.ids, k_wait);
     k_wait.advance(c.k_pipe.ids.stages);
-    w.compute(ATTNSIM_OP_MMA_QK, issue(d / 16));
-    w.mma(ATTNSIM_OP_MMA_QK, qk_flops, qk_smem);
+    w.compute(ATTNSIM_OP_MMA_QK, issue(d / 16), 0, issue_chain(d / 16, n_blk));
+    w.mma(ATTNSIM_OP_MMA_QK, qk_flops, qk_smem, d / 16);
   };
   auto pv = [&](int j, int tile) {
     w.tags(group, j, tile);
     w.consumer_wait(c.v_pipe.ids, v_wait);
     v_wait.advance(c.v_pipe.ids.stages);
-    w.compute(ATTNSIM_OP_MMA_PV, issue(n_blk / 16));
-    w.mma(ATTNSIM_OP_MMA_PV, pv_flops, pv_smem);
+    w.compute(ATTNSIM_OP_MMA_PV, issue(n_blk / 16), 0, issue_chain(n_blk / 16, dv));
+    w.mma(ATTNSIM_OP_MMA_PV, pv_flops, pv_smem, n_blk / 16);
   };
   auto softmax = [&](int j, int tile, bool masked) {
     w.tags(group, j, tile);
     Work m = max_work;
     if (masked) m += mask_work;
-    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"));
-    w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_work);
+    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"), max_chain);
+    w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_work, 0, exp_chain);
   };
 
   for (size_t t = 0; t < c.tiles.size(); ++t) {
@@ -107,7 +116,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         w.wait_mma(0);  // PV(j+1) done: O may be rescaled for block j
         w.consumer_release(c.v_pipe.ids, v_rel, release);
         if (loader && j > 0) load_kv(j - 1, tile);  // the stages of block j+1 are free now
-        w.compute(ATTNSIM_OP_RESCALE_O, rescale_work);
+        w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain);
       }
       turn_start();
       pv(0, tile);
@@ -123,7 +132,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         w.wait_mma(0);
         w.consumer_release(c.k_pipe.ids, k_rel, release);
         softmax(j, tile, j >= first_masked);
-        if (j < n - 1) w.compute(ATTNSIM_OP_RESCALE_O, rescale_work);
+        if (j < n - 1) w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain);
         turn_start();
         pv(j, tile);
         turn_end();
@@ -133,7 +142,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     }
     // Epilogue: O / row_sum to bf16 in SMEM (Q's buffer), then one warp stores the warpgroup's rows.
     w.tags(group, -1, tile);
-    w.compute(ATTNSIM_OP_FINAL_O, final_work, c.costs.latency("final_o"));
+    w.compute(ATTNSIM_OP_FINAL_O, final_work, c.costs.latency("final_o"), final_chain);
     w.bar_sync(c.epilogue_bar[group], 32);
     if (warp_in_group == 0) {
       const Work tma = alu_instructions(c.hw.tma_issue_instrs);

@@ -11,10 +11,11 @@ void emit_producer(Context& c, WarpBuilder& w) {
   c.k_pipe.arrive_count("load", true, false);
   c.v_pipe.arrive_count("load", true, false);
   PipeState q, ks, vs;
+  // Q tiles are read by one CTA only (from HBM); K/V tiles by every m-block of the head (L2 hits).
   auto load = [&](Pipe& p, PipeState& s, int name, double bytes) {
     w.producer_acquire(p.ids, s);
     w.compute(name, issue);
-    w.tma_load(name, p.ids.full[s.index], bytes);
+    w.tma_load(name, p.ids.full[s.index], bytes, name == ATTNSIM_OP_LOAD_Q);
     s.advance(p.ids.stages);
   };
   for (size_t t = 0; t < c.tiles.size(); ++t) {
