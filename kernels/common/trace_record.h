@@ -42,7 +42,9 @@ static inline const char* attnsim_wait_name(int id) {
 static inline int attnsim_wait_is_mbarrier(int id) { return id >= ATTNSIM_WAIT_Q_FULL && id <= ATTNSIM_WAIT_V_EMPTY; }
 
 /// One span of one warp, recorded by its lane 0. 16 bytes (one vector store).
-/// t0/t1: SM cycles (clock64) since the CTA's clk0 (attnsim_cta_clock).
+/// t0/t1: SM cycles since the CTA's clk0 (attnsim_cta_clock). The kernel stores the raw 32-bit
+/// %clock (the low half of %clock64, no arithmetic on the warp it times); the host rebases them
+/// (sm90::trace_kernel), so readers always see cycles since clk0.
 struct attnsim_trace_record {
   uint8_t op;       ///< attnsim_op_id
   uint8_t wait_on;  ///< attnsim_wait_on (WAIT spans), else NONE
@@ -54,7 +56,8 @@ struct attnsim_trace_record {
 };
 
 /// Per-CTA clock anchors, written by thread 0: clock64 and %globaltimer (ns, common to all SMs)
-/// at the start and at the end of the CTA, so cycle stamps of different SMs map to one time axis.
+/// at the start (before the first barrier, so every span starts after it) and at the end of the
+/// CTA, so cycle stamps of different SMs map to one time axis.
 struct attnsim_cta_clock {
   long long clk0, clk1;
   unsigned long long ns0, ns1;

@@ -55,7 +55,7 @@ struct Consumer {
 
   __device__ void turn_start(int j, int tile) {
     if constexpr (T::kPingpong) {
-      const long long t0 = tr.now();
+      const uint32_t t0 = tr.now();
       named_sync(T::kBarPingpong + group, 256);
       tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, tile, ATTNSIM_WAIT_PINGPONG, group);
     }
@@ -66,7 +66,7 @@ struct Consumer {
 
   /// Waits for K_j and issues S = Q K_j^T (one commit group).
   __device__ void issue_qk(int j, int tile) {
-    const long long t0 = tr.wait(&s.k_full[k_read.index], k_read.phase, ATTNSIM_WAIT_K_FULL, k_read.index, j, tile);
+    const uint32_t t0 = tr.wait(&s.k_full[k_read.index], k_read.phase, ATTNSIM_WAIT_K_FULL, k_read.index, j, tile);
     fence_regs(sacc);
     wgmma_fence();
 #pragma unroll
@@ -77,7 +77,7 @@ struct Consumer {
   }
   /// Waits for V_j and issues O (+)= P V_j (one commit group); accumulate = false overwrites O.
   __device__ void issue_pv(int j, int tile, bool accumulate) {
-    const long long t0 = tr.wait(&s.v_full[v_read.index], v_read.phase, ATTNSIM_WAIT_V_FULL, v_read.index, j, tile);
+    const uint32_t t0 = tr.wait(&s.v_full[v_read.index], v_read.phase, ATTNSIM_WAIT_V_FULL, v_read.index, j, tile);
     fence_regs(o);
     wgmma_fence();
 #pragma unroll
@@ -91,7 +91,7 @@ struct Consumer {
   }
   template <int kPending>
   __device__ void wait_mma(int j, int tile) {
-    const long long t0 = tr.now();
+    const uint32_t t0 = tr.now();
     wgmma_wait<kPending>();
     fence_regs(sacc);
     fence_regs(o);
@@ -103,18 +103,18 @@ struct Consumer {
     if (lane == 0) arrive(&empty[stage]);
   }
   __device__ void softmax(int j, int tile, int row0, RowStats& st, float (&alpha)[2]) {
-    long long t0 = tr.now();
+    uint32_t t0 = tr.now();
     const bool masked = (j + 1) * N > p.seqlen_k || (p.causal && (j + 1) * N - 1 > row0 + p.seqlen_k - p.seqlen_q);
     if (masked) mask_scores<N>(sacc, j, row0, p);
     row_max<N>(sacc, st, p.scale_log2, alpha);
-    long long t1 = tr.now();
+    uint32_t t1 = tr.now();
     tr.span(ATTNSIM_OP_SOFTMAX_MAX, t0, t1, j, tile);
     exp_scores<N>(sacc, st, p.scale_log2, alpha);
     tr.span(ATTNSIM_OP_SOFTMAX_EXP, t1, tr.now(), j, tile);
   }
   /// O *= alpha and P to bf16 (after the PV that read the previous P has completed).
   __device__ void rescale_and_pack(int j, int tile, const float (&alpha)[2], bool rescale_o) {
-    const long long t0 = tr.now();
+    const uint32_t t0 = tr.now();
     if (rescale_o) rescale<D>(o, alpha);
     pack_p<N>(sacc, pr);
     tr.span(ATTNSIM_OP_RESCALE_O, t0, tr.now(), j, tile);
@@ -132,6 +132,7 @@ struct Consumer {
       const int row0 = c.m * T::kMBlock + group * 64 + 16 * warp + lane / 4;
       RowStats st;
       float alpha[2];
+      tr.tile(p, s.trace, n);
       tr.wait(s.q_full, q_phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
       q_phase ^= 1;
       if constexpr (T::kOverlap) {

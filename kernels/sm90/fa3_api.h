@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -59,12 +60,41 @@ struct Tensors {
   float* lse = nullptr;
 };
 
-/// Device buffers a traced launch writes ([CTA][warp][cap] records, [CTA] clocks, [CTA][warp] counts).
+/// Which warps of a CTA record spans (bit w: lane 0 of warp w): by default one per warpgroup,
+/// the load warp (0) and the first warp of each consumer warpgroup (4, 8, 12).
+constexpr uint32_t kTraceWarpsFirst = 0x1111u;
+constexpr uint32_t kTraceWarpsAll = 0xffffffffu;
+/// Parses --trace-warps: "first", "all", "none" or comma-separated warp indices ("0,4,5").
+/// Throws std::invalid_argument otherwise.
+inline uint32_t parse_trace_warps(const std::string& s) {
+  if (s == "first") return kTraceWarpsFirst;
+  if (s == "all") return kTraceWarpsAll;
+  if (s == "none") return 0;
+  uint32_t m = 0;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = s.find(',', i);
+    if (j == std::string::npos) j = s.size();
+    const std::string w = s.substr(i, j - i);
+    if (w.empty() || w.size() > 2 || w.find_first_not_of("0123456789") != std::string::npos || std::stoi(w) > 31)
+      throw std::invalid_argument("--trace-warps: expected first, all, none or warp indices 0-31 (\"0,4,8\"), got \"" +
+                                  s + "\"");
+    m |= 1u << std::stoi(w);
+    i = j + 1;
+  }
+  if (s.empty() || s.back() == ',') throw std::invalid_argument("--trace-warps: empty warp list");
+  return m;
+}
+
+/// Device buffers a traced launch writes ([CTA][warp][cap] records, [CTA] clocks, [CTA][warp]
+/// counts) and which warps record.
 struct TraceBuffers {
   attnsim_trace_record* records = nullptr;
   attnsim_cta_clock* ctas = nullptr;
-  uint32_t* counts = nullptr;
+  uint32_t* counts = nullptr;  ///< records written
+  uint32_t* spans = nullptr;   ///< spans run (> counts: the rest did not fit in cap)
   uint32_t cap = 0;
+  uint32_t warps = kTraceWarpsFirst;
 };
 
 /// Launch geometry of one kernel on one shape.
@@ -82,7 +112,7 @@ using LaunchFn = void (*)(const Shape&, const Tensors&, bool persistent, const T
 struct CompiledKernel {
   KernelKnobs knobs;
   LaunchFn launch = nullptr;         ///< instrumentation compiled out
-  LaunchFn launch_traced = nullptr;  ///< lane 0 of every warp records its spans
+  LaunchFn launch_traced = nullptr;  ///< the warps in TraceBuffers::warps record their spans
   const char* origin = "";           ///< e.g. "schedules/fa3_sm90.json: (base), no_pingpong"
 };
 
@@ -120,15 +150,36 @@ class DeviceProblem {
   float* lse_ = nullptr;
 };
 
-/// Median and spread of timed launches (CUDA events around each launch, after warm-up), ms.
+/// How a kernel is timed: `warmup` untimed launches, then `reps` repetitions of `launches`
+/// back-to-back launches between one pair of CUDA events (all enqueued without a host sync in
+/// between, behind one untimed launch, so the GPU never waits for the host); each repetition
+/// gives one per-launch time (its elapsed time / launches). The same input buffers every launch:
+/// K and V of the validation problems (67-270 MB) exceed the L2 (50 MB on H100), so rotating them
+/// would change nothing.
+struct TimingOptions {
+  int warmup = 5;
+  int reps = 20;
+  int launches = 10;
+  bool traced = false;                   ///< the instrumented kernel (records to a scratch buffer)
+  uint32_t trace_warps = kTraceWarpsFirst;  ///< when traced
+};
+/// Median and spread of the per-launch times of the repetitions, ms.
 struct Timing {
-  std::vector<double> ms;  ///< every timed run, in order
+  std::vector<double> ms;  ///< per-launch time of each repetition, in order
   double median_ms = 0, min_ms = 0, max_ms = 0;
+  int launches = 0;  ///< back-to-back launches per repetition
   LaunchInfo launch;
 };
-/// Times `reps` launches after `warmup` untimed ones. traced: the instrumented kernel (to
-/// measure the instrumentation's overhead; its records go to a scratch buffer).
-Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, int warmup, int reps, bool traced = false);
+/// Times a kernel as TimingOptions says. A traced kernel records every span (its scratch buffer
+/// holds them all), so its time is that of a full trace.
+Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, const TimingOptions& o);
+/// The plain and the traced kernel (o.traced is ignored), their repetitions interleaved (plain,
+/// traced, plain, ...) so that drift during the run affects both alike: the instrumentation's
+/// overhead is traced.median_ms / plain.median_ms - 1.
+struct TimingPair {
+  Timing plain, traced;
+};
+TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, bool persistent, const TimingOptions& o);
 
 /// Result of checking a kernel's O and LSE against a reference.
 struct CheckResult {
@@ -145,17 +196,21 @@ struct CheckResult {
 /// reference kernel (fp32, one block per row). Tolerance: |err| <= 0.02 + 0.02 |ref| per element.
 CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, int sample_rows = 64);
 
-/// A measured timeline: every warp's spans (raw records) and every CTA's clock anchors.
+/// A measured timeline: every recording warp's spans (raw records) and every CTA's clock anchors.
 struct MeasuredTrace {
-  std::vector<attnsim_trace_record> records;  ///< [CTA][warp][cap]
-  std::vector<uint32_t> counts;               ///< [CTA][warp] spans recorded (> cap: dropped)
+  std::vector<attnsim_trace_record> records;  ///< [CTA][warp][cap]; t0/t1: cycles since the CTA's clk0
+  std::vector<uint32_t> counts;               ///< [CTA][warp] records written (0: the warp did not record)
+  std::vector<uint32_t> spans;                ///< [CTA][warp] spans run; empty: as counts
   std::vector<attnsim_cta_clock> ctas;
   int warps_per_cta = 0;
   uint32_t cap = 0;
+  uint32_t trace_warps = kTraceWarpsFirst;
   LaunchInfo launch;
   double kernel_ms = 0;  ///< this traced launch, CUDA events
 };
-/// Runs the traced kernel once (after one warm-up launch) with `cap` records per warp.
-MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, uint32_t cap);
+/// Runs the traced kernel once (after one warm-up launch) with `cap` records per warp (0: enough
+/// for every span of the launch), lane 0 of the warps in `trace_warps` recording.
+MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, uint32_t cap,
+                           uint32_t trace_warps = kTraceWarpsFirst);
 
 }  // namespace attnsim::sm90

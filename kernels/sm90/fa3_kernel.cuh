@@ -26,25 +26,23 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
       cuda::ptx::mbarrier_init(&s.v_empty[i], T::kConsumerWarps);
     }
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-  }
-  TraceRecorder<T::kTrace> tr;
-  if constexpr (T::kTrace) {
-    tr.lane0 = lane == 0;
-    tr.cap = p.trace_cap;
-    tr.out = p.trace + (static_cast<size_t>(blockIdx.x) * T::kWarps + warp) * p.trace_cap;
-  }
-  __syncthreads();
-  if constexpr (T::kTrace) {
-    tr.clk0 = clock64();
-    // One CTA-wide anchor: every warp's clk0 differs by a few cycles; thread 0's pairs with ns0.
-    if (threadIdx.x == 0) {
-      p.cta_clock[blockIdx.x].clk0 = tr.clk0;
+    if constexpr (T::kTrace) {
+      // The CTA's anchor, read before the barrier so that every span starts after it: records
+      // carry raw 32-bit clock stamps, which the host places relative to this clk0.
+      p.cta_clock[blockIdx.x].clk0 = clock64();
       p.cta_clock[blockIdx.x].ns0 = globaltimer();
       unsigned sm;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
       p.cta_clock[blockIdx.x].smid = sm;
     }
   }
+  // One recorder per thread, set up before the role branches and closed after them: ptxas keeps
+  // the consumers' 240-register budget only while their branch ends with their tile loop (any
+  // code after it there, even one store, made it compile the consumers within the 168 registers
+  // of the launch: hundreds of bytes of spills and serialized wgmma).
+  TraceRecorder<T::kTrace> tr;
+  tr.init(p, s.trace, warp, lane);
+  __syncthreads();
   if (warp < 4) {
     set_registers<T::kRegProducer>(false);
     if (warp == 0 && lane == 0) producer_warp<T>(p, s, tr);
@@ -53,8 +51,8 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
     Consumer<T> c{p, s, tr, (warp - 4) / 4, warp % 4, lane};
     c.run();
   }
+  tr.close(p, s.trace, warp, lane);
   if constexpr (T::kTrace) {
-    if (lane == 0) p.trace_count[blockIdx.x * T::kWarps + warp] = tr.n;
     __syncthreads();
     if (threadIdx.x == 0) {
       p.cta_clock[blockIdx.x].ns1 = globaltimer();

@@ -14,7 +14,7 @@ namespace attnsim::sm90 {
 /// KV block (wgmma N of S = Q K^T); kKvStage: K and V ring depth; kPingpong: the two consumer
 /// warpgroups take turns issuing GEMMs (named barriers); kOverlap: the PV wgmma of block j+1
 /// runs under the softmax of block j; kRegConsumer/kRegProducer: setmaxnreg budgets; kTrace:
-/// lane 0 of every warp records its spans.
+/// the warps selected at run time (Params::trace_warps) record their spans.
 template <int kHeadDim_, int kMBlock_, int kNBlock_, int kKvStage_, bool kPingpong_, bool kOverlap_, int kRegConsumer_,
           int kRegProducer_, bool kTrace_>
 struct Traits {
@@ -32,7 +32,9 @@ struct Traits {
   static constexpr int kBarOff = kVOff + kKvStage * kVBytes;
   // mbarriers: q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S].
   static constexpr int kNumBars = 2 + 4 * kKvStage;
-  static constexpr int kSmemBytes = kBarOff + kNumBars * 8 + 1024;  // + slack to align to 1024 B
+  // Traced kernels: a 16-byte slot per warp for its trace buffer's bounds (TraceRecorder::Slot).
+  static constexpr int kTraceOff = kBarOff + kNumBars * 8;
+  static constexpr int kSmemBytes = kTraceOff + (kTrace ? 16 * kWarps : 0) + 1024;  // + slack to align to 1024 B
   // Arrivals on the empty barriers: lane 0 of every consumer warp, after its own wgmma wait.
   static constexpr int kConsumerWarps = 4 * kConsumers;
   // Named barriers (0 is __syncthreads): pingpong turn of warpgroup g = 1 + g, epilogue of g = 3 + g.
@@ -61,10 +63,12 @@ struct Params {
   float scale_log2;
   int m_tiles, num_tiles;
   int persistent;  // 1: CTA c runs tiles c, c + grid, ...; m-block fastest. 0: one tile per CTA, longest first.
-  attnsim_trace_record* trace;  // [CTA][warp][trace_cap] when tracing
+  attnsim_trace_record* trace;  // [CTA][warp][trace_cap] when tracing; t0/t1 raw 32-bit %clock
   attnsim_cta_clock* cta_clock;  // [CTA]
-  uint32_t* trace_count;         // [CTA][warp]: spans recorded (may exceed trace_cap: dropped)
+  uint32_t* trace_count;         // [CTA][warp]: records written (<= trace_cap)
+  uint32_t* trace_spans;         // [CTA][warp]: spans run (more than written: dropped)
   uint32_t trace_cap;
+  uint32_t trace_warps;          // bit w: lane 0 of warp w records
 };
 
 /// One work tile: a block of m_block query rows of one (batch, head).

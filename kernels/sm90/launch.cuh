@@ -56,7 +56,9 @@ void launch(const Shape& sh, const Tensors& t, bool persistent, const TraceBuffe
     p.trace = trace->records;
     p.cta_clock = trace->ctas;
     p.trace_count = trace->counts;
+    p.trace_spans = trace->spans;
     p.trace_cap = trace->cap;
+    p.trace_warps = trace->warps;
   }
   const int grid = persistent ? std::min(p.num_tiles, sm_count()) : p.num_tiles;
   static bool configured = false;  // one attribute call per instantiation

@@ -16,6 +16,7 @@ __device__ __forceinline__ void producer_warp(const Params& p, const Smem<T>& s,
   for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
     const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
     const int kv_head = c.head / p.group;
+    tr.tile(p, s.trace, c.n_blocks);
     // Q's buffer is free once every consumer warp has finished the previous tile's epilogue.
     tr.wait(s.q_empty, q_phase ^ 1, ATTNSIM_WAIT_Q_EMPTY, 0, -1, local);
     tr.start();

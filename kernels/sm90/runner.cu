@@ -1,5 +1,5 @@
-// Host services around the compiled kernels: device query, random inputs, timing with CUDA
-// events, correctness against a reference, traced runs.
+// Host services around the compiled kernels: device query, random inputs, back-to-back timing
+// with CUDA events, correctness against a reference, traced runs.
 #include <cuda.h>
 #include <cudaTypedefs.h>
 #include <cuda_bf16.h>
@@ -111,41 +111,40 @@ std::vector<T> to_host(const void* p, size_t n) {
 size_t q_elems(const Shape& s) { return static_cast<size_t>(s.batch) * s.seqlen_q * s.heads * s.head_dim; }
 size_t kv_elems(const Shape& s) { return static_cast<size_t>(s.batch) * s.seqlen_k * s.kv_heads * s.head_dim; }
 
-/// CUDA events around a launch.
-struct EventPair {
-  cudaEvent_t a{}, b{};
-  EventPair() {
-    cuda_check(cudaEventCreate(&a), "cudaEventCreate");
-    cuda_check(cudaEventCreate(&b), "cudaEventCreate");
-  }
-  ~EventPair() {
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-  }
-  double ms() const {
-    float m = 0;
-    cuda_check(cudaEventElapsedTime(&m, a, b), "cudaEventElapsedTime");
-    return m;
-  }
+/// A CUDA event (RAII).
+struct Event {
+  cudaEvent_t e{};
+  Event() { cuda_check(cudaEventCreate(&e), "cudaEventCreate"); }
+  ~Event() { cudaEventDestroy(e); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
 };
+double elapsed_ms(const Event& a, const Event& b) {
+  float m = 0;
+  cuda_check(cudaEventElapsedTime(&m, a.e, b.e), "cudaEventElapsedTime");
+  return m;
+}
 
 /// Device trace buffers for one launch geometry.
 struct TraceAlloc {
   TraceBuffers b;
   size_t n_records = 0, n_warps = 0, n_ctas = 0;
-  TraceAlloc(int grid, int warps, uint32_t cap) {
+  TraceAlloc(int grid, int warps, uint32_t cap, uint32_t trace_warps) {
     n_ctas = grid;
     n_warps = static_cast<size_t>(grid) * warps;
     n_records = n_warps * cap;
     b.cap = cap;
+    b.warps = trace_warps;
     cuda_check(cudaMalloc(&b.records, std::max<size_t>(1, n_records) * sizeof(attnsim_trace_record)), "cudaMalloc trace");
     cuda_check(cudaMalloc(&b.ctas, n_ctas * sizeof(attnsim_cta_clock)), "cudaMalloc trace clocks");
     cuda_check(cudaMalloc(&b.counts, n_warps * sizeof(uint32_t)), "cudaMalloc trace counts");
+    cuda_check(cudaMalloc(&b.spans, n_warps * sizeof(uint32_t)), "cudaMalloc trace spans");
   }
   ~TraceAlloc() {
     cudaFree(b.records);
     cudaFree(b.ctas);
     cudaFree(b.counts);
+    cudaFree(b.spans);
   }
 };
 
@@ -156,6 +155,44 @@ LaunchInfo probe(const CompiledKernel& k, DeviceProblem& prob, bool persistent) 
   k.launch(prob.shape(), prob.tensors(), persistent, nullptr, nullptr, &info);
   cuda_check(cudaDeviceSynchronize(), "fa3_forward (probe run)");
   return info;
+}
+
+/// Records per warp that hold every span of a launch: the most any CTA's tiles can produce
+/// (trace_spans_per_tile summed over the tiles it runs, in the kernel's tile order).
+uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchInfo& li, bool persistent) {
+  const int m_tiles = (sh.seqlen_q + k.knobs.m_block - 1) / k.knobs.m_block;
+  const long long bh = static_cast<long long>(sh.batch) * sh.heads;
+  uint64_t most = 0;
+  for (int c = 0; c < li.grid; ++c) {
+    uint64_t n = 0;
+    for (long long t = c; t < li.num_tiles; t += li.grid) {
+      int m = 0;
+      long long b = 0;
+      attnsim_tile_coords(t, persistent, m_tiles, bh, &m, &b);
+      n += trace_spans_per_tile(attnsim_kv_blocks(m * k.knobs.m_block, k.knobs.m_block, k.knobs.n_block, sh.seqlen_q,
+                                                  sh.seqlen_k, sh.causal));
+    }
+    most = std::max(most, n);
+  }
+  if (most > (1u << 28)) throw std::runtime_error("trace: more than 2^28 spans per warp");
+  return static_cast<uint32_t>(most);
+}
+
+/// Records hold raw 32-bit %clock stamps; make them cycles since their CTA's clk0 (a stamp a few
+/// cycles before it, from a warp that passed the first barrier early, becomes 0).
+void rebase_stamps(MeasuredTrace& m) {
+  for (size_t c = 0; c < m.ctas.size(); ++c) {
+    const uint32_t clk0 = static_cast<uint32_t>(m.ctas[c].clk0);
+    for (int w = 0; w < m.warps_per_cta; ++w) {
+      const size_t slot = c * m.warps_per_cta + w;
+      const uint32_t n = std::min(m.counts[slot], m.cap);
+      for (uint32_t i = 0; i < n; ++i) {
+        attnsim_trace_record& r = m.records[slot * m.cap + i];
+        r.t0 = static_cast<uint32_t>(std::max<int32_t>(0, static_cast<int32_t>(r.t0 - clk0)));
+        r.t1 = static_cast<uint32_t>(std::max<int32_t>(0, static_cast<int32_t>(r.t1 - clk0)));
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -190,31 +227,73 @@ std::vector<float> DeviceProblem::lse_host() const {
   return to_host<float>(lse_, static_cast<size_t>(shape_.batch) * shape_.heads * shape_.seqlen_q);
 }
 
-Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, int warmup, int reps, bool traced) {
-  Timing t;
-  t.launch = probe(k, prob, persistent);
-  std::unique_ptr<TraceAlloc> scratch;
-  if (traced) scratch = std::make_unique<TraceAlloc>(t.launch.grid, t.launch.warps, 4096);
-  const LaunchFn fn = traced ? k.launch_traced : k.launch;
-  const TraceBuffers* tb = traced ? &scratch->b : nullptr;
-  for (int i = 0; i < warmup; ++i) fn(prob.shape(), prob.tensors(), persistent, tb, nullptr, nullptr);
-  cuda_check(cudaDeviceSynchronize(), "fa3_forward (warm-up)");
-  EventPair ev;
-  for (int i = 0; i < reps; ++i) {
-    cuda_check(cudaEventRecord(ev.a), "cudaEventRecord");
-    fn(prob.shape(), prob.tensors(), persistent, tb, nullptr, nullptr);
-    cuda_check(cudaEventRecord(ev.b), "cudaEventRecord");
-    cuda_check(cudaEventSynchronize(ev.b), "fa3_forward (timed)");
-    t.ms.push_back(ev.ms());
-  }
+namespace {
+
+/// Median, min and max of a timing's per-repetition times.
+void summarize(Timing& t) {
   std::vector<double> s = t.ms;
   std::sort(s.begin(), s.end());
-  if (!s.empty()) {
-    t.median_ms = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
-    t.min_ms = s.front();
-    t.max_ms = s.back();
+  t.median_ms = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+  t.min_ms = s.front();
+  t.max_ms = s.back();
+}
+
+/// Times the plain kernel, and the traced one when `both`, their repetitions interleaved (plain,
+/// traced, plain, ...) so that clock or temperature drift during the run affects both alike.
+std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& prob, bool persistent,
+                                     const TimingOptions& o, bool plain, bool traced) {
+  if (o.reps < 1 || o.launches < 1) throw std::invalid_argument("time_kernel: reps and launches must be >= 1");
+  const LaunchInfo li = probe(k, prob, persistent);
+  std::unique_ptr<TraceAlloc> scratch;
+  if (traced)  // every span fits: the traced time is that of a full trace
+    scratch = std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, persistent),
+                                           o.trace_warps);
+  struct Series {
+    LaunchFn fn;
+    const TraceBuffers* tb;
+  };
+  std::vector<Series> series;
+  if (plain) series.push_back({k.launch, nullptr});
+  if (traced) series.push_back({k.launch_traced, &scratch->b});
+  auto launch = [&](const Series& x) { x.fn(prob.shape(), prob.tensors(), persistent, x.tb, nullptr, nullptr); };
+  for (const auto& x : series)
+    for (int i = 0; i < o.warmup; ++i) launch(x);
+  cuda_check(cudaDeviceSynchronize(), "fa3_forward (warm-up)");
+  // Every repetition is enqueued at once, behind one untimed launch: the GPU runs the launches
+  // back to back and never waits for the host, so host gaps stay out of the times.
+  const size_t n = series.size() * o.reps;
+  std::vector<Event> start(n), stop(n);
+  launch(series.front());
+  for (int r = 0; r < o.reps; ++r)
+    for (size_t x = 0; x < series.size(); ++x) {
+      const size_t e = r * series.size() + x;
+      cuda_check(cudaEventRecord(start[e].e), "cudaEventRecord");
+      for (int i = 0; i < o.launches; ++i) launch(series[x]);
+      cuda_check(cudaEventRecord(stop[e].e), "cudaEventRecord");
+    }
+  cuda_check(cudaEventSynchronize(stop[n - 1].e), "fa3_forward (timed)");
+  std::vector<Timing> out(series.size());
+  for (size_t x = 0; x < series.size(); ++x) {
+    out[x].launch = li;
+    out[x].launches = o.launches;
+    for (int r = 0; r < o.reps; ++r) {
+      const size_t e = r * series.size() + x;
+      out[x].ms.push_back(elapsed_ms(start[e], stop[e]) / o.launches);
+    }
+    summarize(out[x]);
   }
-  return t;
+  return out;
+}
+
+}  // namespace
+
+Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, const TimingOptions& o) {
+  return time_interleaved(k, prob, persistent, o, !o.traced, o.traced).front();
+}
+
+TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, bool persistent, const TimingOptions& o) {
+  std::vector<Timing> t = time_interleaved(k, prob, persistent, o, true, true);
+  return TimingPair{t[0], t[1]};
 }
 
 CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, int sample_rows) {
@@ -224,23 +303,28 @@ CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, bool pers
   return compare_with_reference(prob, sample_rows);
 }
 
-MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, uint32_t cap) {
+MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, uint32_t cap,
+                           uint32_t trace_warps) {
   MeasuredTrace m;
   m.launch = probe(k, prob, persistent);
-  TraceAlloc buf(m.launch.grid, m.launch.warps, cap);
+  if (cap == 0) cap = full_trace_cap(k, prob.shape(), m.launch, persistent);
+  TraceAlloc buf(m.launch.grid, m.launch.warps, cap, trace_warps);
   k.launch_traced(prob.shape(), prob.tensors(), persistent, &buf.b, nullptr, nullptr);  // warm-up
   cuda_check(cudaDeviceSynchronize(), "fa3_forward (traced warm-up)");
-  EventPair ev;
-  cuda_check(cudaEventRecord(ev.a), "cudaEventRecord");
+  Event a, b;
+  cuda_check(cudaEventRecord(a.e), "cudaEventRecord");
   k.launch_traced(prob.shape(), prob.tensors(), persistent, &buf.b, nullptr, nullptr);
-  cuda_check(cudaEventRecord(ev.b), "cudaEventRecord");
-  cuda_check(cudaEventSynchronize(ev.b), "fa3_forward (traced)");
-  m.kernel_ms = ev.ms();
+  cuda_check(cudaEventRecord(b.e), "cudaEventRecord");
+  cuda_check(cudaEventSynchronize(b.e), "fa3_forward (traced)");
+  m.kernel_ms = elapsed_ms(a, b);
   m.records = to_host<attnsim_trace_record>(buf.b.records, buf.n_records);
   m.counts = to_host<uint32_t>(buf.b.counts, buf.n_warps);
+  m.spans = to_host<uint32_t>(buf.b.spans, buf.n_warps);
   m.ctas = to_host<attnsim_cta_clock>(buf.b.ctas, buf.n_ctas);
   m.warps_per_cta = m.launch.warps;
   m.cap = cap;
+  m.trace_warps = trace_warps;
+  rebase_stamps(m);
   return m;
 }
 

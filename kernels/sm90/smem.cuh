@@ -1,6 +1,6 @@
 // Views of the kernel's dynamic shared memory (layout: Traits::k*Off): the Q tile, the K and V
 // rings (each tile as head_dim/64 chunks of [rows][64] bf16 in 128B-swizzled atoms, as TMA
-// writes them) and the pipeline mbarriers.
+// writes them), the pipeline mbarriers and, in traced kernels, the warps' trace slots.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,7 @@ struct Smem {
   uint8_t* k_ring;  // [stage][chunk][n_block][64]
   uint8_t* v_ring;  // [stage][chunk][n_block][64]
   uint64_t *q_full, *q_empty, *k_full, *k_empty, *v_full, *v_empty;
+  void* trace;  // traced kernels: one TraceRecorder::Slot per warp
 
   /// Carves the layout out of `raw` (aligned up to 1024 B, as 128B swizzle atoms require).
   __device__ explicit Smem(uint8_t* raw) {
@@ -27,6 +28,7 @@ struct Smem {
     k_empty = k_full + T::kKvStage;
     v_full = k_empty + T::kKvStage;
     v_empty = v_full + T::kKvStage;
+    trace = base + T::kTraceOff;
   }
   __device__ uint8_t* k(int stage) const { return k_ring + stage * T::kKBytes; }
   __device__ uint8_t* v(int stage) const { return v_ring + stage * T::kVBytes; }

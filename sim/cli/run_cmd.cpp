@@ -1,7 +1,7 @@
 // `attnsim run SCHEDULE [problem]`: runs the real SM90 kernel the schedule resolves to (kernels/sm90)
-// on the GPU at hand: measured time (median of timed runs) beside the simulator's prediction,
-// optionally a correctness check and a measured Chrome trace with the same tracks and span names
-// as `simulate --trace`. Exits 77 with the reason when there is no usable GPU.
+// on the GPU at hand: measured time (median per-launch time of back-to-back launches) beside the
+// simulator's prediction, optionally a correctness check and a measured Chrome trace with the same
+// tracks and span names as `simulate --trace`. Exits 77 with the reason when there is no usable GPU.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -18,10 +18,10 @@ namespace attnsim::cli {
 namespace {
 
 struct Run : Command {
-  std::string schedule, variant, hw, trace, predicted_trace;
+  std::string schedule, variant, hw, trace, predicted_trace, trace_warps = "first";
   std::vector<std::string> sets;
   ProblemFlags pf;
-  int reps = 20, warmup = 5, ctas = 4;
+  int reps = 20, warmup = 5, launches = 10, ctas = 4;
   unsigned cap = 16384;
   bool check = false, list = false, full_trace = false;
 
@@ -41,6 +41,7 @@ struct Run : Command {
   int run() override {
     if (list) return list_kernels();
     if (schedule.empty()) throw std::invalid_argument("run: a SCHEDULE file is required (or --list)");
+    [[maybe_unused]] const uint32_t warps = sm90::parse_trace_warps(trace_warps);
     const auto s = load_schedule(schedule, sets, variant);
     const Problem problem = pf.build();
 #if ATTNSIM_WITH_SM90
@@ -65,24 +66,37 @@ struct Run : Command {
                                r.max_lse_err, r.pass ? "" : " - " + r.detail);
       if (!r.pass) return 1;
     }
-    const sm90::Timing t = sm90::time_kernel(k, dev, persistent, warmup, reps);
+    sm90::TimingOptions topt;
+    topt.warmup = warmup;
+    topt.reps = reps;
+    topt.launches = launches;
+    topt.trace_warps = warps;
+    // With --trace, the plain and the traced kernel are timed with their repetitions interleaved.
+    sm90::TimingPair tp;
+    if (trace.empty())
+      tp.plain = sm90::time_kernel(k, dev, persistent, topt);
+    else
+      tp = sm90::time_plain_and_traced(k, dev, persistent, topt);
+    const sm90::Timing& t = tp.plain;
     const Prediction pred = predict(*s, hardware, problem);
     const double us = t.median_ms * 1e3;
-    std::cout << fmt::format("  measured   {:9.1f} us  {:6.1f} TFLOPS  (median of {}, min {:.1f} max {:.1f} us; {} CTAs)\n",
-                             us, problem.flops() / (us * 1e6), reps, t.min_ms * 1e3, t.max_ms * 1e3, t.launch.grid);
+    std::cout << fmt::format(
+        "  measured   {:9.1f} us  {:6.1f} TFLOPS  (median of {} x {} back-to-back launches, min {:.1f} max {:.1f} us; {} "
+        "CTAs)\n",
+        us, problem.flops() / (us * 1e6), reps, launches, t.min_ms * 1e3, t.max_ms * 1e3, t.launch.grid);
     std::cout << fmt::format("  predicted  {:9.1f} us  {:6.1f} TFLOPS  ({}: {:+.1f}%)\n", pred.time_us, pred.tflops,
                              hardware.name, 100 * (pred.time_us - us) / us);
     if (!trace.empty()) {
-      const sm90::Timing tt = sm90::time_kernel(k, dev, persistent, warmup, reps, true);
-      const sm90::MeasuredTrace rec = sm90::trace_kernel(k, dev, persistent, cap);
-      uint64_t dropped = 0;
-      for (size_t i = 0; i < rec.counts.size(); ++i) dropped += rec.counts[i] > cap ? rec.counts[i] - cap : 0;
+      const sm90::Timing& tt = tp.traced;
+      const sm90::MeasuredTrace rec = sm90::trace_kernel(k, dev, persistent, cap, warps);
+      const uint64_t dropped = dropped_spans(rec);
       std::ofstream out(trace);
       if (!out) throw std::runtime_error("cannot write " + trace);
       write_measured_trace(rec, default_trace_ctas(rec, ctas), full_trace, hardware.clock_ghz, "measured", out);
       std::cout << fmt::format(
-          "  traced     {:9.1f} us  (instrumentation overhead {:+.1f}%: median of {} traced runs){}\n",
-          tt.median_ms * 1e3, 100 * (tt.median_ms / t.median_ms - 1), reps,
+          "  traced     {:9.1f} us  (instrumentation overhead {:+.1f}%, --trace-warps {}: traced against plain median, "
+          "repetitions interleaved){}\n",
+          tt.median_ms * 1e3, 100 * (tt.median_ms / t.median_ms - 1), trace_warps,
           dropped ? fmt::format("; {} spans past --trace-cap {} per warp dropped", dropped, cap) : "");
       std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace, std::min<size_t>(ctas, rec.ctas.size()));
     }
@@ -113,13 +127,19 @@ std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
   sub->add_option("--set", c->sets, "override a schedule field: /json/pointer=value (repeatable)");
   c->pf.add(sub);
   sub->add_option("--hw", c->hw, "hardware config for the prediction (default: the one matching the GPU)");
-  sub->add_option("--reps", c->reps, "timed runs (median reported)")->check(CLI::Range(1, 100000));
-  sub->add_option("--warmup", c->warmup, "untimed runs first")->check(CLI::Range(0, 100000));
+  sub->add_option("--reps", c->reps, "timed repetitions (median of their per-launch times reported)")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--launches", c->launches, "back-to-back launches per repetition, between one CUDA event pair")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--warmup", c->warmup, "untimed launches first")->check(CLI::Range(0, 100000));
   sub->add_flag("--check", c->check, "check O and LSE against a reference first");
   sub->add_option("--trace", c->trace, "write the measured per-warp timeline as a Chrome trace");
   sub->add_option("--predicted-trace", c->predicted_trace, "write the simulator's trace of the same problem");
   sub->add_option("--ctas", c->ctas, "CTAs in the measured trace (the critical one first)")->check(CLI::Range(1, 100000));
-  sub->add_option("--trace-cap", c->cap, "spans recorded per warp at most")->check(CLI::Range(16, 1 << 20));
+  sub->add_option("--trace-cap", c->cap, "spans recorded per warp at most (0: all)")->check(CLI::Range(0, 1 << 28));
+  sub->add_option("--trace-warps", c->trace_warps,
+                  "warps that record: first (load warp + first warp of each consumer warpgroup; default), all, or "
+                  "indices \"0,4,5\"");
   sub->add_flag("--full-trace", c->full_trace, "traces of whole CTAs instead of their first tile");
   sub->add_flag("--list", c->list, "list the kernels compiled into this build");
   return c;

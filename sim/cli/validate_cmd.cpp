@@ -1,6 +1,7 @@
 // `attnsim validate [SCHEDULE...] | --sweep SWEEP.json`: every case (schedule variant x problem)
 // predicted by the simulator (hardware config of the GPU found) and measured on the GPU (median
-// of --reps timed runs after warm-up, CUDA events), the error per case, MAPE, max error and
+// of --reps repetitions of --launches back-to-back launches, CUDA events; the instrumented kernel
+// too, for its overhead per case), the error per case, MAPE, max error and
 // Spearman rank correlation, per-op mean span durations predicted vs measured, and cuDNN's
 // fused attention on the same shapes in the same run (--cudnn). Writes results.csv, ops.csv,
 // results.json and a measured/predicted trace pair of the first case into --out.
@@ -62,8 +63,8 @@ std::string today() {
 
 struct Validate : Command {
   std::vector<std::string> schedules;
-  std::string variants = "all", problems_file, sweep, out_dir = "validate_out", hw;
-  int reps = 10, warmup = 3;
+  std::string variants = "all", problems_file, sweep, out_dir = "validate_out", hw, trace_warps = "first";
+  int reps = 10, warmup = 3, launches = 10;
   unsigned cap = 4096;
   bool cudnn = false, no_ops = false;
 
@@ -129,6 +130,7 @@ struct Validate : Command {
   }
 
   int run() override {
+    [[maybe_unused]] const uint32_t warps = sm90::parse_trace_warps(trace_warps);
     std::vector<Pending> pending = build_cases();
 #if ATTNSIM_WITH_SM90
     const sm90::GpuInfo gpu = sm90::gpu_info();
@@ -155,14 +157,27 @@ struct Validate : Command {
       c.kernel = k->knobs.describe();
       const Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
       sm90::DeviceProblem dev(to_shape(c.problem), 2026 + i);
-      const sm90::Timing t = sm90::time_kernel(*k, dev, persistent, warmup, reps);
+      sm90::TimingOptions topt;
+      topt.warmup = warmup;
+      topt.reps = reps;
+      topt.launches = launches;
+      topt.trace_warps = warps;
+      // Unless --no-ops, the instrumented kernel too, its repetitions interleaved with the plain
+      // kernel's: its overhead per case.
+      sm90::TimingPair tp;
+      if (no_ops)
+        tp.plain = sm90::time_kernel(*k, dev, persistent, topt);
+      else
+        tp = sm90::time_plain_and_traced(*k, dev, persistent, topt);
+      const sm90::Timing& t = tp.plain;
+      if (!no_ops) c.traced_us = tp.traced.median_ms * 1e3;
       c.measured = true;
       c.measured_us = t.median_ms * 1e3;
       c.measured_min_us = t.min_ms * 1e3;
       c.measured_max_us = t.max_ms * 1e3;
       c.runs = reps;
       if (!no_ops) {
-        const sm90::MeasuredTrace rec = sm90::trace_kernel(*k, dev, persistent, cap);
+        const sm90::MeasuredTrace rec = sm90::trace_kernel(*k, dev, persistent, cap, warps);
         std::vector<MeasuredCta> ctas;
         for (int cta = 0; cta < static_cast<int>(rec.ctas.size()); ++cta) ctas.push_back(measured_cta(rec, cta, hardware.clock_ghz));
         std::vector<const Timeline*> tls;
@@ -186,8 +201,12 @@ struct Validate : Command {
     for (auto& x : pending) cases.push_back(std::move(x.c));
     nlohmann::json meta = {{"gpu", gpu.name}, {"sm_count", gpu.sm_count}, {"hardware_config", hardware.name},
                            {"date", today()}, {"timed_runs", reps}, {"warmup_runs", warmup},
-                           {"method", "measured: median of CUDA-event timings of single launches after warm-up, random "
-                                      "N(0,1) bf16 inputs; predicted: attnsim simulate (exact mode) with the hardware "
+                           {"launches_per_run", launches}, {"trace_warps", trace_warps},
+                           {"method", "measured: median over --reps repetitions of the per-launch time of --launches "
+                                      "back-to-back launches between one CUDA event pair (enqueued without host syncs, "
+                                      "after warm-up), random N(0,1) bf16 inputs, the same buffers every launch; traced: "
+                                      "the instrumented kernel timed the same way, repetitions interleaved with the plain "
+                                      "kernel's; predicted: attnsim simulate (exact mode) with the hardware "
                                       "config matching the GPU, calibrated from microbenchmarks only"}};
     if (cudnn) {
       std::vector<Problem> probs;
@@ -278,11 +297,18 @@ std::unique_ptr<Command> add_validate(CLI::App& app, CLI::App*& sub) {
   sub->add_option("--sweep", c->sweep, "a sweep file (configs/sweeps/*.json): its candidates x its problems");
   sub->add_option("--out", c->out_dir, "output folder (results.csv, ops.csv, results.json, traces)");
   sub->add_option("--hw", c->hw, "hardware config for predictions (default: the one matching the GPU)");
-  sub->add_option("--reps", c->reps, "timed runs per case (median reported; at least 10)")->check(CLI::Range(10, 100000));
-  sub->add_option("--warmup", c->warmup, "untimed runs first")->check(CLI::Range(0, 100000));
-  sub->add_option("--trace-cap", c->cap, "spans recorded per warp for the per-op table")->check(CLI::Range(16, 1 << 20));
+  sub->add_option("--reps", c->reps, "timed repetitions per case (median of their per-launch times; at least 10)")
+      ->check(CLI::Range(10, 100000));
+  sub->add_option("--launches", c->launches, "back-to-back launches per repetition, between one CUDA event pair")
+      ->check(CLI::Range(1, 100000));
+  sub->add_option("--warmup", c->warmup, "untimed launches first")->check(CLI::Range(0, 100000));
+  sub->add_option("--trace-cap", c->cap, "spans recorded per warp for the per-op table (0: all)")
+      ->check(CLI::Range(0, 1 << 28));
+  sub->add_option("--trace-warps", c->trace_warps,
+                  "warps that record: first (load warp + first warp of each consumer warpgroup; default), all, or "
+                  "indices \"0,4,5\"");
   sub->add_flag("--cudnn", c->cudnn, "time cuDNN's fused attention on the same shapes (python3 + PyTorch)");
-  sub->add_flag("--no-ops", c->no_ops, "skip the traced run per case (no per-op table, no traces)");
+  sub->add_flag("--no-ops", c->no_ops, "skip the traced runs per case (no per-op table, no traces, no overhead)");
   sub->get_option("--sweep")->excludes(sub->get_option("schedules"));
   return c;
 }

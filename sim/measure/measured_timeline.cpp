@@ -42,6 +42,25 @@ std::string op_key(const Timeline& tl, const Span& s) {
 
 }  // namespace
 
+namespace {
+
+/// Spans warp `w` of a CTA ran but did not keep (0 for warps that do not record).
+uint64_t dropped_of(const sm90::MeasuredTrace& rec, size_t slot, int w) {
+  if (w >= 32 || !((rec.trace_warps >> w) & 1u)) return 0;
+  const uint32_t n = rec.counts.at(slot), kept = std::min(n, rec.cap);
+  const uint32_t ran = rec.spans.empty() ? n : std::max(n, rec.spans.at(slot));
+  return ran - kept;
+}
+
+}  // namespace
+
+uint64_t dropped_spans(const sm90::MeasuredTrace& rec) {
+  uint64_t d = 0;
+  for (size_t slot = 0; slot < rec.counts.size(); ++slot)
+    d += dropped_of(rec, slot, static_cast<int>(slot % std::max(1, rec.warps_per_cta)));
+  return d;
+}
+
 MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallback_ghz) {
   if (cta < 0 || static_cast<size_t>(cta) >= rec.ctas.size())
     throw std::out_of_range(fmt::format("CTA {} not in the trace ({} CTAs)", cta, rec.ctas.size()));
@@ -62,13 +81,13 @@ MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallbac
   for (int w = 0; w < rec.warps_per_cta; ++w) {
     const size_t slot = static_cast<size_t>(cta) * rec.warps_per_cta + w;
     const uint32_t n = rec.counts.at(slot);
-    if (n == 0) continue;
+    const uint32_t kept = std::min(n, rec.cap);
+    m.dropped += dropped_of(rec, slot, w);
+    if (kept == 0) continue;
     WarpTrack t;
     t.warp = w;
     t.smsp = w % 4;
     t.role = sm90_warp_role(w);
-    const uint32_t kept = std::min(n, rec.cap);
-    m.dropped += n - kept;
     for (uint32_t i = 0; i < kept; ++i) {
       const attnsim_trace_record& r = rec.records.at(slot * rec.cap + i);
       Span s;

@@ -22,7 +22,7 @@ struct MeasuredCta {
   double end_ns = 0;
   int sm = 0;
   int tiles = 0;
-  uint64_t dropped = 0;  ///< spans beyond the record capacity
+  uint64_t dropped = 0;  ///< spans of its recording warps beyond the record capacity
 };
 
 /// Role of warp `w` in the SM90 kernel (kernels/sm90/fa3_kernel.cuh): warp 0 "load", 1-3
@@ -34,6 +34,9 @@ std::string sm90_warp_role(int warp);
 /// Wait labels follow the simulator's ("pipeline_k.full[1] phase 0", "bar.pingpong[0]",
 /// "wgmma.wait_group"). Throws std::out_of_range for a CTA index past the records.
 MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallback_ghz);
+
+/// Spans that recording warps ran but could not keep (their buffers were full), over every CTA.
+uint64_t dropped_spans(const sm90::MeasuredTrace& rec);
 
 /// Mean duration per op of a timeline's warp spans, in ns. Key: the op name for busy spans;
 /// "wait <barrier>" for waits with stage and phase dropped ("wait pipeline_k.full").

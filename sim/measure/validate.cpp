@@ -89,8 +89,9 @@ ValidationStats validation_stats(const std::vector<ValidationCase>& cases) {
 std::string format_validation(const std::vector<ValidationCase>& cases, const ValidationStats& st, int ops_case) {
   std::string out;
   const bool cudnn = std::any_of(cases.begin(), cases.end(), [](const auto& c) { return c.cudnn_us > 0; });
-  out += fmt::format("{:<40} {:<22} {:>11} {:>11} {:>8} {:>8} {:>8}{}\n", "schedule", "problem", "predicted", "measured",
-                     "error", "TFLOPS", "pred TF", cudnn ? "   cuDNN TF  ours/cuDNN" : "");
+  const bool traced = std::any_of(cases.begin(), cases.end(), [](const auto& c) { return c.traced_us > 0; });
+  out += fmt::format("{:<40} {:<22} {:>11} {:>11} {:>8} {:>8} {:>8}{}{}\n", "schedule", "problem", "predicted", "measured",
+                     "error", "TFLOPS", "pred TF", traced ? " trace ovh" : "", cudnn ? "   cuDNN TF  ours/cuDNN" : "");
   for (const auto& c : cases) {
     if (!c.measured) {
       out += fmt::format("{:<40} {:<22} {:>11} {}\n", c.name(), c.problem_label, "-", "not run: " + c.skipped);
@@ -98,6 +99,7 @@ std::string format_validation(const std::vector<ValidationCase>& cases, const Va
     }
     out += fmt::format("{:<40} {:<22} {:>8.1f} us {:>8.1f} us {:>8} {:>8.1f} {:>8.1f}", c.name(), c.problem_label,
                        c.predicted_us, c.measured_us, pct(c.error_pct()), c.measured_tflops(), c.predicted_tflops());
+    if (traced) out += fmt::format(" {:>9}", c.traced_us > 0 ? pct(c.trace_overhead_pct()) : "-");
     if (c.cudnn_us > 0)
       out += fmt::format(" {:>10.1f} {:>10.2f}x", c.problem.flops() / (c.cudnn_us * 1e6), c.cudnn_us / c.measured_us);
     out += "\n";
@@ -133,7 +135,7 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
   std::string out =
       "schedule,variant,problem,batch,heads,kv_heads,seqlen_q,seqlen_k,head_dim,causal,kernel,predicted_us,"
       "measured_us,measured_min_us,measured_max_us,runs,error_pct,measured_tflops,predicted_tflops,cudnn_us,"
-      "cudnn_tflops,skipped\n";
+      "cudnn_tflops,traced_us,trace_overhead_pct,skipped\n";
   for (const auto& c : cases) {
     const auto& p = c.problem;
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},", c.schedule, c.variant, c.problem_label, p.batch, p.heads,
@@ -146,6 +148,10 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
       out += ",,,,,,,,";
     if (c.cudnn_us > 0)
       out += fmt::format("{:.3f},{:.2f},", c.cudnn_us, p.flops() / (c.cudnn_us * 1e6));
+    else
+      out += ",,";
+    if (c.measured && c.traced_us > 0)
+      out += fmt::format("{:.3f},{:.2f},", c.traced_us, c.trace_overhead_pct());
     else
       out += ",,";
     out += "\"" + c.skipped + "\"\n";
@@ -199,6 +205,8 @@ nlohmann::json validation_json(const std::vector<ValidationCase>& cases, const V
       x["ops"] = {{"predicted", ops(c.predicted_ops)}, {"measured", ops(c.measured_ops)}};
     }
     if (c.cudnn_us > 0) x["cudnn"] = {{"us", c.cudnn_us}, {"tflops", c.problem.flops() / (c.cudnn_us * 1e6)}};
+    if (c.measured && c.traced_us > 0)
+      x["traced"] = {{"us", c.traced_us}, {"overhead_pct", c.trace_overhead_pct()}};
     j["cases"].push_back(x);
   }
   return j;

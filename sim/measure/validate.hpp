@@ -27,12 +27,15 @@ struct ValidationCase {
   double measured_min_us = 0, measured_max_us = 0;
   int runs = 0;
   double cudnn_us = 0;  ///< cuDNN fused attention on the same shape in the same run; 0 = not timed
+  double traced_us = 0;  ///< the instrumented kernel, timed as measured_us is; 0 = not timed
   std::map<std::string, OpStat> predicted_ops, measured_ops;
 
   std::string name() const { return variant.empty() ? schedule : schedule + ":" + variant; }
   /// (predicted - measured) / measured, in percent.
   double error_pct() const { return 100.0 * (predicted_us - measured_us) / measured_us; }
   double measured_tflops() const { return problem.flops() / (measured_us * 1e6); }
+  /// Instrumentation overhead: traced / plain median - 1, in percent (when traced_us > 0).
+  double trace_overhead_pct() const { return 100.0 * (traced_us / measured_us - 1); }
   double predicted_tflops() const { return problem.flops() / (predicted_us * 1e6); }
 };
 

@@ -36,7 +36,8 @@ attnsim_trace_record rec(int op, uint32_t t0, uint32_t t1, int wait_on = ATTNSIM
   return r;
 }
 
-/// Two CTAs of 5 warps, capacity 3 records per warp (a traced launch as sm90::trace_kernel returns it): warp 0 (load) and warp 4 (consumer0) record.
+/// Two CTAs of 5 warps, capacity 3 records per warp (a traced launch as sm90::trace_kernel returns it): warp 0 (load) and
+/// warp 4 (consumer0) record, as with --trace-warps first; no spans array (spans run = counts).
 sm90::MeasuredTrace two_ctas() {
   sm90::MeasuredTrace t;
   t.warps_per_cta = 5;
@@ -109,6 +110,35 @@ TEST_CASE("measured records become a timeline with the simulator's roles and lab
   CHECK(m1.start_ns == 500);
   CHECK(m1.timeline.clock_ghz == Approx(2.0));
   CHECK_THROWS_AS(measured_cta(t, 2, 1.5), std::out_of_range);
+}
+
+TEST_CASE("dropped spans count only recording warps: spans run minus records kept", "[measure]") {
+  sm90::MeasuredTrace t = two_ctas();
+  // As a traced launch returns it: counts = records written, spans = spans run.
+  t.counts[0 * 5 + 4] = 3;
+  t.spans.assign(2 * 5, 0);
+  t.spans[0 * 5 + 0] = 2;
+  t.spans[0 * 5 + 4] = 7;  // 4 spans did not fit
+  t.spans[1 * 5 + 4] = 1;
+  t.spans[1 * 5 + 2] = 9;  // warp 2 does not record (trace_warps "first"): not dropped
+  CHECK(measured_cta(t, 0, 1.5).dropped == 4);
+  CHECK(measured_cta(t, 1, 1.5).dropped == 0);
+  CHECK(dropped_spans(t) == 4);
+  t.trace_warps = sm90::kTraceWarpsAll;
+  CHECK(dropped_spans(t) == 4 + 9);
+}
+
+TEST_CASE("--trace-warps takes first or all or none or warp indices", "[measure]") {
+  CHECK(sm90::parse_trace_warps("first") == 0x1111u);  // load warp, first warp of each consumer warpgroup
+  CHECK(sm90::parse_trace_warps("all") == 0xffffffffu);
+  CHECK(sm90::parse_trace_warps("none") == 0u);
+  CHECK(sm90::parse_trace_warps("0,4,5") == 0x31u);
+  CHECK(sm90::parse_trace_warps("31") == 0x80000000u);
+  CHECK_THROWS_AS(sm90::parse_trace_warps("32"), std::invalid_argument);
+  CHECK_THROWS_AS(sm90::parse_trace_warps("0,,4"), std::invalid_argument);
+  CHECK_THROWS_AS(sm90::parse_trace_warps("4,"), std::invalid_argument);
+  CHECK_THROWS_AS(sm90::parse_trace_warps(""), std::invalid_argument);
+  CHECK_THROWS_AS(sm90::parse_trace_warps("w4"), std::invalid_argument);
 }
 
 TEST_CASE("a CTA shorter than the globaltimer resolution takes the fallback clock", "[measure]") {
@@ -195,9 +225,21 @@ TEST_CASE("validation statistics over measured cases only", "[measure]") {
   CHECK_THAT(csv, Catch::Contains(",10.000,"));          // error_pct of the first case
   const std::string table = format_validation(cases, st, -1);
   CHECK_THAT(table, Catch::Contains("MAPE 11.2%"));
+  CHECK_THAT(csv, Catch::Contains("traced_us,trace_overhead_pct,skipped"));
+  CHECK_THAT(table, !Catch::Contains("trace ovh"));  // no case timed traced
   CHECK_THAT(table, Catch::Contains("not run: not compiled"));
   const auto j = validation_json(cases, st, {{"gpu", "test"}});
   CHECK(j["stats"]["cases"] == 4);
   CHECK(j["cases"].size() == 5);
   CHECK(j["gpu"] == "test");
+  // The instrumented kernel's time per case: overhead = traced / plain median - 1.
+  cases[0].traced_us = 104;
+  CHECK(cases[0].trace_overhead_pct() == Approx(4.0));
+  CHECK_THAT(validation_csv(cases), Catch::Contains(",104.000,4.00,"));
+  const std::string t2 = format_validation(cases, st, -1);
+  CHECK_THAT(t2, Catch::Contains("trace ovh"));
+  CHECK_THAT(t2, Catch::Contains("+4.0%"));
+  const auto j2 = validation_json(cases, st, {});
+  CHECK(j2["cases"][0]["traced"]["overhead_pct"].get<double>() == Approx(4.0));
+  CHECK_FALSE(j2["cases"][1].contains("traced"));
 }
