@@ -439,6 +439,130 @@ __global__ void spin_kernel(long long cycles, BlockClock* out) {
   if (threadIdx.x == 0) out[0] = BlockClock{c0, c1, n0, n1, smid(), 0};
 }
 
+// --- CUDA-core pipes while the tensor cores run wgmma -------------------------------------------
+
+/// Warpgroup 0 issues back-to-back wgmma m64n128k16 (kMma 1: SS, both operands in SMEM; 2: RS, A
+/// from registers; 0: none) until warpgroup 1 is done; warpgroup 1 (one warp per SMSP) times
+/// `iters` x 64 steps of 8 independent kOp chains (throughput, not latency, bound).
+template <ChainOp kOp, int kMma>
+__global__ void __launch_bounds__(256, 1) pipes_under_mma_kernel(ChainArgs p, int iters, long long* out, float* sink) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ volatile int stop;
+  if (threadIdx.x == 0) stop = 0;
+  uint8_t* base = issue_tiles(smem_raw);  // ends with __syncthreads
+  const int warp = threadIdx.x / 32;
+  if (warp < 4) {
+    if constexpr (kMma != 0) {
+      const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
+      const uint64_t da = smem_desc(a0, 16, 1024, 1), db = smem_desc(b0, 16, 1024, 1);
+      uint32_t a[4] = {0x3f803f80u, 0x3f803f80u ^ threadIdx.x, 0x3f803f80u, 0x3f803f81u};
+      float d[64];
+#pragma unroll
+      for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+      while (!stop) {
+        fence_regs(d);
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          if constexpr (kMma == 1)
+            Wgmma<128>::ss(d, da, db, 1);
+          else
+            Wgmma<128>::rs(d, a, db, 1);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(d);
+      }
+      float s = 0;
+#pragma unroll
+      for (int i = 0; i < 64; ++i) s += d[i];
+      if (s == 1234567.0f) sink[threadIdx.x] = s;
+    }
+    return;
+  }
+  // Let the tensor cores get busy first.
+  const long long start = clock64();
+  while (clock64() - start < 4000) {
+  }
+  float x[8];
+#pragma unroll
+  for (int c = 0; c < 8; ++c) x[c] = p.x0 + 0.01f * c + 0.001f * (threadIdx.x % 32);
+  const long long t0 = clock64();
+#pragma unroll 1
+  for (int it = 0; it < iters; ++it) {
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+#pragma unroll
+      for (int c = 0; c < 8; ++c) x[c] = chain_step<kOp>(x[c], p, u);
+  }
+  const long long t1 = clock64();
+  if (threadIdx.x % 32 == 0) out[warp - 4] = t1 - t0;
+  if (threadIdx.x == 128) stop = 1;
+  float s = 0;
+#pragma unroll
+  for (int c = 0; c < 8; ++c) s += x[c];
+  if (s == 1234567.0f) sink[threadIdx.x] = s;
+}
+
+/// Lane-ops per clock of one warp running kOp chains beside warpgroup 0's kMma wgmmas (median over
+/// the four warps, each on its own SMSP).
+template <ChainOp kOp, int kMma>
+double pipe_rate_under_mma(const ChainArgs& p, int iters) {
+  auto kern = pipes_under_mma_kernel<kOp, kMma>;
+  allow_smem(kern, kIssueSmem);
+  DeviceBuffer<long long> out(4);
+  DeviceBuffer<float> sink(256);
+  kern<<<1, 256, kIssueSmem>>>(p, iters, out.get(), sink.get());
+  MB_CHECK_LAUNCH("pipes_under_mma_kernel");
+  const auto h = out.to_host();
+  std::vector<double> rate;
+  for (long long c : h) rate.push_back(64.0 * 32 * iters / static_cast<double>(c));
+  return median(rate);
+}
+
+void bench_pipes_under_mma(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "One CTA: warpgroup 0 issues back-to-back wgmma m64n128k16 bf16 (8 per commit group, wait_group 0 "
+      "between groups) with the accumulator in registers, SS (A and B in SMEM) or RS (A in registers), or "
+      "nothing; warpgroup 1 (one warp per SMSP) times 64 x iters steps of 8 independent FFMA / FMNMX / "
+      "MUFU.EX2 chains with clock64. Rate = lane-ops per clock of that warp (median of the 4 warps); "
+      "ratio = rate beside wgmma / rate alone: how much the SMSP's CUDA-core pipes slow while its tensor "
+      "core runs (register-file ports shared with the accumulators and A fragments).");
+  const ChainArgs p{0.75f, 0.999f, 0.0001f, -0.5f};
+  const int iters = rep.opt().quick ? 64 : 2048;
+  Json& res = rep.results();
+  auto one = [&](const char* name, auto alone_f, auto ss_f, auto rs_f) {
+    const double alone = alone_f(), ss = ss_f(), rs = rs_f();
+    Json& c = res["configs"][name];
+    c["alone_lanes_per_clk"] = alone;
+    c["beside_ss_lanes_per_clk"] = ss;
+    c["beside_rs_lanes_per_clk"] = rs;
+    c["ratio_ss"] = ss / alone;
+    c["ratio_rs"] = rs / alone;
+    return std::pair{ss / alone, rs / alone};
+  };
+  const auto f = one(
+      "ffma", [&] { return pipe_rate_under_mma<ChainOp::Ffma, 0>(p, iters); },
+      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 1>(p, iters); },
+      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 2>(p, iters); });
+  const auto m = one(
+      "fmnmx", [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 0>(p, iters); },
+      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 1>(p, iters); },
+      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 2>(p, iters); });
+  const auto e = one(
+      "mufu_ex2", [&] { return pipe_rate_under_mma<ChainOp::Mufu, 0>(p, iters / 4); },
+      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 1>(p, iters / 4); },
+      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 2>(p, iters / 4); });
+  res["ratio_ss_median"] = median(std::vector<double>{f.first, m.first, e.first});
+  res["ratio_rs_median"] = median(std::vector<double>{f.second, m.second, e.second});
+  // The kernels above are too short for %globaltimer: the SM clock comes from a spin kernel.
+  DeviceBuffer<BlockClock> out(1);
+  spin_kernel<<<1, 32>>>(400000, out.get());
+  MB_CHECK_LAUNCH("spin_kernel");
+  rep.clock().add(out.to_host(), 5000.0);
+}
+
 void bench_wgmma_issue_with_clock(Report& rep) {
   bench_wgmma_issue(rep);
   DeviceBuffer<BlockClock> out(1);
@@ -456,6 +580,8 @@ std::vector<Benchmark> latency_benchmarks() {
       {"wgmma_issue", "issue cost of back-to-back wgmma (N = 64/128/256), wait_group on finished groups",
        bench_wgmma_issue_with_clock},
       {"mbarrier_ready", "mbarrier.try_wait.parity on an already completed phase", bench_mbarrier_ready},
+      {"pipes_under_mma", "FFMA / FMNMX / MUFU.EX2 throughput of a warp while the tensor cores run wgmma",
+       bench_pipes_under_mma},
   };
 }
 

@@ -47,6 +47,9 @@ constexpr DirectField kDirect[] = {
     {"mbarrier_ready", "/results/mbarrier_ready_cycles", "mbarrier_ready_cycles"},
     {"tma_sharing", "/results/tma_store_latency", "tma_store_latency"},
     {"launch_overhead", "/results/launch/full_grid_cuda_graph_ns", "launch_ns"},
+    {"pipes_under_mma", "/results/configs/ffma/ratio_ss", "fma_rate_beside_mma"},
+    {"pipes_under_mma", "/results/configs/fmnmx/ratio_ss", "alu_rate_beside_mma"},
+    {"pipes_under_mma", "/results/configs/mufu_ex2/ratio_ss", "mufu_rate_beside_mma"},
     {"launch_overhead", "/results/cta_prologue_cycles", "cta_prologue_cycles"},
 };
 

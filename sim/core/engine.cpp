@@ -75,6 +75,7 @@ class Engine {
     tc_q_.resize(static_cast<size_t>(tensor_queues()));
     tc_last_complete_.assign(tc_q_.size(), 0.0);
     tc_tail_end_.assign(tc_q_.size(), 0.0);
+    tc_busy_.assign(tc_q_.size(), 0);
     barriers_.resize(prog.barriers.size());
     for (size_t b = 0; b < barriers_.size(); ++b) barriers_[b].pending = prog.barriers[b].expected;
     tma_rate_ = tma_bytes_per_clk(hw, opt.active_sms, opt.kv_sharing);
@@ -468,6 +469,7 @@ class Engine {
         continue;
       }
       const double dur = mma_cycles(*j.op, tq);
+      set_tensor_busy(tq, true);
       units_.tensor_busy += dur / tensor_queues();
       units_.tensor_flops += j.op->flops;
       units_.mma_smem_bytes += j.op->bytes;
@@ -482,6 +484,17 @@ class Engine {
   void tensor_done(int tq) {
     tc_q_[tq].pop_front();
     start_tensor(tq);
+    if (tc_q_[tq].empty()) set_tensor_busy(tq, false);
+  }
+  // While an SMSP's tensor core runs wgmma, its CUDA-core pipes keep only a fraction of their rate
+  // (the accumulators share the register file's ports; measured by kernels/microbench
+  // pipes_under_mma). Not on SM100, whose single FIFO stands for the whole SM and accumulates in TMEM.
+  void set_tensor_busy(int tq, bool busy) {
+    if (hw_.has_tmem() || tc_busy_[tq] == busy) return;
+    tc_busy_[tq] = busy;
+    pipes_.scale_smsp(tq, busy ? hw_.fma_rate_beside_mma : 1, busy ? hw_.alu_rate_beside_mma : 1,
+                      busy ? hw_.mufu_rate_beside_mma : 1, now_);
+    reschedule_compute();
   }
 
   // --- TMA engine (FIFO, bandwidth = min(per-SM port, L2 share)) ----------------
@@ -630,6 +643,7 @@ class Engine {
   std::vector<std::deque<Job>> tc_q_;      // per tensor-core FIFO
   std::vector<double> tc_last_complete_;  // per FIFO: when its last started job's result is visible
   std::vector<double> tc_tail_end_;       // per FIFO: when the last queued job will finish executing
+  std::vector<char> tc_busy_;             // per FIFO: executing a job now
   std::deque<Job> tma_q_;
   double units_end_ = 0;
   double tma_rate_ = 1;

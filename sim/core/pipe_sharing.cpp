@@ -18,6 +18,16 @@ PipeSharing::PipeSharing(const Hardware& hw, int num_warps) : slots_(static_cast
   }
   capacity_[kTmemResource] = hw.tmem_bytes_per_clk;
   capacity_[kSmemResource] = hw.smem_bytes_per_clk;
+  nominal_ = capacity_;
+}
+
+void PipeSharing::scale_smsp(int smsp, double fma, double alu, double mufu, double now) {
+  advance(now);
+  const int base = smsp * kPipesPerSmsp;
+  capacity_[base + kFmaPipe] = nominal_[base + kFmaPipe] * fma;
+  capacity_[base + kAluPipe] = nominal_[base + kAluPipe] * alu;
+  capacity_[base + kMufuPipe] = nominal_[base + kMufuPipe] * mufu;
+  solve();
 }
 
 double PipeSharing::start(int warp, int smsp, const Work& w, double now) {
@@ -34,9 +44,9 @@ double PipeSharing::start(int warp, int smsp, const Work& w, double now) {
   s.demand[kSmemResource] = w.smem_bytes;
   for (int r = 0; r < kNumResources; ++r) {
     if (s.demand[r] <= 0) continue;
-    if (capacity_[r] <= 0)
+    if (nominal_[r] <= 0)
       throw std::runtime_error("a compute block uses a pipe this GPU does not have (e.g. TMEM on SM90)");
-    s.standalone = std::max(s.standalone, s.demand[r] / capacity_[r]);
+    s.standalone = std::max(s.standalone, s.demand[r] / nominal_[r]);
     consumed_[r] += s.demand[r];
   }
   s.active = true;

@@ -34,12 +34,16 @@ class PipeSharing {
   void finish(int warp, double now);
   /// Brings every block's remaining work to time `now` and recomputes all rates.
   void rebalance(double now);
+  /// Scales SMSP `smsp`'s FMA, ALU and MUFU pipes to these fractions of their nominal rates from
+  /// time `now` on (1 = nominal): the pipes slow while the SMSP's tensor core runs wgmma.
+  void scale_smsp(int smsp, double fma, double alu, double mufu, double now);
   /// Projected finish time of warp's block at current rates (+inf when stalled).
   double finish_time(int warp) const;
   bool active(int warp) const { return slots_[warp].active; }
   /// Work consumed so far per resource, in the resource's units (lane-ops, bytes, instructions).
   const std::array<double, kNumResources>& consumed() const { return consumed_; }
-  const std::array<double, kNumResources>& capacity() const { return capacity_; }
+  /// Nominal capacity per resource per cycle (utilisation is reported against it).
+  const std::array<double, kNumResources>& capacity() const { return nominal_; }
 
  private:
   /// One warp's compute block under sharing.
@@ -53,7 +57,8 @@ class PipeSharing {
   };
   void advance(double now);
   void solve();
-  std::array<double, kNumResources> capacity_{};
+  std::array<double, kNumResources> nominal_{};   ///< per cycle, as the hardware config gives it
+  std::array<double, kNumResources> capacity_{};  ///< per cycle now (nominal, or scaled by scale_smsp)
   std::array<double, kNumResources> consumed_{};
   std::vector<Slot> slots_;
   std::vector<int> active_;  ///< warps with an active block, in start order

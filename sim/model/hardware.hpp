@@ -73,6 +73,13 @@ struct Hardware {
   double mbarrier_ready_cycles = 0;    ///< mbarrier.try_wait.parity on a phase that has already completed
   double named_barrier_latency = 0;    ///< bar.arrive -> the partner's bar.sync released (warpgroup ping-pong)
 
+  // CUDA-core pipes while the SMSP's tensor core runs wgmma with register accumulators: the fraction
+  // of its stand-alone rate each pipe keeps (register-file ports shared with the tensor core;
+  // kernels/microbench pipes_under_mma)
+  double fma_rate_beside_mma = 1;   ///< FFMA rate beside back-to-back wgmma / alone
+  double alu_rate_beside_mma = 1;   ///< FMNMX rate beside back-to-back wgmma / alone
+  double mufu_rate_beside_mma = 1;  ///< MUFU.EX2 rate beside back-to-back wgmma / alone
+
   // Memory system, attention access pattern
   double l2_hit_bytes_per_s = 0;  ///< chip-wide TMA load bytes/s when all SMs stream K/V-like tiles that groups of
                                   ///< CTAs share (same tiles, same order, about the same time): L2 hits

@@ -90,6 +90,19 @@ TEST_CASE("an MMA group stalls its issuing warp while the tensor core's queue is
   CHECK(warp_end(p, 0) == Approx((8 + 8 - 1 - 2) * instr + 100));
 }
 
+TEST_CASE("CUDA-core pipes slow while their SMSP's tensor core runs wgmma", "[engine][mma]") {
+  Hardware hw = test::without_fixed_costs(b200());
+  hw.tmem_columns = 0;  // SM90-style: per-SMSP tensor cores with register accumulators
+  hw.fma_rate_beside_mma = 0.5;
+  const Prediction p = test::run(micro("mma_beside.json"), hw, Problem{});
+  CHECK(warp_end(p, 4) == Approx(200));  // 100 cycles of FMA work at half rate beside the MMA
+  CHECK(warp_end(p, 5) == Approx(100));  // SMSP 1's tensor core is idle
+  Hardware b = test::without_fixed_costs(b200());
+  b.fma_rate_beside_mma = 0.5;
+  const Prediction sm100 = test::run(micro("mma_beside.json"), b, Problem{});
+  CHECK(warp_end(sm100, 4) == Approx(100));  // SM100 accumulates in TMEM: no interference modelled
+}
+
 TEST_CASE("predict adds the CTA prologue and the launch to the CTA's program time", "[engine][fixed]") {
   const Hardware bare = test::without_fixed_costs(b200());
   Hardware hw = bare;
