@@ -7,6 +7,8 @@
 // results.json and a measured/predicted trace pair of the first case into --out.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <ctime>
 #include <filesystem>
@@ -183,6 +185,12 @@ struct Validate : Command {
         std::vector<const Timeline*> tls;
         for (const auto& mc : ctas) tls.push_back(&mc.timeline);
         c.measured_ops = op_means(tls);
+        std::vector<double> ghz;
+        for (const auto& mc : ctas) ghz.push_back(mc.timeline.clock_ghz);
+        if (!ghz.empty()) {
+          std::nth_element(ghz.begin(), ghz.begin() + ghz.size() / 2, ghz.end());
+          c.measured_clock_ghz = ghz[ghz.size() / 2];
+        }
         if (first_measured < 0) {
           std::ofstream mt(out_dir + "/trace_measured.json");
           write_measured_trace(rec, default_trace_ctas(rec, 4), false, hardware.clock_ghz, "measured", mt);
@@ -194,8 +202,9 @@ struct Validate : Command {
         }
       }
       if (first_measured < 0) first_measured = static_cast<int>(i);
-      std::cerr << fmt::format("  [{}/{}] {} on {}: predicted {:.1f} us, measured {:.1f} us ({:+.1f}%)\n", i + 1,
-                               pending.size(), c.name(), c.problem_label, c.predicted_us, c.measured_us, c.error_pct());
+      std::cerr << fmt::format("  [{}/{}] {} on {}: predicted {:.1f} us, measured {:.1f} us ({:+.1f}%), SM clock {:.3f} GHz\n",
+                               i + 1, pending.size(), c.name(), c.problem_label, c.predicted_us, c.measured_us,
+                               c.error_pct(), c.measured_clock_ghz);
     }
     std::vector<ValidationCase> cases;
     for (auto& x : pending) cases.push_back(std::move(x.c));

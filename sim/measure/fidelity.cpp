@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c) {
   Prediction p = predict(schedule, hw, c.problem);
   c.predicted_us = p.time_us;
-  c.predicted_ops = op_means(p.critical.timeline);
+  c.predicted_ops = op_means_first_warps(p.critical.timeline);
   return p;
 }
 

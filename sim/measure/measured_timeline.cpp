@@ -111,21 +111,29 @@ MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallbac
   return m;
 }
 
-std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls) {
+namespace {
+std::map<std::string, OpStat> means(const std::vector<const Timeline*>& tls, bool first_warps_only) {
   std::map<std::string, OpStat> out;
   for (const Timeline* tl : tls)
-    for (const auto& w : tl->warps)
+    for (const auto& w : tl->warps) {
+      if (first_warps_only && w.warp % 4 != 0) continue;
       for (const auto& s : w.spans) {
         if (s.kind == SpanKind::Busy && s.op == ATTNSIM_OP_ARRIVE) continue;
         OpStat& o = out[op_key(*tl, s)];
         o.total_ns += (s.end - s.start) / tl->clock_ghz;
         ++o.count;
       }
+    }
   for (auto& [k, o] : out) o.mean_ns = o.count ? o.total_ns / o.count : 0;
   return out;
 }
+}  // namespace
 
-std::map<std::string, OpStat> op_means(const Timeline& tl) { return op_means(std::vector<const Timeline*>{&tl}); }
+std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls) { return means(tls, false); }
+
+std::map<std::string, OpStat> op_means(const Timeline& tl) { return means({&tl}, false); }
+
+std::map<std::string, OpStat> op_means_first_warps(const Timeline& tl) { return means({&tl}, true); }
 
 std::vector<int> default_trace_ctas(const sm90::MeasuredTrace& rec, int count) {
   std::vector<int> out;

@@ -46,6 +46,10 @@ struct OpStat {
   long long count = 0;
 };
 std::map<std::string, OpStat> op_means(const Timeline& tl);
+/// Same over the warps the instrumented kernel records by default (`--trace-warps first`: warp 0
+/// of each warpgroup), so predicted and measured means sample the same warps: in the epilogue,
+/// for example, warp 0 issues the O store while its three siblings wait for it.
+std::map<std::string, OpStat> op_means_first_warps(const Timeline& tl);
 /// Same over several timelines (every CTA of a measured run).
 std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls);
 

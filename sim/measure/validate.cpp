@@ -206,7 +206,7 @@ nlohmann::json validation_json(const std::vector<ValidationCase>& cases, const V
     }
     if (c.cudnn_us > 0) x["cudnn"] = {{"us", c.cudnn_us}, {"tflops", c.problem.flops() / (c.cudnn_us * 1e6)}};
     if (c.measured && c.traced_us > 0)
-      x["traced"] = {{"us", c.traced_us}, {"overhead_pct", c.trace_overhead_pct()}};
+      x["traced"] = {{"us", c.traced_us}, {"overhead_pct", c.trace_overhead_pct()}, {"sm_clock_ghz", c.measured_clock_ghz}};
     j["cases"].push_back(x);
   }
   return j;

@@ -28,6 +28,7 @@ struct ValidationCase {
   int runs = 0;
   double cudnn_us = 0;  ///< cuDNN fused attention on the same shape in the same run; 0 = not timed
   double traced_us = 0;  ///< the instrumented kernel, timed as measured_us is; 0 = not timed
+  double measured_clock_ghz = 0;  ///< SM clock in the traced run: median over CTAs of clock64 / %globaltimer spans
   std::map<std::string, OpStat> predicted_ops, measured_ops;
 
   std::string name() const { return variant.empty() ? schedule : schedule + ":" + variant; }
