@@ -128,7 +128,7 @@ TEST_CASE("dropped spans count only recording warps: spans run minus records kep
   CHECK(dropped_spans(t) == 4 + 9);
 }
 
-TEST_CASE("--trace-warps takes first or all or none or warp indices", "[measure]") {
+TEST_CASE("the trace-warps option takes first or all or none or warp indices", "[measure]") {
   CHECK(sm90::parse_trace_warps("first") == 0x1111u);  // load warp, first warp of each consumer warpgroup
   CHECK(sm90::parse_trace_warps("all") == 0xffffffffu);
   CHECK(sm90::parse_trace_warps("none") == 0u);
