@@ -25,6 +25,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int index) {
   max_w += c.costs.work("row_exchange", 0, 1);
   Work exp_w = c.costs.work("softmax_exp", per_thread, 2);
   exp_w += c.costs.work("row_exchange", 0, 1);
+  exp_w += c.costs.work("pack_p", per_thread, 0);
   exp_w += c.costs.work("p_to_smem", per_thread, 0);
   const Work mask_w = c.costs.work("softmax_mask", per_thread, 0);
   const Work rescale_w = c.costs.work("rescale_o", per_thread, 0);

@@ -111,7 +111,8 @@ class Fa2Schedule : public Schedule {
       pv.smem_bytes = static_cast<double>(k.bc) * p.head_dim_v * eb;
     }
     const Work max_w = costs_.work("softmax_max", per_thread_scores, rows / 32.0 * 2);
-    const Work exp_w = costs_.work("softmax_exp", per_thread_scores, rows / 32.0 * 2);
+    Work exp_w = costs_.work("softmax_exp", per_thread_scores, rows / 32.0 * 2);
+    exp_w += costs_.work("pack_p", per_thread_scores, 0);
     const Work mask_w = costs_.work("softmax_mask", per_thread_scores, 0);
     const Work rescale_w = costs_.work("rescale_o", per_thread_out, 0);
     const Work final_w = costs_.work("final_o", per_thread_out, rows / 32.0 * 2);

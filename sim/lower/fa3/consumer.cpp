@@ -27,7 +27,10 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const Work max_work = c.costs.work("softmax_max", n_blk / 2.0, 2);
   const Work mask_work = c.costs.work("softmax_mask", n_blk / 2.0, 0);
   const Work exp_work = c.costs.work("softmax_exp", n_blk / 2.0, 2);
-  const Work rescale_work = c.costs.work("rescale_o", dv / 2.0, 0);
+  // The kernel's rescale_o span also packs P to bf16 (pack_p), right before the PV that reads it.
+  const Work pack_work = c.costs.work("pack_p", n_blk / 2.0, 0);
+  Work rescale_work = c.costs.work("rescale_o", dv / 2.0, 0);
+  rescale_work += pack_work;
   const Work final_work = c.costs.work("final_o", dv / 2.0, 2);
   // Dependency chains (critical paths in the kernel's SASS), at this tile's elements per thread-row.
   const double max_chain = c.costs.chain_latency("softmax_max", n_blk / 2.0, c.hw);
@@ -104,6 +107,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
       w.wait_mma(0);
       w.consumer_release(c.k_pipe.ids, k_rel, release);
       softmax(n - 1, tile, n - 1 >= first_masked);
+      w.compute(ATTNSIM_OP_RESCALE_O, pack_work, 0, rescale_chain);  // first block: nothing to rescale, P packed
       if (loader && n > 1) load_kv(n - 2, tile);
       for (int j = n - 2; j >= 0; --j) {
         turn_start();
@@ -132,7 +136,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         w.wait_mma(0);
         w.consumer_release(c.k_pipe.ids, k_rel, release);
         softmax(j, tile, j >= first_masked);
-        if (j < n - 1) w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain);
+        w.compute(ATTNSIM_OP_RESCALE_O, j < n - 1 ? rescale_work : pack_work, 0, rescale_chain);
         turn_start();
         pv(j, tile);
         turn_end();
