@@ -35,6 +35,19 @@ __device__ __forceinline__ void wgmma_wait() {
 #endif
 }
 
+/// Compiler fence on registers that wgmma reads or writes asynchronously: keeps the compiler
+/// from moving their uses across the wgmma region or reusing them before wgmma_wait.
+template <class T, int K>
+__device__ __forceinline__ void fence_regs(T (&r)[K]) {
+#pragma unroll
+  for (int i = 0; i < K; ++i) {
+    if constexpr (sizeof(T) == 4 && __is_same(T, float))
+      asm volatile("" : "+f"(r[i])::"memory");
+    else
+      asm volatile("" : "+r"(r[i])::"memory");
+  }
+}
+
 /// Shared-memory matrix descriptor: start address, leading and stride byte offsets (each >> 4,
 /// 14 bits) and the swizzle mode in bits 62-63 (0 none, 1 = 128B, 2 = 64B, 3 = 32B).
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint32_t swizzle) {

@@ -144,16 +144,12 @@ void bench_latency_chains(Report& rep) {
 
 // --- wgmma issue cost ----------------------------------------------------------------------------
 using attnsim::hopper::smem_desc;
+using attnsim::hopper::fence_regs;
 using attnsim::hopper::Wgmma;
 using attnsim::hopper::wgmma_commit;
 using attnsim::hopper::wgmma_fence;
 using attnsim::hopper::wgmma_wait;
 
-template <int K>
-__device__ __forceinline__ void fence_regs(float (&d)[K]) {
-#pragma unroll
-  for (int i = 0; i < K; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
 
 constexpr int kIssueSmem = 8192 + 32768 + 1024;  // A: 4 k-steps 64x16, B: 4 k-steps up to 256x16, align slack
 

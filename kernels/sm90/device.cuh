@@ -76,24 +76,12 @@ __device__ __forceinline__ void tma_store(const void* tmap, const void* src, int
 using hopper::Wgmma;
 using hopper::wgmma_commit;
 using hopper::wgmma_fence;
+using hopper::fence_regs;
 using hopper::wgmma_wait;
 
 /// wgmma descriptor of a 128B-swizzled operand (the layout TMA writes with SWIZZLE_128B).
 __device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
   return hopper::smem_desc(addr, lbo, sbo, 1);
-}
-
-/// Compiler fence on registers that wgmma reads or writes asynchronously: keeps the compiler
-/// from moving their uses across the wgmma region or reusing them before wgmma_wait.
-template <class T, int K>
-__device__ __forceinline__ void fence_regs(T (&r)[K]) {
-#pragma unroll
-  for (int i = 0; i < K; ++i) {
-    if constexpr (sizeof(T) == 4 && __is_same(T, float))
-      asm volatile("" : "+f"(r[i])::"memory");
-    else
-      asm volatile("" : "+r"(r[i])::"memory");
-  }
 }
 
 /// setmaxnreg: the warpgroup's register budget (sm_90a; needs a register cap at kernel entry).

@@ -245,7 +245,7 @@ class Engine {
             // Issue back-pressure: an instruction enters the tensor core's queue only while fewer
             // than mma_queue_depth wait in it, so the group's last one is accepted mma_queue_depth
             // instructions before it starts executing.
-            const double dur = mma_cycles(op, tq);
+            const double dur = mma_cycles(op);
             const double start = std::max(now_, tc_tail_end_[tq]);
             tc_tail_end_[tq] = start + dur;
             const int instrs = std::max(1, op.count);
@@ -336,9 +336,11 @@ class Engine {
     if (!opt_.record_spans || dur <= 0) return;
     const Op& op = op_at(w);
     auto& spans = tl_.warps[w].spans;
-    if (kind == SpanKind::Busy && !spans.empty() && spans.back().kind == SpanKind::Busy &&
-        spans.back().op == op.name && spans.back().end == ws.since) {
-      spans.back().end = now_;  // an MMA issue stalled by back-pressure: one span, as the kernel records it
+    // An MMA issue stalled by back-pressure, or a TMA store's wait for its SMEM read, continues the
+    // span of the compute block that issued it: one span, as the kernel records it.
+    if (kind == SpanKind::Busy && op.kind != OpKind::Compute && !spans.empty() &&
+        spans.back().kind == SpanKind::Busy && spans.back().op == op.name && spans.back().end == ws.since) {
+      spans.back().end = now_;
       return;
     }
     Span s;
@@ -452,7 +454,7 @@ class Engine {
   // on its own SMSP's, so each SMSP has a FIFO at a quarter of the SM's rate.
   int tensor_queues() const { return hw_.has_tmem() ? 1 : hw_.smsp_per_sm; }
   int tensor_queue(int w) const { return hw_.has_tmem() ? 0 : warps_[w].smsp; }
-  double mma_cycles(const Op& op, int /*queue*/) const {
+  double mma_cycles(const Op& op) const {
     const double n = tensor_queues();
     return std::max(op.flops / (hw_.tensor_flops_per_clk / n),
                     hw_.smem_bytes_per_clk > 0 ? op.bytes / (hw_.smem_bytes_per_clk / n) : 0.0);
@@ -468,7 +470,7 @@ class Engine {
         fifo.pop_front();
         continue;
       }
-      const double dur = mma_cycles(*j.op, tq);
+      const double dur = mma_cycles(*j.op);
       set_tensor_busy(tq, true);
       units_.tensor_busy += dur / tensor_queues();
       units_.tensor_flops += j.op->flops;
