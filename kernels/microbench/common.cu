@@ -193,6 +193,25 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sx += x[i];
+    sy += y[i];
+    sxx += x[i] * x[i];
+    sxy += x[i] * y[i];
+  }
+  const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+  return {(sy - b * sx) / n, b};
+}
+
+void require_sm90(const Report& rep) {
+  if (rep.dev().cc_major != 9 || rep.dev().cc_minor != 0)
+    throw SkipBenchmark("wgmma needs compute capability 9.0 (sm_90a); this GPU is " +
+                        std::to_string(rep.dev().cc_major) + "." + std::to_string(rep.dev().cc_minor));
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());

@@ -242,12 +242,6 @@ __global__ void __launch_bounds__(128, 1) wgmma_wait_ready_kernel(int reps, long
   if (s == 1234567.0f) sink[threadIdx.x] = s;
 }
 
-void require_sm90(const Report& rep) {
-  if (rep.dev().cc_major != 9 || rep.dev().cc_minor != 0)
-    throw SkipBenchmark("wgmma needs compute capability 9.0 (sm_90a); this GPU is " +
-                        std::to_string(rep.dev().cc_major) + "." + std::to_string(rep.dev().cc_minor));
-}
-
 /// Median over reps (the first 8 dropped) of kernel<N, K, kKstep>'s per-rep cycles.
 template <int N, int K, bool kKstep = false>
 double issue_cycles(int reps) {
@@ -261,20 +255,6 @@ double issue_cycles(int reps) {
   return median(std::vector<double>(h.begin() + 8, h.end()));
 }
 
-/// Least-squares slope and intercept of y against x.
-std::pair<double, double> line(const std::vector<double>& x, const std::vector<double>& y) {
-  const double n = static_cast<double>(x.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    sx += x[i];
-    sy += y[i];
-    sxx += x[i] * x[i];
-    sxy += x[i] * y[i];
-  }
-  const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-  return {(sy - b * sx) / n, b};
-}
-
 template <int N, bool kKstep = false>
 double issue_for_n(Json& out, int reps) {
   const double pair = issue_cycles<N, 0>(reps);
@@ -285,7 +265,7 @@ double issue_for_n(Json& out, int reps) {
   Json j = Json::object();
   j["clock64_pair_cycles"] = pair;
   for (int i = 0; i < 5; ++i) j["issue_" + std::to_string(ks[i]) + "_cycles"] = t[i];
-  auto [a, b] = line({1, 2, 3, 4}, {t[0], t[1], t[2], t[3]});
+  auto [a, b] = fit_line({1, 2, 3, 4}, {t[0], t[1], t[2], t[3]});
   j["fit_k1_4_cycles_per_wgmma"] = b;
   j["fit_k1_4_intercept_cycles"] = a;
   j["k4_to_k8_cycles_per_wgmma"] = (t[4] - t[3]) / 4;

@@ -80,10 +80,10 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 /// Median time per launch (ns) of `n` back-to-back launches of `launch` between one event pair,
-/// over `trials` trials, after `n / 10` warm-up launches.
+/// over `trials` trials, after max(3, n / 10) warm-up launches.
 template <class F>
 double per_launch_ns(F launch, int n, int trials) {
-  for (int i = 0; i < std::max(1, n / 10); ++i) launch();
+  for (int i = 0; i < std::max(3, n / 10); ++i) launch();
   MB_CHECK_LAUNCH("launch warm-up");
   cudaEvent_t e0, e1;
   MB_CHECK(cudaEventCreate(&e0));
@@ -108,25 +108,7 @@ double per_launch_ns(F launch, int n, int trials) {
 /// host's launch rate does not hide the kernel), over `trials` after 3 warm-up launches.
 template <class F>
 double single_launch_ns(F launch, int trials) {
-  for (int i = 0; i < 3; ++i) launch();
-  MB_CHECK_LAUNCH("single launch warm-up");
-  cudaEvent_t e0, e1;
-  MB_CHECK(cudaEventCreate(&e0));
-  MB_CHECK(cudaEventCreate(&e1));
-  std::vector<double> v;
-  for (int t = 0; t < trials; ++t) {
-    MB_CHECK(cudaEventRecord(e0));
-    launch();
-    MB_CHECK(cudaEventRecord(e1));
-    MB_CHECK(cudaEventSynchronize(e1));
-    MB_CHECK(cudaGetLastError());
-    float ms = 0;
-    MB_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    v.push_back(ms * 1e6);
-  }
-  MB_CHECK(cudaEventDestroy(e0));
-  MB_CHECK(cudaEventDestroy(e1));
-  return median(v);
+  return per_launch_ns(launch, 1, trials);
 }
 
 /// Per-launch time (ns) of `per_graph` launches captured in one CUDA graph, replayed `trials`
@@ -241,22 +223,11 @@ void bench_launch_overhead(Report& rep) {
     ys.push_back(t);
     ys_stamp.push_back(ts);
   }
-  auto slope = [](const std::vector<double>& x, const std::vector<double>& y) {
-    const double m = static_cast<double>(x.size());
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (size_t i = 0; i < x.size(); ++i) {
-      sx += x[i];
-      sy += y[i];
-      sxx += x[i] * x[i];
-      sxy += x[i] * y[i];
-    }
-    return (m * sxy - sx * sy) / (m * sxx - sx * sx);
-  };
-  const double ns_per_wave = slope(xs, ys);
+  const double ns_per_wave = fit_line(xs, ys).second;
   const double ghz = cm.ghz();
   res["clock_ghz"] = ghz;
   res["ns_per_wave_empty"] = ns_per_wave;
-  res["ns_per_wave_stamp"] = slope(xs, ys_stamp);
+  res["ns_per_wave_stamp"] = fit_line(xs, ys_stamp).second;
   res["in_kernel_start_to_start_cycles"] = median(gaps);
   res["cta_launch_cycles"] = ns_per_wave * ghz;
 

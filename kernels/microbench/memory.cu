@@ -654,16 +654,7 @@ void bench_tma_sharing(Report& rep) {
         res["hbm_latency_16k_scattered_1mb_median"] = median(v);
       }
     }
-    const double n = static_cast<double>(xs.size());
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      sx += xs[i];
-      sy += ys[i];
-      sxx += xs[i] * xs[i];
-      sxy += xs[i] * ys[i];
-    }
-    const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-    const double a = (sy - b * sx) / n;
+    const auto [a, b] = fit_line(xs, ys);
     res["hbm_latency_fit"] = Json::object();
     res["hbm_latency_fit"]["intercept_cycles"] = a;
     res["hbm_latency_fit"]["bytes_per_clk"] = b > 0 ? 1.0 / b : 0.0;

@@ -12,6 +12,7 @@
 #include <list>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mb {
@@ -117,6 +118,9 @@ DeviceInfo query_device(int dev);
 
 /// Median of `v` (0 for an empty vector); `v` is copied.
 double median(std::vector<double> v);
+
+/// Least-squares line y = a + b x over the points (x[i], y[i]); returns {a, b}.
+std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& y);
 /// p-th percentile (0..100) by nearest rank; 0 for an empty vector.
 double percentile(std::vector<double> v, double p);
 /// Smallest / largest element; 0 for an empty vector.
@@ -190,6 +194,9 @@ class Report {
 };
 
 /// A benchmark: its name (also the JSON file name), one line of what it measures, and its body.
+/// Throws SkipBenchmark unless the GPU is compute capability 9.0, the only one with wgmma.
+void require_sm90(const Report& rep);
+
 struct Benchmark {
   const char* name;
   const char* summary;

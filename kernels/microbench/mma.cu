@@ -217,24 +217,6 @@ __global__ void mma_sync_kernel(int iters, unsigned long long active, WarpSpan* 
 
 // --- host side ---------------------------------------------------------------------------------
 
-/// Least-squares line y = a + b x; returns {a, b}.
-std::pair<double, double> fit_line(const std::vector<double>& x, const std::vector<double>& y) {
-  const double n = static_cast<double>(x.size());
-  double sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    sx += x[i]; sy += y[i]; sxx += x[i] * x[i]; sxy += x[i] * y[i];
-  }
-  const double b = (n * sxy - sx * sy) / (n * sxx - sx * sx);
-  return {(sy - b * sx) / n, b};
-}
-
-/// Skips (SkipBenchmark) unless the GPU is compute capability 9.0, the only one with wgmma.
-void require_sm90(const Report& rep) {
-  if (rep.dev().cc_major != 9 || rep.dev().cc_minor != 0)
-    throw SkipBenchmark("wgmma needs compute capability 9.0 (sm_90a); this GPU is " +
-                             std::to_string(rep.dev().cc_major) + "." + std::to_string(rep.dev().cc_minor));
-}
-
 /// Per-SM reduction of warp spans: ops of a block over (last end - first start), median over SMs.
 double per_sm_rate(const std::vector<WarpSpan>& spans, int grid, int warps, double ops_per_block,
                    std::vector<double>* all = nullptr) {

@@ -66,11 +66,7 @@ struct Run : Command {
                                r.max_lse_err, r.pass ? "" : " - " + r.detail);
       if (!r.pass) return 1;
     }
-    sm90::TimingOptions topt;
-    topt.warmup = warmup;
-    topt.reps = reps;
-    topt.launches = launches;
-    topt.trace_warps = warps;
+    const sm90::TimingOptions topt{.warmup = warmup, .reps = reps, .launches = launches, .trace_warps = warps};
     // With --trace, the plain and the traced kernel are timed with their repetitions interleaved.
     sm90::TimingPair tp;
     if (trace.empty())

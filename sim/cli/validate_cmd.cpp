@@ -159,11 +159,7 @@ struct Validate : Command {
       c.kernel = k->knobs.describe();
       const Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
       sm90::DeviceProblem dev(to_shape(c.problem), 2026 + i);
-      sm90::TimingOptions topt;
-      topt.warmup = warmup;
-      topt.reps = reps;
-      topt.launches = launches;
-      topt.trace_warps = warps;
+      const sm90::TimingOptions topt{.warmup = warmup, .reps = reps, .launches = launches, .trace_warps = warps};
       // Unless --no-ops, the instrumented kernel too, its repetitions interleaved with the plain
       // kernel's: its overhead per case.
       sm90::TimingPair tp;
