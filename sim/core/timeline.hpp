@@ -13,7 +13,7 @@ namespace attnsim {
 /// What a warp was doing during a span.
 enum class SpanKind : uint8_t {
   Busy,  ///< executing an op (compute block, issuing async work)
-  Wait,  ///< blocked on an mbarrier phase or a named barrier (the seed diagrams' ░)
+  Wait,  ///< blocked on an mbarrier phase or a named barrier (░ in the timelines)
 };
 
 /// One interval on a track. Times in cycles from the start of the simulated CTA.

@@ -1,7 +1,7 @@
-// `attnsim explain`: switch off each design choice of a schedule one at a time (the
-// variants its file declares, each answering one of the seed's "Key Questions") and
-// report the predicted slowdown, the new bottleneck, and the steady state before and
-// after, side by side.
+// `attnsim explain`: switch off each design choice of a schedule one at a time (the variants its
+// file declares, each answering one of the "Key Questions" of the FA4 execution-flow analysis,
+// docs/sources.md) and report the predicted slowdown, the new bottleneck, and the steady state
+// before and after, side by side.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

@@ -1,6 +1,6 @@
-// Text rendering of a Timeline in the style of the seed diagrams: one row per role
-// (its first warp) and per shared unit, █ = busy, ░ = waiting. Also the row order and
-// short op names that the SVG renderer shares.
+// Text rendering of a Timeline in the style of the FA4 execution-flow analysis's diagrams
+// (docs/sources.md): one row per role (its first warp) and per shared unit, █ = busy, ░ = waiting.
+// Also the row order and short op names that the SVG renderer shares.
 #pragma once
 #include <string>
 #include <vector>

@@ -1,6 +1,6 @@
-// Choosing the time window that timelines show by default: a steady-state stretch
-// of the CTA (a few KV iterations in the middle of its first tile), as the seed's
-// diagrams show, rather than the prologue or the whole run.
+// Choosing the time window that timelines show by default: a steady-state stretch of the CTA (a few
+// KV iterations in the middle of its first tile), as the per-warp diagrams of the FA4
+// execution-flow analysis (docs/sources.md) show, rather than the prologue or the whole run.
 #pragma once
 #include <string>
 #include <utility>

@@ -1,5 +1,5 @@
 // The fa4_sm100 family: FA4's heuristics, the per-tile budget of the FA4 paper,
-// resource checks, and the seed's claims about its design choices.
+// resource checks, and the FA4 execution-flow analysis's claims about its design choices.
 #include <catch2/catch.hpp>
 
 #include "lower/fa4/fa4_schedule.hpp"
@@ -61,14 +61,14 @@ TEST_CASE("FA4 per-tile work on B200 matches the paper's 128x128x128 budget", "[
   CHECK(r.units.tensor_busy == Approx(1024).epsilon(0.01));
 }
 
-TEST_CASE("the seed's claims hold on B200 - hd128 - seqlen 8192 - non-causal", "[fa4][seed]") {
+TEST_CASE("FA4's design choices pay off on B200 - hd128 - seqlen 8192 - non-causal", "[fa4][design]") {
   const Hardware hw = test::b200();
   const Problem p = test::default_problem();
   const double base = test::run(test::fa4(), hw, p).time_us;
   SECTION("q_stage 1 is slower than 2") { CHECK(test::run(test::fa4(), hw, p, "q_stage_1").time_us > 1.2 * base); }
   SECTION("split P off is slower than on") { CHECK(test::run(test::fa4(), hw, p, "no_split_p").time_us > 1.05 * base); }
   SECTION("rescaling O inside the softmax warps is slower than in a correction warpgroup") {
-    // The seed's premise: O is rescaled at every KV block (its "what actually it is" timeline).
+    // The analysis's premise: O is rescaled at every KV block (its "what actually it is" timeline).
     const double with_wg = test::run(test::fa4(), hw, p, "unconditional_rescale").time_us;
     const double without =
         test::run(test::fa4(), hw, p, "no_correction_warpgroup", {"/rescale/conditional=false"}).time_us;

@@ -1,4 +1,4 @@
-// SM90 semantics and the seed schedules on H100: wgmma.wait_group, cp.async, per-tile
+// SM90 semantics and the bundled schedules on H100: wgmma.wait_group, cp.async, per-tile
 // budgets computed by hand, and the FA3 design choices.
 #include <catch2/catch.hpp>
 #include <set>
@@ -92,7 +92,7 @@ TEST_CASE("FA2-style on the CUDA cores: Br x Bc x d multiply-adds twice per bloc
   CHECK(two.fma_lanes - one.fma_lanes == Approx(2.0 * 64 * 64 * 64));  // Br = Bc = 64 at d = 64
 }
 
-TEST_CASE("every seed schedule simulates on H100", "[hopper]") {
+TEST_CASE("every bundled schedule simulates on H100", "[hopper]") {
   const Hardware hw = h100();
   PredictOptions fast;
   fast.record_spans = false;

@@ -1,4 +1,4 @@
-// BlackFlash (../shared/seeds/blackflash_sm120_readme.txt): FA2 forward with Br = Bc = d = 64,
+// BlackFlash (github.com/fms-zth/BlackFlash, README): FA2 forward with Br = Bc = d = 64,
 // 288 threads = 1 TMA producer warp + 8 consumer warps in a 4 x 2 grid (a pair owns 16 Q rows,
 // its two halves split the columns), a 2-stage K/V double buffer on mbarriers (empty count
 // 256), mma.sync m16n8k16 with ldmatrix, P written back to SMEM over the K buffer, row max and

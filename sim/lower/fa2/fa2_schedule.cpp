@@ -1,5 +1,5 @@
 // The "fa2_sm80" family: a FlashAttention-2-style kernel without warp specialization, as
-// CuFlash-Attn (../shared/seeds/cuflash_attn_kernel_deep_dive.txt): 128 threads (4 warps) per
+// CuFlash-Attn (github.com/LessUp/cuflash-attn, Kernel Deep Dive): 128 threads (4 warps) per
 // CTA, one CTA per (batch, head) that walks every Q tile of Br rows; per KV tile of Bc rows
 // warps 0-1 copy K and V to SMEM and everyone waits (__syncthreads), then each warp computes
 // Br/4 rows: S = Q K^T, online softmax, O += P V (on the CUDA cores, or with mma.sync), and

@@ -4,7 +4,7 @@
 // head_dim as FA3), kv_stage, pingpong (named barriers order the consumer warpgroups'
 // GEMMs), intra-warpgroup overlap (softmax of block j under the PV wgmma of block j+1),
 // warp specialization (off: consumer warps issue the loads themselves), registers.
-// Facts: ../shared/reference/hopper_and_seed_schedules.md, ../shared/seeds/fa3_algorithm_excerpt.txt.
+// Facts: the FA3 paper (arXiv 2407.08608) sections 3.1-3.2 and Dao-AILab/flash-attention hopper/.
 #pragma once
 #include <map>
 #include <optional>

@@ -1,5 +1,6 @@
 // Parsing, "auto" resolution, resource checks and tile scheduling of the fa4_sm100
-// family. The FA4 facts used here are in ../shared/reference/fa4_sm100_schedule.md.
+// family. Facts from Dao-AILab/flash-attention flash_attn/cute/ (fa4-v4.0.0.beta27) and
+// the FA4 paper (arXiv 2603.05451); docs/sources.md.
 #include "lower/fa4/fa4_schedule.hpp"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // FlashAttention-4's forward schedule on SM100 (family "fa4_sm100"): knobs as read
 // from schedules/fa4_sm100.json, their resolution for a problem ("auto" follows FA4's
-// own heuristics, ../shared/reference/fa4_sm100_schedule.md), resource checks, and
+// own heuristics in flash_attn/cute/interface.py), resource checks, and
 // the context the role files (load.cpp, mma.cpp, softmax.cpp, correction.cpp,
 // epilogue.cpp) lower from.
 #pragma once

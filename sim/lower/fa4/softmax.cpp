@@ -7,7 +7,7 @@
 // stats) is one slot per stage: the softmax acquires pipeline_sm_stats before it
 // writes the slot and the correction warp releases it after reading.
 // Without a correction warpgroup the softmax warps rescale O and write the final O
-// themselves (the "what actually it is" diagram of the seed).
+// themselves (the "what actually it is" diagram of the FA4 execution-flow analysis).
 #include "lower/fa4/fa4_schedule.hpp"
 
 namespace attnsim::fa4 {
