@@ -56,12 +56,15 @@ std::vector<std::pair<std::string, Problem>> load_problem_set(const std::string&
   return out;
 }
 
+#if ATTNSIM_WITH_SM90
+/// Today's UTC date, YYYY-MM-DD, for the measurement's metadata.
 std::string today() {
   const std::time_t t = std::time(nullptr);
   char b[32];
   std::strftime(b, sizeof b, "%Y-%m-%d", std::gmtime(&t));
   return b;
 }
+#endif
 
 struct Validate : Command {
   std::vector<std::string> schedules;

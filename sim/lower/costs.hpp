@@ -48,7 +48,8 @@ class CostModel {
   static CostModel load(const std::string& file);  // cached per file
   /// Reads a schedule's "costs" field (a path relative to the project root) and loads it.
   static CostModel from_schedule(JsonReader& schedule);
-  /// Warp work of block `name` over a row of `elements` columns (scaled by `share` per element).
+  /// Warp work of block `name`: its per-element work x `elements` (columns of the 32 rows) plus its
+  /// per-row work x `rows` (row sets). Throws InputError for an unknown block.
   Work work(const std::string& name, double elements, double rows = 1) const;
   /// The block's "latency_cycles" (0 when it has none, e.g. when a chain replaced it).
   double latency(const std::string& name) const;

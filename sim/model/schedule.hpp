@@ -1,8 +1,10 @@
 // A schedule: the JSON description of warp roles, pipelines, TMEM layout and knobs
 // (schedules/*.json). The "family" field picks the implementation that understands
 // the knobs and lowers them into per-warp programs (Ramulator-style: by name from
-// config). Families: "fa4_sm100" (sim/lower/fa4), "explicit" (programs written
-// out in the JSON; used for hand-computable micro-schedules).
+// config; the registry is sim/lower/registry.cpp). Families: "fa3_sm90" (sim/lower/fa3),
+// "fa4_sm100" (sim/lower/fa4), "fa2_sm80" (sim/lower/fa2), "blackflash"
+// (sim/lower/blackflash), "explicit" (programs written out in the JSON; used for
+// hand-computable micro-schedules).
 #pragma once
 #include <map>
 #include <memory>

@@ -107,7 +107,7 @@ TEST_CASE("rankings are identical across runs and thread counts", "[explore][det
 TEST_CASE(
     "the bundled FA4 sweep: >= 2000 candidates x 6 problems - local search finds the grid's best within 1% "
     "using under 10% of the evaluations",
-    "[explore][search][slow]") {
+    "[explore][search][.slow]") {
   SweepSpec spec = load_sweep(bundled_sweep());
   REQUIRE(spec.problems.size() == 6);
   const SweepEvaluator grid(spec);
