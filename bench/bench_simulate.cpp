@@ -9,7 +9,7 @@
 #include "lower/rescale_model.hpp"
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace {
 using namespace attnsim;

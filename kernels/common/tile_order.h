@@ -1,5 +1,5 @@
 // The order and extent of work tiles, shared by the simulator's tile scheduler
-// (sim/driver/tile_scheduler.cpp) and the SM90 kernel (kernels/sm90/kernel_traits.cuh), so a
+// (sim/plan/tile_scheduler.cpp) and the SM90 kernel (kernels/sm90/kernel_traits.cuh), so a
 // predicted and a measured run walk the same tiles in the same order. Plain C++; callable from
 // device code when compiled by nvcc.
 #pragma once

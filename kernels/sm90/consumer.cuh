@@ -6,6 +6,7 @@
 // turns issuing their GEMMs. Mirrors sim/lower/fa3/consumer.cpp op for op.
 #pragma once
 
+#include "common/pipeline_state.h"
 #include "device.cuh"
 #include "epilogue.cuh"
 #include "kernel_traits.cuh"
@@ -13,19 +14,6 @@
 #include "softmax.cuh"
 
 namespace attnsim::sm90 {
-
-/// Read position in a ring of `stages` mbarrier stages.
-template <int kStages>
-struct RingState {
-  int index = 0;
-  uint32_t phase = 0;
-  __device__ void advance() {
-    if (++index == kStages) {
-      index = 0;
-      phase ^= 1;
-    }
-  }
-};
 
 template <class T>
 struct Consumer {
@@ -37,7 +25,8 @@ struct Consumer {
   float sacc[N / 2];   // S of the current block, then P in fp32
   float o[D / 2];      // O accumulator
   uint32_t pr[N / 4];  // P in bf16 (A fragments of the PV wgmma)
-  RingState<T::kKvStage> k_read, v_read;
+  // Read positions in the K and V rings: each stage is waited for, read by the wgmma, released.
+  PipelineState k_read = PipelineState::consumer_start(T::kKvStage), v_read = PipelineState::consumer_start(T::kKvStage);
 
   /// Q descriptor of this warpgroup's 64 rows at k-step kk (16 columns of head_dim).
   __device__ uint64_t desc_q(int kk) const {
@@ -56,12 +45,12 @@ struct Consumer {
   __device__ void turn_start(int j, int tile) {
     if constexpr (T::kPingpong) {
       const uint32_t t0 = tr.now();
-      named_sync(T::kBarPingpong + group, 256);
+      named_sync(kBarPingpong + group, kPingpongThreads);
       tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, tile, ATTNSIM_WAIT_PINGPONG, group);
     }
   }
   __device__ void turn_end() {
-    if constexpr (T::kPingpong) named_arrive(T::kBarPingpong + (group ^ 1), 256);
+    if constexpr (T::kPingpong) named_arrive(kBarPingpong + (group ^ 1), kPingpongThreads);
   }
 
   /// Waits for K_j and issues S = Q K_j^T (one commit group).
@@ -122,8 +111,8 @@ struct Consumer {
 
   __device__ void run() {
     if constexpr (T::kPingpong)
-      if (group == 1) named_arrive(T::kBarPingpong + 0, 256);  // warpgroup 0 issues first
-    uint32_t q_phase = 0;
+      if (group == 1) named_arrive(kBarPingpong + 0, kPingpongThreads);  // warpgroup 0 issues first
+    PipelineState q_read = PipelineState::consumer_start(kQStages);
     int local = 0;
     for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
       const Tile c = tile_at(p, t, T::kMBlock, N);
@@ -133,8 +122,8 @@ struct Consumer {
       RowStats st;
       float alpha[2];
       tr.tile(p, s.trace, n);
-      tr.wait(s.q_full, q_phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
-      q_phase ^= 1;
+      tr.wait(&s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
+      q_read.advance();
       if constexpr (T::kOverlap) {
         turn_start(n - 1, local);
         issue_qk(n - 1, local);

@@ -45,7 +45,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy stores -> TMA reads
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
   t0 = tr.now();
-  named_sync(T::kBarEpilogue + group, 128);
+  named_sync(kBarEpilogue + group, kEpilogueThreads);
   tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   if (warp == 0 && lane == 0) {
     t0 = tr.now();
@@ -67,7 +67,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
     }
   }
   t0 = tr.now();
-  named_sync(T::kBarEpilogue + group, 128);
+  named_sync(kBarEpilogue + group, kEpilogueThreads);
   tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
 }
 

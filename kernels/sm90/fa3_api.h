@@ -10,29 +10,9 @@
 #include <vector>
 
 #include "common/trace_record.h"
+#include "sm90/structure.h"
 
 namespace attnsim::sm90 {
-
-/// The knobs a kernel is compiled with (template parameters of Traits in kernel_traits.cuh).
-/// A schedule JSON resolves to one of these per head_dim (sim/lower/fa3: Fa3Schedule::resolve).
-struct KernelKnobs {
-  int head_dim = 128;
-  int m_block = 128;  ///< 64 query rows per consumer warpgroup
-  int n_block = 128;  ///< keys per KV block
-  int kv_stage = 2;   ///< K and V ring depth
-  bool pingpong = true;
-  bool overlap = true;  ///< intra-warpgroup overlap of softmax and the PV wgmma
-  int reg_consumer = 240, reg_producer = 24;  ///< setmaxnreg budgets
-
-  bool operator==(const KernelKnobs&) const = default;
-  /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24".
-  std::string describe() const {
-    char b[160];
-    std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d", head_dim, m_block, n_block, kv_stage,
-                  pingpong ? " pingpong" : "", overlap ? " overlap" : "", reg_consumer, reg_producer);
-    return b;
-  }
-};
 
 /// Attention shape. Q, O: (batch, seqlen_q, heads, head_dim); K, V: (batch, seqlen_k, kv_heads,
 /// head_dim); bf16 with head_dim contiguous. LSE: (batch, heads, seqlen_q) fp32.

@@ -1,11 +1,12 @@
 // The SM90 attention forward kernel: warpgroup 0 is the producer (TMA loads), warpgroups
-// 1..kConsumers the consumers (wgmma + softmax). Roles live in producer.cuh and consumer.cuh.
+// 1..kConsumers the consumers (wgmma + softmax); the warp-to-role map and barrier counts are
+// structure.h's. Roles live in load.cuh and consumer.cuh.
 #pragma once
 
 #include "consumer.cuh"
 #include "device.cuh"
 #include "kernel_traits.cuh"
-#include "producer.cuh"
+#include "load.cuh"
 #include "smem.cuh"
 
 namespace attnsim::sm90 {
@@ -17,11 +18,11 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
   const Smem<T> s(smem_raw);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
-    cuda::ptx::mbarrier_init(s.q_full, 1);
+    cuda::ptx::mbarrier_init(s.q_full, kFullArrivals);
     cuda::ptx::mbarrier_init(s.q_empty, T::kConsumerWarps);
     for (int i = 0; i < T::kKvStage; ++i) {
-      cuda::ptx::mbarrier_init(&s.k_full[i], 1);
-      cuda::ptx::mbarrier_init(&s.v_full[i], 1);
+      cuda::ptx::mbarrier_init(&s.k_full[i], kFullArrivals);
+      cuda::ptx::mbarrier_init(&s.v_full[i], kFullArrivals);
       cuda::ptx::mbarrier_init(&s.k_empty[i], T::kConsumerWarps);
       cuda::ptx::mbarrier_init(&s.v_empty[i], T::kConsumerWarps);
     }
@@ -43,12 +44,12 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
   TraceRecorder<T::kTrace> tr;
   tr.init(p, s.trace, warp, lane);
   __syncthreads();
-  if (warp < 4) {
+  if (warp_role(warp) != Role::Consumer) {
     set_registers<T::kRegProducer>(false);
-    if (warp == 0 && lane == 0) producer_warp<T>(p, s, tr);
+    if (warp_role(warp) == Role::Load && lane == 0) load_warp<T>(p, s, tr);
   } else {
     set_registers<T::kRegConsumer>(true);
-    Consumer<T> c{p, s, tr, (warp - 4) / 4, warp % 4, lane};
+    Consumer<T> c{p, s, tr, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
     c.run();
   }
   tr.close(p, s.trace, warp, lane);

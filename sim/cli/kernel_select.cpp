@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "measure/cudnn.hpp"
-#include "measure/kernel_knobs.hpp"
+#include "lower/schedule.hpp"
 #include "model/json_reader.hpp"
 
 namespace attnsim::cli {
@@ -13,7 +13,7 @@ const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::s
                                           const Hardware& hw, const Problem& problem, bool* persistent) {
   schedule.check(hw, problem);  // SMEM, registers, pipeline counts: the simulator's reasons first
   const std::string what = variant.empty() ? schedule.name() : fmt::format("{} variant {}", schedule.name(), variant);
-  const KernelChoice c = sm90_kernel_for(schedule, hw, problem);
+  const KernelChoice c = schedule.real_kernel(hw, problem);
   if (!c.supported)
     throw InputError(file, "", fmt::format("{} has no real kernel for {}: {}", what, problem.describe(), c.why_not),
                      "kernel");

@@ -4,7 +4,7 @@
 
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 #include "sm90/fa3_api.h"
 
 namespace attnsim::cli {

@@ -9,7 +9,7 @@
 #include "cli/commands.hpp"
 #include "driver/simulate.hpp"
 #include "model/hardware.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 #include "report/ascii_timeline.hpp"
 #include "report/chrome_trace.hpp"
 #include "report/summary.hpp"

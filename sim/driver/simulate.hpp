@@ -8,7 +8,7 @@
 #include "core/engine.hpp"
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace attnsim {
 

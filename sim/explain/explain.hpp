@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "driver/simulate.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace attnsim {
 

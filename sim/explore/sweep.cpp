@@ -12,7 +12,7 @@
 #include "core/engine.hpp"
 #include "driver/simulate.hpp"
 #include "model/json_reader.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace attnsim {
 

@@ -1,10 +1,11 @@
 // Helpers that lowering code uses to emit warp programs: a CTA builder that owns the
-// barriers and records who arrives where (for deadlock reports), and the pipeline
-// state (stage index + phase bit) that CUTLASS-style pipelines advance.
+// barriers and records who arrives where (for deadlock reports), and CUTLASS-style pipeline
+// steps on a PipelineState (kernels/common/pipeline_state.h, shared with the kernels).
 #pragma once
 #include <string>
 #include <vector>
 
+#include "common/pipeline_state.h"
 #include "core/program.hpp"
 
 namespace attnsim {
@@ -14,18 +15,12 @@ struct PipelineIds {
   std::string name;
   int stages = 1;
   std::vector<int> full, empty;  ///< barrier ids per stage
-};
-
-/// Position in a pipeline ring: stage index and phase bit (flips on wrap-around).
-struct PipeState {
-  int index = 0;
-  int phase = 0;
-  void advance(int stages) {
-    if (++index == stages) {
-      index = 0;
-      phase ^= 1;
-    }
-  }
+  /// Stage `s` alone, as a one-stage pipeline: for a role bound to one stage (FA4's softmax
+  /// warpgroup of Q stage s), whose state advances one phase per pass over its stage.
+  PipelineIds stage(int s) const { return {name, 1, {full.at(s)}, {empty.at(s)}}; }
+  /// A producer's / consumer's first state in this ring.
+  PipelineState producer_start() const { return PipelineState::producer_start(stages); }
+  PipelineState consumer_start() const { return PipelineState::consumer_start(stages); }
 };
 
 class CtaBuilder;
@@ -56,16 +51,21 @@ class WarpBuilder {
   void cp_async(int name, double bytes);
   void wait_cp_async(int pending);
 
-  // CUTLASS-style pipeline steps (the state advances on commit / release).
-  void consumer_wait(const PipelineIds& p, const PipeState& s) { wait(p.full[s.index], s.phase); }
-  void consumer_release(const PipelineIds& p, PipeState& s, int count) {
-    arrive(p.empty[s.index], count);
-    s.advance(p.stages);
-  }
-  void producer_acquire(const PipelineIds& p, const PipeState& s) { wait(p.empty[s.index], s.phase ^ 1); }
-  void producer_commit(const PipelineIds& p, PipeState& s, int count) {
+  // CUTLASS-style pipeline steps. Waits use the state's stage and parity; commit and release
+  // arrive on the state's stage and advance the state.
+  /// Producer: wait until the stage is free (its empty barrier).
+  void producer_acquire(const PipelineIds& p, const PipelineState& s) { wait(p.empty[s.index], s.phase); }
+  /// Producer: `count` arrivals on the stage's full barrier, then the next stage.
+  void producer_commit(const PipelineIds& p, PipelineState& s, int count) {
     arrive(p.full[s.index], count);
-    s.advance(p.stages);
+    s.advance();
+  }
+  /// Consumer: wait until the stage is filled (its full barrier).
+  void consumer_wait(const PipelineIds& p, const PipelineState& s) { wait(p.full[s.index], s.phase); }
+  /// Consumer: `count` arrivals on the stage's empty barrier, then the next stage.
+  void consumer_release(const PipelineIds& p, PipelineState& s, int count) {
+    arrive(p.empty[s.index], count);
+    s.advance();
   }
   int warp() const;
 

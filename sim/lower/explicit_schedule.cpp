@@ -96,7 +96,7 @@ class ExplicitSchedule : public Schedule {
       if (seen[index]) wr.fail_at("warp", fmt::format("warp {} is listed twice", index));
       seen[index] = true;
       WarpBuilder wb = cta.warp(static_cast<int>(index), wr.string("role"));
-      std::map<std::string, PipeState> prod, cons;
+      std::map<std::string, PipelineState> prod, cons;  // per pipeline, from first use
       const auto& prog = wr.raw("program");
       if (!prog.is_array()) wr.fail_at("program", "expected an array of ops");
       emit(prog, wr.child_path("program"), wb, ids, named, prod, cons);
@@ -107,7 +107,14 @@ class ExplicitSchedule : public Schedule {
 
   void emit(const nlohmann::json& ops, const std::string& path, WarpBuilder& wb,
             const std::map<std::string, PipelineIds>& ids, const std::map<std::string, int>& named,
-            std::map<std::string, PipeState>& prod, std::map<std::string, PipeState>& cons) const {
+            std::map<std::string, PipelineState>& prod, std::map<std::string, PipelineState>& cons) const {
+    // This warp's producer / consumer state in pipeline p, starting where CUTLASS starts them.
+    auto producer = [&](const PipelineIds& p) -> PipelineState& {
+      return prod.try_emplace(p.name, p.producer_start()).first->second;
+    };
+    auto consumer = [&](const PipelineIds& p) -> PipelineState& {
+      return cons.try_emplace(p.name, p.consumer_start()).first->second;
+    };
     for (size_t i = 0; i < ops.size(); ++i) {
       JsonReader o(ops[i], file_, path + "/" + std::to_string(i));
       const std::string kind =
@@ -134,16 +141,16 @@ class ExplicitSchedule : public Schedule {
         for (long long t = 0; t < times; ++t) emit(body, o.child_path("body"), wb, ids, named, prod, cons);
       } else if (kind == "producer_acquire") {
         const auto& p = pipe();
-        wb.producer_acquire(p, prod[p.name]);
+        wb.producer_acquire(p, producer(p));
       } else if (kind == "producer_commit") {
         const auto& p = pipe();
-        wb.producer_commit(p, prod[p.name], count);
+        wb.producer_commit(p, producer(p), count);
       } else if (kind == "consumer_wait") {
         const auto& p = pipe();
-        wb.consumer_wait(p, cons[p.name]);
+        wb.consumer_wait(p, consumer(p));
       } else if (kind == "consumer_release") {
         const auto& p = pipe();
-        wb.consumer_release(p, cons[p.name], count);
+        wb.consumer_release(p, consumer(p), count);
       } else if (kind == "compute") {
         Work w;
         w.issue = o.number_or("issue", 0, 0, 1e12);
@@ -156,10 +163,10 @@ class ExplicitSchedule : public Schedule {
         wb.compute(op_id(o), w, o.number_or("latency", 0, 0, 1e9), o.number_or("chain", 0, 0, 1e9));
       } else if (kind == "tma_load") {
         const auto& p = pipe();
-        PipeState& s = prod[p.name];
+        PipelineState& s = producer(p);
         wb.tma_load(op_id(o, ATTNSIM_OP_TMA_LOAD), p.full[s.index], o.number("bytes", 1, 1e12),
                     o.boolean_or("from_hbm", false));
-        s.advance(p.stages);
+        s.advance();
       } else if (kind == "tma_store") {
         wb.tma_store(op_id(o, ATTNSIM_OP_STORE_O), o.number("bytes", 1, 1e12));
       } else if (kind == "mma") {
@@ -168,13 +175,13 @@ class ExplicitSchedule : public Schedule {
       } else if (kind == "mma_commit") {
         const auto& p = pipe();
         if (o.choice("side", {"full", "empty"}) == "full") {
-          PipeState& s = prod[p.name];
+          PipelineState& s = producer(p);
           wb.commit(p.full[s.index], count);
-          s.advance(p.stages);
+          s.advance();
         } else {
-          PipeState& s = cons[p.name];
+          PipelineState& s = consumer(p);
           wb.commit(p.empty[s.index], count);
-          s.advance(p.stages);
+          s.advance();
         }
       } else if (kind == "wait_mma") {
         wb.wait_mma(static_cast<int>(o.integer("pending", 0, 64)));

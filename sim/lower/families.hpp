@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "model/json_reader.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace attnsim {
 

@@ -7,7 +7,7 @@
 
 #include "lower/families.hpp"
 #include "model/json_reader.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace attnsim {
 
@@ -74,6 +74,12 @@ std::vector<VariantInfo> schedule_variants(const std::string& file) {
 }  // namespace attnsim
 
 namespace attnsim {
+KernelChoice Schedule::real_kernel(const Hardware&, const Problem&) const {
+  KernelChoice c;
+  c.why_not = fmt::format("family {}: only fa3_sm90 schedules have a real kernel (kernels/sm90)", family_);
+  return c;
+}
+
 void Schedule::read_header(JsonReader& r) {
   name_ = r.string("name");
   family_ = r.string("family");

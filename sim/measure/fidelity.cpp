@@ -15,7 +15,7 @@
 #include <tuple>
 
 #include "model/json_reader.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace attnsim {
 

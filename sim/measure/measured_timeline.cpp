@@ -11,12 +11,6 @@
 
 namespace attnsim {
 
-std::string sm90_warp_role(int warp) {
-  if (warp == 0) return "load";
-  if (warp < 4) return "producer";
-  return fmt::format("consumer{}", (warp - 4) / 4);
-}
-
 namespace {
 
 /// The simulator's label text for what a measured WAIT span waited on.
@@ -87,7 +81,7 @@ MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallbac
     WarpTrack t;
     t.warp = w;
     t.smsp = w % 4;
-    t.role = sm90_warp_role(w);
+    t.role = sm90::warp_role_name(w);  // the simulator names them the same (kernels/sm90/structure.h)
     for (uint32_t i = 0; i < kept; ++i) {
       const attnsim_trace_record& r = rec.records.at(slot * rec.cap + i);
       Span s;

@@ -25,10 +25,6 @@ struct MeasuredCta {
   uint64_t dropped = 0;  ///< spans of its recording warps beyond the record capacity
 };
 
-/// Role of warp `w` in the SM90 kernel (kernels/sm90/fa3_kernel.cuh): warp 0 "load", 1-3
-/// "producer", then "consumer<g>" per warpgroup: the simulator's fa3_sm90 role names.
-std::string sm90_warp_role(int warp);
-
 /// Converts CTA `cta` of `rec` to a Timeline. Clock: this CTA's (clk1 - clk0) / (ns1 - ns0),
 /// or `fallback_ghz` when its interval is too short for the %globaltimer step (< 20 us).
 /// Wait labels follow the simulator's ("pipeline_k.full[1] phase 0", "bar.pingpong[0]",

@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "measure/kernel_knobs.hpp"
+#include "lower/schedule.hpp"
 #include "measure/measured_timeline.hpp"
 #include "measure/validate.hpp"
 #include "report/chrome_trace.hpp"
@@ -63,9 +63,9 @@ sm90::MeasuredTrace two_ctas() {
 
 TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[measure]") {
   const auto s = load_schedule(fa3());
-  const KernelChoice k64 = sm90_kernel_for(*s, h100(), hd(64));
-  const KernelChoice k128 = sm90_kernel_for(*s, h100(), hd(128));
-  const KernelChoice k256 = sm90_kernel_for(*s, h100(), hd(256));
+  const KernelChoice k64 = s->real_kernel(h100(), hd(64));
+  const KernelChoice k128 = s->real_kernel(h100(), hd(128));
+  const KernelChoice k256 = s->real_kernel(h100(), hd(256));
   REQUIRE(k64.supported);
   REQUIRE(k128.supported);
   REQUIRE(k256.supported);
@@ -75,17 +75,17 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   CHECK(k128.persistent);  // non-causal: static persistent, as the simulator's grid
   Problem c = hd(128);
   c.causal = true;
-  CHECK_FALSE(sm90_kernel_for(*s, h100(), c).persistent);
-  CHECK(sm90_kernel_for(*load_schedule(fa3(), {}, "kv_stage_3"), h100(), hd(128)).knobs.kv_stage == 3);
-  CHECK_FALSE(sm90_kernel_for(*load_schedule(fa3(), {}, "no_pingpong"), h100(), hd(128)).knobs.pingpong);
+  CHECK_FALSE(s->real_kernel(h100(), c).persistent);
+  CHECK(load_schedule(fa3(), {}, "kv_stage_3")->real_kernel(h100(), hd(128)).knobs.kv_stage == 3);
+  CHECK_FALSE(load_schedule(fa3(), {}, "no_pingpong")->real_kernel(h100(), hd(128)).knobs.pingpong);
 }
 
 TEST_CASE("schedules without a real kernel say why", "[measure]") {
-  const KernelChoice ws = sm90_kernel_for(*load_schedule(fa3(), {}, "no_warp_specialization"), h100(), hd(128));
+  const KernelChoice ws = load_schedule(fa3(), {}, "no_warp_specialization")->real_kernel(h100(), hd(128));
   CHECK_FALSE(ws.supported);
   CHECK_THAT(ws.why_not, Catch::Contains("warp_specialization false"));
-  CHECK_THAT(sm90_kernel_for(*load_schedule(fa3()), h100(), hd(96)).why_not, Catch::Contains("head_dim 96"));
-  CHECK_THAT(sm90_kernel_for(*load_schedule(test::fa4()), test::b200(), hd(128)).why_not,
+  CHECK_THAT(load_schedule(fa3())->real_kernel(h100(), hd(96)).why_not, Catch::Contains("head_dim 96"));
+  CHECK_THAT(load_schedule(test::fa4())->real_kernel(test::b200(), hd(128)).why_not,
              Catch::Contains("only fa3_sm90"));
 }
 

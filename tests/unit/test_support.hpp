@@ -6,7 +6,7 @@
 #include "driver/simulate.hpp"
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace attnsim::test {
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "driver/tile_scheduler.hpp"
+#include "plan/tile_scheduler.hpp"
 #include "lower/families.hpp"
 
 namespace attnsim::blackflash {

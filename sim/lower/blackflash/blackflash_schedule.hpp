@@ -11,7 +11,7 @@
 
 #include "lower/costs.hpp"
 #include "lower/pipeline_decl.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace attnsim::blackflash {
 

@@ -31,12 +31,12 @@ void emit_consumer(Context& c, WarpBuilder& w, int index) {
   const Work rescale_w = c.costs.work("rescale_o", per_thread, 0);
   const Work final_w = c.costs.work("final_o", per_thread, 2);
   const int release = c.kv.arrive_count("consumer", false, false);
-  PipeState q, kv;
+  PipelineState q = c.q.ids.consumer_start(), kv = c.kv.ids.consumer_start();
   for (size_t t = 0; t < c.tiles.size(); ++t) {
     const int tile = static_cast<int>(t), n = c.tiles[t].n_blocks;
     w.tags(index / 2, -1, tile);
     w.consumer_wait(c.q.ids, q);
-    q.advance(c.q.ids.stages);
+    q.advance();
     for (int j = 0; j < n; ++j) {
       w.tags(index / 2, j, tile);
       w.consumer_wait(c.kv.ids, kv);

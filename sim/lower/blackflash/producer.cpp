@@ -9,19 +9,19 @@ void emit_producer(Context& c, WarpBuilder& w) {
   const Work issue = alu_instructions(c.hw.tma_issue_instrs);
   c.q.arrive_count("load", true, false);
   c.kv.arrive_count("load", true, false);
-  PipeState q, kv;
+  PipelineState q = c.q.ids.producer_start(), kv = c.kv.ids.producer_start();
   for (size_t t = 0; t < c.tiles.size(); ++t) {
     w.tags(-1, -1, static_cast<int>(t));
     w.compute(ATTNSIM_OP_LOAD_Q, issue);
     w.tma_load(ATTNSIM_OP_LOAD_Q, c.q.ids.full[q.index], tile_bytes);
-    q.advance(c.q.ids.stages);
+    q.advance();
     for (int j = 0; j < c.tiles[t].n_blocks; ++j) {
       w.tags(-1, j, static_cast<int>(t));
       w.producer_acquire(c.kv.ids, kv);
       w.compute(ATTNSIM_OP_LOAD_K, issue);
       // K and V of block j complete one transaction barrier together.
       w.tma_load(ATTNSIM_OP_LOAD_K, c.kv.ids.full[kv.index], 2 * tile_bytes);
-      kv.advance(c.kv.ids.stages);
+      kv.advance();
     }
   }
 }

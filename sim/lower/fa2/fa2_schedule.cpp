@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-#include "driver/tile_scheduler.hpp"
+#include "plan/tile_scheduler.hpp"
 #include "lower/builder.hpp"
 #include "lower/costs.hpp"
 #include "lower/families.hpp"

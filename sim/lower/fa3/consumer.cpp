@@ -47,36 +47,35 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const int next_group = (group + 1) % k.consumers;
   if (pp && group != 0) w.bar_arrive(c.pingpong_bar[0], 32);  // warpgroup 0 issues first
 
-  PipeState q_wait, q_rel, k_wait, v_wait, k_rel, v_rel, q_load, k_load, v_load;
+  // Waits and releases run at different points of the loop (a stage is released once the wgmma
+  // that read it retired), so each has its own state; the loader warp's are producer states.
+  PipelineState q_wait = c.q.ids.consumer_start(), q_rel = c.q.ids.consumer_start();
+  PipelineState k_wait = c.k_pipe.ids.consumer_start(), k_rel = c.k_pipe.ids.consumer_start();
+  PipelineState v_wait = c.v_pipe.ids.consumer_start(), v_rel = c.v_pipe.ids.consumer_start();
+  PipelineState q_load = c.q.ids.producer_start(), k_load = c.k_pipe.ids.producer_start(),
+                v_load = c.v_pipe.ids.producer_start();
   auto turn_start = [&]() {
     if (pp) w.bar_sync(c.pingpong_bar[group], 32);
   };
   auto turn_end = [&]() {
     if (pp) w.bar_arrive(c.pingpong_bar[next_group], 32);
   };
-  auto load = [&](Pipe& p, PipeState& s, int name, double bytes) {  // loader warp only
-    const Work tma = alu_instructions(c.hw.tma_issue_instrs);
-    w.producer_acquire(p.ids, s);
-    w.compute(name, tma);
-    w.tma_load(name, p.ids.full[s.index], bytes, name == ATTNSIM_OP_LOAD_Q);  // Q: one CTA reads it, from HBM
-    s.advance(p.ids.stages);
-  };
-  auto load_kv = [&](int j, int tile) {
+  auto load_kv = [&](int j, int tile) {  // loader warp only
     w.tags(-1, j, tile);
-    load(c.k_pipe, k_load, ATTNSIM_OP_LOAD_K, static_cast<double>(n_blk) * d * eb);
-    load(c.v_pipe, v_load, ATTNSIM_OP_LOAD_V, static_cast<double>(n_blk) * dv * eb);
+    load_stage(c, w, c.k_pipe, k_load, ATTNSIM_OP_LOAD_K, static_cast<double>(n_blk) * d * eb);
+    load_stage(c, w, c.v_pipe, v_load, ATTNSIM_OP_LOAD_V, static_cast<double>(n_blk) * dv * eb);
   };
   auto qk = [&](int j, int tile) {
     w.tags(group, j, tile);
     w.consumer_wait(c.k_pipe.ids, k_wait);
-    k_wait.advance(c.k_pipe.ids.stages);
+    k_wait.advance();
     w.compute(ATTNSIM_OP_MMA_QK, issue(d / 16), 0, issue_chain(d / 16, n_blk));
     w.mma(ATTNSIM_OP_MMA_QK, qk_flops, qk_smem, d / 16);
   };
   auto pv = [&](int j, int tile) {
     w.tags(group, j, tile);
     w.consumer_wait(c.v_pipe.ids, v_wait);
-    v_wait.advance(c.v_pipe.ids.stages);
+    v_wait.advance();
     w.compute(ATTNSIM_OP_MMA_PV, issue(n_blk / 16), 0, issue_chain(n_blk / 16, dv));
     w.mma(ATTNSIM_OP_MMA_PV, pv_flops, pv_smem, n_blk / 16);
   };
@@ -93,13 +92,13 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     const int first_masked = n - c.tiles[t].masked_blocks;
     if (loader) {  // Q and the first block; later blocks are prefetched one ahead, as stages free up
       w.tags(-1, -1, tile);
-      load(c.q, q_load, ATTNSIM_OP_LOAD_Q, static_cast<double>(k.m_block) * d * eb);
+      load_stage(c, w, c.q, q_load, ATTNSIM_OP_LOAD_Q, static_cast<double>(k.m_block) * d * eb);
       load_kv(n - 1, tile);
       if (!k.overlap && n > 1) load_kv(n - 2, tile);
     }
     w.tags(group, -1, tile);
     w.consumer_wait(c.q.ids, q_wait);
-    q_wait.advance(c.q.ids.stages);
+    q_wait.advance();
     if (k.overlap) {
       turn_start();
       qk(n - 1, tile);

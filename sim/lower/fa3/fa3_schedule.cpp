@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "driver/tile_scheduler.hpp"
+#include "plan/tile_scheduler.hpp"
 #include "lower/families.hpp"
 
 namespace attnsim::fa3 {
@@ -45,22 +45,10 @@ Fa3Schedule::Fa3Schedule(JsonReader& r) {
   knobs_.registers = read_pair_or_auto(r, "registers", "consumer", "producer", 24, 256);
   if (knobs_.registers && (knobs_.registers->first % 8 || knobs_.registers->second % 8))
     r.fail_at("registers", "setmaxnreg takes multiples of 8");
-  {
-    JsonReader nb = r.object("named_barriers");
-    JsonReader pp = nb.object("pingpong");
-    pingpong_threads_ = static_cast<int>(pp.integer("threads", 64, 1024));
-    pp.string_or("meaning", "");
-    pp.finish();
-    nb.finish();
-    if (pingpong_threads_ != 256)
-      nb.fail_at(
-          "pingpong",
-          fmt::format(
-              "threads: expected 256 = the warpgroup whose turn it is (128) + the one handing over (128), got {}",
-              pingpong_threads_));
-  }
-  const std::map<std::string, RoleDecl> role_names = {{"load", {}}, {"consumer", {}}};
-  pipelines_ = read_pipelines(r, {"pipeline_q", "pipeline_k", "pipeline_v"}, {"kv_stage"}, role_names);
+  for (const char* derived : {"pipelines", "named_barriers"})
+    if (r.optional_raw(derived))
+      r.fail_at(derived, "fa3_sm90 derives its pipelines and named barriers from the kernel's structure "
+                         "(kernels/sm90/structure.h); remove this field");
   knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt"});
   costs_ = CostModel::from_schedule(r);
 }
@@ -76,7 +64,7 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
                                                                             : std::pair{128, 80});
   k.m_block = tile.first;
   k.n_block = tile.second;
-  k.consumers = k.m_block / 64;
+  k.consumers = sm90::consumer_warpgroups(k.m_block);
   k.kv_stage = knobs_.kv_stage;
   k.pingpong = knobs_.pingpong.value_or(k.consumers == 2 && p.head_dim <= 128);
   k.overlap = knobs_.overlap;
@@ -96,15 +84,28 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // Live per consumer thread: O (64 x hdv / 128), S (64 x n / 128), P of the previous block in bf16
   // pairs while the next S is computed (overlap), bookkeeping.
   k.registers_needed = p.head_dim_v / 2 + k.n_block / 2 + (k.overlap ? k.n_block / 4 : 0) + kBookkeepingRegisters;
-  const long long eb = p.elem_bytes();
-  // Q (O is staged in Q's buffer once the last QK has read it), the K and V rings, barriers.
-  k.smem_bytes = k.m_block * p.head_dim * eb +
-                 static_cast<long long>(k.kv_stage) * k.n_block * (p.head_dim + p.head_dim_v) * eb + 1024;
+  // Q (O is staged in Q's buffer once the last QK has read it), the K and V rings, the mbarriers
+  // and the alignment slack: the kernel's layout, untraced.
+  k.smem_bytes = sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
+                                   static_cast<int>(p.elem_bytes()), false)
+                     .bytes;
+  // Who arrives on the pipelines, and how often per phase: the kernel's structure.
   RoleDecl load, consumer;
-  const int first_consumer = k.warp_specialization ? 4 : 0;
-  for (int w = 0; w < 4 * k.consumers; ++w) consumer.warps.push_back(first_consumer + w);
-  load.warps = {k.warp_specialization ? 0 : first_consumer};
+  const int first_consumer = sm90::first_consumer_warp(k.warp_specialization);
+  for (int w = 0; w < sm90::kWarpsPerWarpgroup * k.consumers; ++w) consumer.warps.push_back(first_consumer + w);
+  load.warps = {sm90::kLoadWarp};
   k.pipeline_roles = {{"load", load}, {"consumer", consumer}};
+  auto pipeline = [&](const char* name, int stages) {
+    PipelineDecl d;
+    d.stages = stages ? std::to_string(stages) : "kv_stage";
+    d.path = fmt::format("(kernels/sm90/structure.h) {}", name);
+    d.full = {true, {{"load", 1}}, sm90::kFullArrivals, d.path + "/full"};
+    d.empty = {true, {{"consumer", 1}}, sm90::empty_arrivals(k.consumers), d.path + "/empty"};
+    return d;
+  };
+  k.pipelines = {{"pipeline_q", pipeline("pipeline_q", sm90::kQStages)},
+                 {"pipeline_k", pipeline("pipeline_k", 0)},
+                 {"pipeline_v", pipeline("pipeline_v", 0)}};
   return k;
 }
 
@@ -134,7 +135,7 @@ void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
   if (k.kv_stage < 2 && !k.warp_specialization)
     throw InputError(f, "/kv_stage",
                      "without a producer warpgroup the consumers prefetch the next block: needs 2 stages", "smem");
-  const long long regs = 128LL * k.consumers * k.reg_consumer + (k.warp_specialization ? 128LL * k.reg_producer : 0);
+  const long long regs = sm90::cta_registers(k.consumers, k.reg_consumer, k.reg_producer, k.warp_specialization);
   if (regs > hw.registers_per_sm)
     throw InputError(
         f, "/registers",
@@ -149,8 +150,6 @@ void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
                                  k.overlap ? fmt::format(", P of the previous block ({})", k.n_block / 4) : "",
                                  kBookkeepingRegisters, k.registers_needed, k.reg_consumer),
                      "registers");
-  check_pipeline_counts(f, pipelines_, k.pipeline_roles, {{"kv_stage", k.kv_stage}});
-  lower(hw, p, {TileWork{0, k.m_block, 2, 0}});  // arrivals vs declarations
 }
 
 GridPlan Fa3Schedule::plan_grid(const Hardware& hw, const Problem& p) const {
@@ -166,48 +165,68 @@ CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::v
   const Resolved k = resolve(hw, p);
   CtaBuilder cta;
   std::map<std::string, Pipe> pipes =
-      make_pipes(cta, pipelines_, {{"kv_stage", k.kv_stage}}, k.pipeline_roles, 1, file_);
-  Context c{hw,
-            p,
-            k,
-            costs_,
-            tiles,
-            pipes.at("pipeline_q"),
-            pipes.at("pipeline_k"),
-            pipes.at("pipeline_v"),
-            {},
-            {},
-            pingpong_threads_};
+      make_pipes(cta, k.pipelines, {{"kv_stage", k.kv_stage}}, k.pipeline_roles, 1, file_);
+  Context c{hw, p, k, costs_, tiles, pipes.at("pipeline_q"), pipes.at("pipeline_k"), pipes.at("pipeline_v"), {}, {}};
   for (int g = 0; g < k.consumers; ++g) {
-    if (k.pingpong) c.pingpong_bar.push_back(cta.barrier(fmt::format("bar.pingpong[{}]", g), pingpong_threads_, true));
-    c.epilogue_bar.push_back(cta.barrier(fmt::format("bar.epilogue[{}]", g), 128, true));
+    if (k.pingpong)
+      c.pingpong_bar.push_back(cta.barrier(fmt::format("bar.pingpong[{}]", g), sm90::kPingpongThreads, true));
+    c.epilogue_bar.push_back(cta.barrier(fmt::format("bar.epilogue[{}]", g), sm90::kEpilogueThreads, true));
   }
-  if (k.warp_specialization) {
-    WarpBuilder w = cta.warp(0, "load");
-    emit_producer(c, w);
-    for (int i = 1; i < 4; ++i) cta.warp(i, "producer");  // setmaxnreg-ed down and idle
-  }
-  const int first = k.warp_specialization ? 4 : 0;
-  for (int g = 0; g < k.consumers; ++g)
-    for (int i = 0; i < 4; ++i) {
-      WarpBuilder w = cta.warp(first + 4 * g + i, fmt::format("consumer{}", g));
-      emit_consumer(c, w, g, i);
+  const int warps = sm90::cta_warps(k.consumers, k.warp_specialization);
+  for (int w = 0; w < warps; ++w) {
+    WarpBuilder b = cta.warp(w, sm90::warp_role_name(w, k.warp_specialization));
+    switch (sm90::warp_role(w, k.warp_specialization)) {
+      case sm90::Role::Load:
+        emit_load(c, b);
+        break;
+      case sm90::Role::Idle:  // setmaxnreg-ed down; no program
+        break;
+      case sm90::Role::Consumer:
+        emit_consumer(c, b, sm90::consumer_group(w, k.warp_specialization), w % sm90::kWarpsPerWarpgroup);
+        break;
     }
+  }
   check_arrivers_used(pipes, [](const std::string&) { return false; });
   return cta.take();
 }
 
 std::vector<std::string> Fa3Schedule::roles() const {
-  return {"load", "producer", "consumer0", "consumer1", "consumer2"};
+  return {"load", "idle", "consumer0", "consumer1", "consumer2"};
 }
 
 std::map<std::string, double> Fa3Schedule::resources(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);
-  const double warps = 4.0 * k.consumers + (k.warp_specialization ? 4 : 0);
   return {{"smem_bytes", static_cast<double>(k.smem_bytes)},
-          {"registers", 128.0 * k.consumers * k.reg_consumer + (k.warp_specialization ? 128.0 * k.reg_producer : 0)},
-          {"warps", warps},
+          {"registers",
+           static_cast<double>(sm90::cta_registers(k.consumers, k.reg_consumer, k.reg_producer, k.warp_specialization))},
+          {"warps", static_cast<double>(sm90::cta_warps(k.consumers, k.warp_specialization))},
           {"tmem_columns", 0}};
+}
+
+KernelChoice Fa3Schedule::real_kernel(const Hardware& hw, const Problem& p) const {
+  KernelChoice c;
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256) {
+    c.why_not = fmt::format("head_dim {}: the kernels are built for 64, 128 and 256", p.head_dim);
+    return c;
+  }
+  if (p.head_dim_v != p.head_dim) {
+    c.why_not = "head_dim_v != head_dim is not implemented in kernels/sm90";
+    return c;
+  }
+  if (p.dtype != "bf16") {
+    c.why_not = fmt::format("dtype {}: kernels/sm90 is bf16 only", p.dtype);
+    return c;
+  }
+  const Resolved k = resolve(hw, p);
+  if (!k.warp_specialization) {
+    c.why_not = "warp_specialization false (consumers issue the loads) is modelled but not implemented in kernels/sm90";
+    return c;
+  }
+  c.supported = true;
+  c.knobs = sm90::KernelKnobs{p.head_dim, k.m_block, k.n_block, k.kv_stage, k.pingpong, k.overlap,
+                              k.reg_consumer, k.reg_producer};
+  c.persistent = k.persistent;
+  return c;
 }
 
 std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Problem& p) const {

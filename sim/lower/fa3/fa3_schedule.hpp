@@ -3,7 +3,9 @@
 // (wgmma with the accumulators in registers, softmax in registers). Knobs: tile ("auto": per
 // head_dim as FA3), kv_stage, pingpong (named barriers order the consumer warpgroups'
 // GEMMs), intra-warpgroup overlap (softmax of block j under the PV wgmma of block j+1),
-// warp specialization (off: consumer warps issue the loads themselves), registers.
+// warp specialization (off: consumer warps issue the loads themselves), registers. The warp
+// roles, pipelines (arrival counts), named barriers and SMEM layout are the kernel's
+// (kernels/sm90/structure.h), not declared in the JSON.
 // Facts: the FA3 paper (arXiv 2407.08608) sections 3.1-3.2 and Dao-AILab/flash-attention hopper/.
 #pragma once
 #include <map>
@@ -13,7 +15,7 @@
 
 #include "lower/costs.hpp"
 #include "lower/pipeline_decl.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace attnsim::fa3 {
 
@@ -36,11 +38,12 @@ struct Resolved {
   long long smem_bytes;
   int registers_needed;  ///< live registers a consumer thread needs (accumulators + S/P + bookkeeping)
   std::map<std::string, RoleDecl> pipeline_roles;  ///< "load" and "consumer" warps, for pipeline counts
+  std::map<std::string, PipelineDecl> pipelines;   ///< pipeline_q/k/v as structure.h defines them
 };
 
-/// The fa3_sm90 family: parses the JSON, resolves "auto" knobs per head_dim, checks SMEM,
-/// registers (setmaxnreg budgets) and pipeline counts, plans the grid and lowers the producer
-/// and consumer warps. Throws InputError on bad input.
+/// The fa3_sm90 family: parses the JSON, resolves "auto" knobs per head_dim, checks SMEM and
+/// registers (setmaxnreg budgets), plans the grid and lowers the load and consumer warps.
+/// Throws InputError on bad input.
 class Fa3Schedule : public Schedule {
  public:
   explicit Fa3Schedule(JsonReader& r);
@@ -50,12 +53,11 @@ class Fa3Schedule : public Schedule {
   std::vector<std::string> knob_lines(const Hardware& hw, const Problem& problem) const override;
   std::vector<std::string> roles() const override;
   std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const override;
+  KernelChoice real_kernel(const Hardware& hw, const Problem& problem) const override;
   Resolved resolve(const Hardware& hw, const Problem& problem) const;
 
  private:
   Knobs knobs_;
-  std::map<std::string, PipelineDecl> pipelines_;
-  int pingpong_threads_ = 256;
   CostModel costs_;
 };
 
@@ -69,11 +71,12 @@ struct Context {
   Pipe &q, &k_pipe, &v_pipe;
   std::vector<int> pingpong_bar;  ///< [consumer warpgroup]: its turn to issue GEMMs (empty when off)
   std::vector<int> epilogue_bar;  ///< [consumer warpgroup]: O staged in SMEM by all 4 warps
-  int pingpong_threads = 256;
 };
 
-/// The producer warp's TMA loads (producer.cpp).
-void emit_producer(Context& c, WarpBuilder& w);
+/// The load warp's TMA loads (load.cpp).
+void emit_load(Context& c, WarpBuilder& w);
+/// One TMA load into the stage `s` of `p` once it is free (load.cpp); advances `s`.
+void load_stage(Context& c, WarpBuilder& w, Pipe& p, PipelineState& s, int name, double bytes);
 /// Warp `warp_in_group` of consumer warpgroup `group` (consumer.cpp). With warp specialization
 /// off, warp 0 of group 0 also issues the loads.
 void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group);

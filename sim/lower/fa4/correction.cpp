@@ -8,17 +8,28 @@
 
 namespace attnsim::fa4 {
 
+std::vector<PipelineState> per_stage(int q_stage, const PipelineState& start) {
+  return std::vector<PipelineState>(static_cast<size_t>(q_stage), start);
+}
+
+void emit_final_o(Context& c, WarpBuilder& w, const std::string& role, int s, PipelineState& acc, PipelineState& epi) {
+  const PipelineIds o_acc = c.o_acc.ids.stage(s), o_epi = c.o_epi.ids.stage(s);
+  w.consumer_wait(o_acc, acc);
+  w.producer_acquire(o_epi, epi);
+  w.compute(ATTNSIM_OP_FINAL_O, c.costs.work("final_o", c.k.head_dim_v), c.costs.latency("final_o"));
+  w.producer_commit(o_epi, epi, c.o_epi.arrive_count(role, true, false));
+  w.consumer_release(o_acc, acc, c.o_acc.arrive_count(role, false, false));
+}
+
 void emit_correction(Context& c, WarpBuilder& w, int warp_in_group) {
   const Resolved& k = c.k;
   const std::string role = "correction";
   const int release_p = c.s_p_o.arrive_count(role, false, false);
   const int release_stats = c.sm_stats.arrive_count(role, false, false);
-  const int epi_full = c.o_epi.arrive_count(role, true, false);
-  const int acc_release = c.o_acc.arrive_count(role, false, false);
   const Work vote = c.costs.work("correction_vote", 0);
   const Work rescale = c.costs.work("rescale_o", k.head_dim_v);
-  const Work final_o = c.costs.work("final_o", k.head_dim_v);
-  std::vector<PhaseCounter> o_acc_full(k.q_stage), o_epi_empty(k.q_stage);
+  std::vector<PipelineState> acc = per_stage(k.q_stage, PipelineState::consumer_start(1));
+  std::vector<PipelineState> epi = per_stage(k.q_stage, PipelineState::producer_start(1));
 
   for (size_t t = 0; t < c.tiles.size(); ++t) {
     const int tile = static_cast<int>(t), n = c.tiles[t].n_blocks;
@@ -42,11 +53,7 @@ void emit_correction(Context& c, WarpBuilder& w, int warp_in_group) {
       w.tags(s, -1, tile);
       w.bar_sync(c.stats_bar[s][warp_in_group], 32);  // final row_sum
       w.arrive(c.sm_stats.ids.empty[s], release_stats);
-      w.wait(c.o_acc.ids.full[s], o_acc_full[s].consumer());
-      w.wait(c.o_epi.ids.empty[s], o_epi_empty[s].producer());
-      w.compute(ATTNSIM_OP_FINAL_O, final_o, c.costs.latency("final_o"));
-      w.arrive(c.o_epi.ids.full[s], epi_full);
-      w.arrive(c.o_acc.ids.empty[s], acc_release);
+      emit_final_o(c, w, role, s, acc[s], epi[s]);
     }
   }
 }

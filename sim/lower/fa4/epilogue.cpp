@@ -8,7 +8,7 @@ void emit_epilogue(Context& c, WarpBuilder& w) {
   const double o_bytes = c.k.m_block * c.k.head_dim_v * c.problem.elem_bytes();
   const Work issue = alu_instructions(c.hw.tma_issue_instrs);
   const int release = c.o_epi.arrive_count("epilogue", false, false);
-  PipeState st;
+  PipelineState st = c.o_epi.ids.consumer_start();
   for (size_t t = 0; t < c.tiles.size(); ++t) {
     for (int s = 0; s < c.k.q_stage; ++s) {
       w.tags(s, -1, static_cast<int>(t));

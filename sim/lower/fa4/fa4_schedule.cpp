@@ -10,7 +10,7 @@
 #include <set>
 
 #include "core/tmem_allocator.hpp"
-#include "driver/tile_scheduler.hpp"
+#include "plan/tile_scheduler.hpp"
 #include "lower/families.hpp"
 
 namespace attnsim::fa4 {

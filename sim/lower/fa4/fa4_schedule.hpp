@@ -13,7 +13,7 @@
 #include "lower/costs.hpp"
 #include "lower/pipeline_decl.hpp"
 #include "lower/rescale_model.hpp"
-#include "model/schedule.hpp"
+#include "lower/schedule.hpp"
 
 namespace attnsim::fa4 {
 
@@ -111,12 +111,14 @@ void emit_correction(Context& c, WarpBuilder& w, int warp_in_group);
 /// TMA store of finished O stages (epilogue.cpp).
 void emit_epilogue(Context& c, WarpBuilder& w);
 
-/// Wait-for-the-n-th-completion counters of one barrier (consumer style: first wait needs
-/// completion 0) and producer style (first wait passes at once).
-struct PhaseCounter {
-  int n = 0;
-  int consumer() { return (n++) & 1; }
-  int producer() { return ((n++) & 1) ^ 1; }
-};
+/// One PipelineState per Q stage, for roles that use stage s of a q_stage-deep pipeline only
+/// (through PipelineIds::stage(s)): each advances one phase per pass over its stage.
+std::vector<PipelineState> per_stage(int q_stage, const PipelineState& start);
+
+/// Final O of Q stage `s` by a warp of `role` (correction.cpp; the softmax warps when there is no
+/// correction warpgroup): wait for the last PV (pipeline_o_acc), acquire an SMEM O stage
+/// (pipeline_o_epi), scale by 1/row_sum, convert and store it, hand it to the epilogue, release
+/// the accumulator. `acc` and `epi` are the warp's states in stage s of those pipelines.
+void emit_final_o(Context& c, WarpBuilder& w, const std::string& role, int s, PipelineState& acc, PipelineState& epi);
 
 }  // namespace attnsim::fa4

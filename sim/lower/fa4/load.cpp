@@ -12,13 +12,13 @@ void emit_load(Context& c, WarpBuilder& w) {
   const double k_bytes = (c.k.n_block / c.k.cta_group) * c.k.head_dim * eb;
   const double v_bytes = (c.k.n_block / c.k.cta_group) * c.k.head_dim_v * eb;
   const Work issue = alu_instructions(c.hw.tma_issue_instrs);
-  PipeState q, kv;
+  PipelineState q = c.q.ids.producer_start(), kv = c.kv.ids.producer_start();
   auto load_kv = [&](int name, double bytes, int block, int tile) {
     w.tags(-1, block, tile);
     w.producer_acquire(c.kv.ids, kv);
     w.compute(name, issue);
     w.tma_load(name, c.kv.ids.full[kv.index], bytes);
-    kv.advance(c.kv.ids.stages);
+    kv.advance();
   };
   for (size_t t = 0; t < c.tiles.size(); ++t) {
     const int tile = static_cast<int>(t), n = c.tiles[t].n_blocks;
@@ -30,7 +30,7 @@ void emit_load(Context& c, WarpBuilder& w) {
       w.producer_acquire(c.q.ids, q);
       w.compute(ATTNSIM_OP_LOAD_Q, issue);
       w.tma_load(ATTNSIM_OP_LOAD_Q, c.q.ids.full[q.index], q_bytes);
-      q.advance(c.q.ids.stages);
+      q.advance();
     }
     load_kv(ATTNSIM_OP_LOAD_V, v_bytes, n - 1, tile);
     for (int j = n - 2; j >= 0; --j) {

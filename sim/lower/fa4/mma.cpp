@@ -29,8 +29,16 @@ void emit_mma(Context& c, WarpBuilder& w) {
   const bool split = k.split_columns < k.n_block;
   if (split) c.p_lastsplit.arrive_count("mma", false, true);
 
-  PipeState q_wait, kv_wait, kv_release, q_release;
-  std::vector<PhaseCounter> spo_empty(k.q_stage), lastsplit(k.q_stage), o_acc_empty(k.q_stage);
+  // K/V and Q: waited for at one point, released (tcgen05.commit) at another, so two states each.
+  PipelineState q_wait = c.q.ids.consumer_start(), q_release = c.q.ids.consumer_start();
+  PipelineState kv_wait = c.kv.ids.consumer_start(), kv_release = c.kv.ids.consumer_start();
+  // Per Q stage s: the MMA produces S into stage s of pipeline_s_p_o and, before each PV,
+  // acquires the stage back (P stored, O rescaled: the softmax and correction warps' release).
+  // The first S needs no acquire, as the stage starts free: the acquire state starts one pass in.
+  std::vector<PipelineState> spo = per_stage(k.q_stage, PipelineState::producer_start(1));
+  for (PipelineState& st : spo) st.advance();
+  std::vector<PipelineState> lastsplit = per_stage(k.q_stage, PipelineState::consumer_start(1));
+  std::vector<PipelineState> o_acc = per_stage(k.q_stage, PipelineState::producer_start(1));
 
   auto qk = [&](int s, int block, int tile) {
     w.tags(s, block, tile);
@@ -40,20 +48,22 @@ void emit_mma(Context& c, WarpBuilder& w) {
   };
   auto pv = [&](int s, int block, int tile) {
     w.tags(s, block, tile);
-    w.wait(c.s_p_o.ids.empty[s], spo_empty[s].consumer());  // P (first split) stored, O rescaled
+    w.producer_acquire(c.s_p_o.ids.stage(s), spo[s]);  // P (first split) stored, O rescaled
+    spo[s].advance();
     const double first = static_cast<double>(k.split_columns) / k.n_block;
     w.compute(ATTNSIM_OP_MMA_PV, issue(k.split_columns / 16));
     w.mma(ATTNSIM_OP_MMA_PV, pv_flops * first, pv_smem * first);
     if (split) {
-      w.wait(c.p_lastsplit.ids.full[s], lastsplit[s].consumer());  // last columns of P stored
+      w.consumer_wait(c.p_lastsplit.ids.stage(s), lastsplit[s]);  // last columns of P stored
       w.compute(ATTNSIM_OP_MMA_PV, issue((k.n_block - k.split_columns) / 16));
       w.mma(ATTNSIM_OP_MMA_PV, pv_flops * (1 - first), pv_smem * (1 - first));
-      w.commit(c.p_lastsplit.ids.empty[s], commit);
+      w.commit(c.p_lastsplit.ids.empty[s], commit);  // tcgen05.commit: the release lands when the PV is done
+      lastsplit[s].advance();
     }
   };
   auto release_kv = [&]() {
     w.commit(c.kv.ids.empty[kv_release.index], commit);
-    kv_release.advance(c.kv.ids.stages);
+    kv_release.advance();
   };
 
   for (size_t t = 0; t < c.tiles.size(); ++t) {
@@ -61,24 +71,24 @@ void emit_mma(Context& c, WarpBuilder& w) {
     for (int s = 0; s < k.q_stage; ++s) {
       w.tags(s, -1, tile);
       w.consumer_wait(c.q.ids, q_wait);
-      q_wait.advance(c.q.ids.stages);
+      q_wait.advance();
     }
     w.tags(-1, n - 1, tile);
     w.consumer_wait(c.kv.ids, kv_wait);  // K(n-1)
-    kv_wait.advance(c.kv.ids.stages);
+    kv_wait.advance();
     for (int s = 0; s < k.q_stage; ++s) qk(s, n - 1, tile);
     release_kv();  // K(n-1)
     for (int j = n - 2; j >= 0; --j) {
       w.tags(-1, j + 1, tile);
       w.consumer_wait(c.kv.ids, kv_wait);  // V(j+1)
-      kv_wait.advance(c.kv.ids.stages);
+      kv_wait.advance();
       for (int s = 0; s < k.q_stage; ++s) {
         pv(s, j + 1, tile);
         if (s == k.q_stage - 1) release_kv();  // V(j+1) after the last PV
         if (s == 0) {
           w.tags(-1, j, tile);
           w.consumer_wait(c.kv.ids, kv_wait);  // K(j)
-          kv_wait.advance(c.kv.ids.stages);
+          kv_wait.advance();
         }
         qk(s, j, tile);
       }
@@ -86,15 +96,16 @@ void emit_mma(Context& c, WarpBuilder& w) {
     }
     for (int s = 0; s < k.q_stage; ++s) {  // Q is free once the last QK has read it
       w.commit(c.q.ids.empty[q_release.index], commit);
-      q_release.advance(c.q.ids.stages);
+      q_release.advance();
     }
     w.tags(-1, 0, tile);
     w.consumer_wait(c.kv.ids, kv_wait);  // V(0)
-    kv_wait.advance(c.kv.ids.stages);
+    kv_wait.advance();
     for (int s = 0; s < k.q_stage; ++s) {
       pv(s, 0, tile);
-      w.wait(c.o_acc.ids.empty[s], o_acc_empty[s].producer());
+      w.producer_acquire(c.o_acc.ids.stage(s), o_acc[s]);
       w.commit(c.o_acc.ids.full[s], commit);  // final O accumulated
+      o_acc[s].advance();
     }
     release_kv();  // V(0)
   }

@@ -12,18 +12,6 @@
 
 namespace attnsim::fa4 {
 
-namespace {
-/// Final O of one stage: wait the last PV, take an SMEM O stage, scale, store, hand to the epilogue.
-void emit_final_o(Context& c, WarpBuilder& w, const std::string& role, int s, PhaseCounter& o_acc_full,
-                  PhaseCounter& o_epi_empty) {
-  w.wait(c.o_acc.ids.full[s], o_acc_full.consumer());
-  w.wait(c.o_epi.ids.empty[s], o_epi_empty.producer());
-  w.compute(ATTNSIM_OP_FINAL_O, c.costs.work("final_o", c.k.head_dim_v), c.costs.latency("final_o"));
-  w.arrive(c.o_epi.ids.full[s], c.o_epi.arrive_count(role, true, false));
-  w.arrive(c.o_acc.ids.empty[s], c.o_acc.arrive_count(role, false, false));
-}
-}  // namespace
-
 void emit_softmax(Context& c, WarpBuilder& w, int stage, int warp_in_group) {
   const Resolved& k = c.k;
   const std::string role = c.softmax_role(stage);
@@ -33,7 +21,11 @@ void emit_softmax(Context& c, WarpBuilder& w, int stage, int warp_in_group) {
   const int release_last = split ? c.p_lastsplit.arrive_count(role, true, false) : 0;
   const int frags = k.n_block / 32;
   const int split_frag = k.split_columns / 32;  // fragments stored before the first release
-  PhaseCounter s_full, sm_stats, o_acc_full, o_epi_empty;
+  // This warpgroup uses stage `stage` of each q_stage-deep pipeline only.
+  const PipelineIds spo = c.s_p_o.ids.stage(stage), stats = c.sm_stats.ids.stage(stage);
+  PipelineState s_full = PipelineState::consumer_start(1);  // S in, P out (pipeline_s_p_o)
+  PipelineState stats_free = PipelineState::producer_start(1);  // sScale slot (pipeline_sm_stats)
+  PipelineState acc = PipelineState::consumer_start(1), epi = PipelineState::producer_start(1);
   const bool ordered = !c.order_bar.empty();
   const int other = 1 - stage;
   if (ordered && stage == 1) w.bar_arrive(c.order_bar[0], 32);  // stage 0 runs its exp first
@@ -58,13 +50,14 @@ void emit_softmax(Context& c, WarpBuilder& w, int stage, int warp_in_group) {
     for (int i = 0; i < n; ++i) {
       const int block = n - 1 - i;
       w.tags(stage, block, static_cast<int>(t));
-      w.wait(c.s_p_o.ids.full[stage], s_full.consumer());
+      w.consumer_wait(spo, s_full);
       Work mw = max_work;
       if (block >= n - tile.masked_blocks) mw += mask_work;  // the last blocks cross the diagonal / tail
       w.compute(ATTNSIM_OP_SOFTMAX_MAX, mw, c.costs.latency("softmax_max"));
       const bool rescale = c.rescale_at(warp_in_group, i);
       if (corr) {  // sScale is reused: write it once the correction warp has read the previous stats
-        w.wait(c.sm_stats.ids.empty[stage], sm_stats.producer());
+        w.producer_acquire(stats, stats_free);
+        stats_free.advance();  // the stats are handed over on a named barrier, not this pipeline
         w.bar_arrive(c.stats_bar[stage][warp_in_group], 32);
       } else if (rescale)
         w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, c.costs.latency("rescale_o"));
@@ -72,22 +65,23 @@ void emit_softmax(Context& c, WarpBuilder& w, int stage, int warp_in_group) {
       for (int f = 0; f < frags; ++f) {
         w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_work[f]);
         if (split && f + 1 == split_frag)
-          w.arrive(c.s_p_o.ids.empty[stage], release_p);  // tcgen05.wait::st, then release
+          w.consumer_release(spo, s_full, release_p);  // tcgen05.wait::st, then release
       }
       if (split)
         w.arrive(c.p_lastsplit.ids.full[stage], release_last);
       else
-        w.arrive(c.s_p_o.ids.empty[stage], release_p);
+        w.consumer_release(spo, s_full, release_p);
       if (ordered) w.bar_arrive(c.order_bar[other], 32);
       w.compute(ATTNSIM_OP_SOFTMAX_SUM, sum_work);
     }
     w.tags(stage, -1, static_cast<int>(t));
     if (corr) {
-      w.wait(c.sm_stats.ids.empty[stage], sm_stats.producer());
+      w.producer_acquire(stats, stats_free);
+      stats_free.advance();
       w.compute(ATTNSIM_OP_SOFTMAX_SUM, c.costs.work("softmax_stats", 0));
       w.bar_arrive(c.stats_bar[stage][warp_in_group], 32);  // final row_sum / row_max
     } else {
-      emit_final_o(c, w, role, stage, o_acc_full, o_epi_empty);
+      emit_final_o(c, w, role, stage, acc, epi);
     }
   }
 }

@@ -1,4 +1,4 @@
-#include "driver/tile_scheduler.hpp"
+#include "plan/tile_scheduler.hpp"
 
 #include <algorithm>
 #include <set>

@@ -1,8 +1,9 @@
-// Producer role: lane 0 of warp 0 of the producer warpgroup issues the TMA loads of Q (once per
-// tile) and of K_j, V_j for j = n-1 .. 0 into the kv_stage-deep rings, each after the consumer
-// warps freed the stage. Mirrors sim/lower/fa3/producer.cpp.
+// Load role: lane 0 of the load warp (warp 0 of the producer warpgroup) issues the TMA loads of Q
+// (once per tile) and of K_j, V_j for j = n-1 .. 0 into the kv_stage-deep rings, each after the
+// consumer warps freed the stage. Mirrors sim/lower/fa3/load.cpp.
 #pragma once
 
+#include "common/pipeline_state.h"
 #include "device.cuh"
 #include "kernel_traits.cuh"
 #include "smem.cuh"
@@ -10,15 +11,16 @@
 namespace attnsim::sm90 {
 
 template <class T>
-__device__ __forceinline__ void producer_warp(const Params& p, const Smem<T>& s, TraceRecorder<T::kTrace>& tr) {
-  uint32_t q_phase = 0, kv_phase = 0;
-  int stage = 0, local = 0;
+__device__ __forceinline__ void load_warp(const Params& p, const Smem<T>& s, TraceRecorder<T::kTrace>& tr) {
+  // Write positions: every stage starts free, so the first pass through each ring does not wait.
+  PipelineState q_write = PipelineState::producer_start(kQStages), kv_write = PipelineState::producer_start(T::kKvStage);
+  int local = 0;
   for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
     const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
     const int kv_head = c.head / p.group;
     tr.tile(p, s.trace, c.n_blocks);
     // Q's buffer is free once every consumer warp has finished the previous tile's epilogue.
-    tr.wait(s.q_empty, q_phase ^ 1, ATTNSIM_WAIT_Q_EMPTY, 0, -1, local);
+    tr.wait(&s.q_empty[q_write.index], q_write.phase, ATTNSIM_WAIT_Q_EMPTY, 0, -1, local);
     tr.start();
     cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                          s.q_full, T::kQBytes);
@@ -26,11 +28,12 @@ __device__ __forceinline__ void producer_warp(const Params& p, const Smem<T>& s,
     for (int ch = 0; ch < T::kChunks; ++ch)
       tma_load(&p.tm_q, s.q + ch * T::kMBlock * 128, ch * 64, c.m * T::kMBlock, c.head, c.batch, s.q_full);
     tr.finish(ATTNSIM_OP_LOAD_Q, -1, local);
-    q_phase ^= 1;
-    // One K or V tile of block j into ring stage `stage`, after the consumers freed it.
+    q_write.advance();
+    // One K or V tile of block j into ring stage kv_write.index, after the consumers freed it.
     auto load_tile = [&](const CUtensorMap* tmap, uint8_t* dst, uint64_t* full, uint64_t* empty, int wait_on, int op,
                          int j) {
-      tr.wait(&empty[stage], kv_phase ^ 1, wait_on, stage, j, local);
+      const int stage = kv_write.index;
+      tr.wait(&empty[stage], kv_write.phase, wait_on, stage, j, local);
       tr.start();
       cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                            &full[stage], T::kKBytes);
@@ -40,12 +43,9 @@ __device__ __forceinline__ void producer_warp(const Params& p, const Smem<T>& s,
       tr.finish(op, j, local);
     };
     for (int j = c.n_blocks - 1; j >= 0; --j) {
-      load_tile(&p.tm_k, s.k(stage), s.k_full, s.k_empty, ATTNSIM_WAIT_K_EMPTY, ATTNSIM_OP_LOAD_K, j);
-      load_tile(&p.tm_v, s.v(stage), s.v_full, s.v_empty, ATTNSIM_WAIT_V_EMPTY, ATTNSIM_OP_LOAD_V, j);
-      if (++stage == T::kKvStage) {
-        stage = 0;
-        kv_phase ^= 1;
-      }
+      load_tile(&p.tm_k, s.k(kv_write.index), s.k_full, s.k_empty, ATTNSIM_WAIT_K_EMPTY, ATTNSIM_OP_LOAD_K, j);
+      load_tile(&p.tm_v, s.v(kv_write.index), s.v_full, s.v_empty, ATTNSIM_WAIT_V_EMPTY, ATTNSIM_OP_LOAD_V, j);
+      kv_write.advance();  // K and V rings advance together
     }
   }
 }

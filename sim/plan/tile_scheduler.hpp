@@ -5,7 +5,7 @@
 #pragma once
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
-#include "model/schedule.hpp"
+#include "plan/grid_plan.hpp"
 
 namespace attnsim {
 

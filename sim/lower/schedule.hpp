@@ -15,33 +15,18 @@
 #include "core/program.hpp"
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
+#include "plan/grid_plan.hpp"
+#include "sm90/structure.h"
 
 namespace attnsim {
 
-/// One work tile of a CTA: a block of query rows of one (batch, head) and its KV range.
-struct TileWork {
-  int m_block = 0;        ///< index of the CTA tile along seqlen_q
-  int rows = 0;           ///< valid query rows per Q stage (tails are masked)
-  int n_blocks = 0;       ///< KV blocks processed
-  int masked_blocks = 0;  ///< of those, blocks that need causal / seqlen masking
-  bool operator==(const TileWork&) const = default;
-};
-
-/// How CTAs cover the problem.
-struct GridPlan {
-  /// Single: one CTA. StaticPersistent: CTAs loop over tiles. LptSingleTile: one CTA per tile,
-  /// longest first. PerHead: one CTA per (batch, head) walking its Q tiles (FA2 style).
-  enum class Mode { Single, StaticPersistent, LptSingleTile, PerHead } mode = Mode::Single;
-  int cta_group = 1;      ///< CTAs per cluster (2 for 2-CTA MMA)
-  int resident_ctas = 1;  ///< CTAs running at once on the whole GPU
-  int ctas_per_sm = 1;    ///< CTAs sharing one SM at once (simulated together, alike)
-  /// CTAs of the first wave per distinct (batch, KV head): how many CTAs stream each K/V tile at
-  /// about the same time, which sets how much of their TMA traffic L2 serves (engine).
-  double kv_sharing = 1;
-  /// StaticPersistent: the tile list of each resident CTA (cluster leader), in order.
-  /// LptSingleTile: every tile, in launch order (longest first). PerHead: each CTA's tile walk,
-  /// in launch order. Single: one entry.
-  std::vector<std::vector<TileWork>> cta_tiles;
+/// The real kernel (kernels/) a schedule runs as on a GPU, for one problem: its compile-time
+/// knobs, or why there is none.
+struct KernelChoice {
+  bool supported = false;
+  std::string why_not;      ///< when !supported: what the kernels do not implement
+  sm90::KernelKnobs knobs;  ///< kernels/sm90 template parameters (the only real kernel family so far)
+  bool persistent = false;  ///< static persistent grid (the schedule's tile_scheduler)
 };
 
 /// A parsed schedule bound to its family implementation.
@@ -71,6 +56,9 @@ class Schedule {
   /// Resources one CTA uses for `problem` (for sweep constraints and Pareto fronts):
   /// "smem_bytes", "tmem_columns", "registers" (32-bit, whole CTA), "warps". Empty when unknown.
   virtual std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const { return {}; }
+  /// The real kernel this schedule resolves to for `problem` on `hw` (the knobs resolved exactly
+  /// as for the prediction). Families without a kernel say so in why_not.
+  virtual KernelChoice real_kernel(const Hardware& hw, const Problem& problem) const;
 
  protected:
   /// Reads the fields every family has: name, family, arch, description, source.

@@ -1,0 +1,156 @@
+// The SM90 attention kernel's structure, written once. The simulator's fa3_sm90 family
+// (sim/lower/fa3: resource checks, pipelines, lowering), the measured-timeline mapping
+// (sim/measure) and the kernel itself (kernels/sm90: static_asserts, SMEM carve-up, mbarrier
+// and named-barrier setup) all read it, so a predicted and a measured run agree on which warp
+// does what, what fits in SMEM and how many arrivals complete each barrier phase.
+// Plain C++ (constexpr), callable from device code when compiled by nvcc.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "common/tile_order.h"  // ATTNSIM_HD
+
+namespace attnsim::sm90 {
+
+/// The knobs a kernel is compiled with (template parameters of Traits in kernel_traits.cuh).
+/// A schedule JSON resolves to one of these per head_dim (Fa3Schedule::real_kernel).
+struct KernelKnobs {
+  int head_dim = 128;
+  int m_block = 128;  ///< 64 query rows per consumer warpgroup
+  int n_block = 128;  ///< keys per KV block
+  int kv_stage = 2;   ///< K and V ring depth
+  bool pingpong = true;
+  bool overlap = true;  ///< intra-warpgroup overlap of softmax and the PV wgmma
+  int reg_consumer = 240, reg_producer = 24;  ///< setmaxnreg budgets
+
+  bool operator==(const KernelKnobs&) const = default;
+  /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24".
+  std::string describe() const {
+    char b[160];
+    std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d", head_dim, m_block, n_block, kv_stage,
+                  pingpong ? " pingpong" : "", overlap ? " overlap" : "", reg_consumer, reg_producer);
+    return b;
+  }
+};
+
+// ---- Warp roles -------------------------------------------------------------------------------
+// Warpgroup 0 is the producer: its warp 0 issues the TMA loads ("load"); warps 1-3 give their
+// registers back with setmaxnreg and idle ("idle"). Warpgroups 1..consumers are the consumers
+// (wgmma + softmax on 64 query rows each). Without warp specialization (modelled only, no kernel)
+// there is no producer warpgroup and warp 0 of consumer warpgroup 0 also issues the loads.
+
+/// What a warp of the SM90 kernel does.
+enum class Role : uint8_t { Load, Idle, Consumer };
+
+inline constexpr int kWarpsPerWarpgroup = 4;
+inline constexpr int kThreadsPerWarpgroup = 128;
+inline constexpr int kRowsPerConsumer = 64;  ///< wgmma M: query rows per consumer warpgroup
+
+/// Consumer warpgroups of a tile of `m_block` query rows.
+ATTNSIM_HD constexpr int consumer_warpgroups(int m_block) { return m_block / kRowsPerConsumer; }
+/// First consumer warp: after the producer warpgroup, or 0 without warp specialization.
+ATTNSIM_HD constexpr int first_consumer_warp(bool warp_specialization = true) {
+  return warp_specialization ? kWarpsPerWarpgroup : 0;
+}
+/// Warps per CTA.
+ATTNSIM_HD constexpr int cta_warps(int consumers, bool warp_specialization = true) {
+  return kWarpsPerWarpgroup * consumers + first_consumer_warp(warp_specialization);
+}
+/// The role of warp `warp`. Without warp specialization every warp is a consumer (warp 0 also loads).
+ATTNSIM_HD constexpr Role warp_role(int warp, bool warp_specialization = true) {
+  return !warp_specialization ? Role::Consumer
+         : warp == 0          ? Role::Load
+         : warp < first_consumer_warp(true) ? Role::Idle
+                                            : Role::Consumer;
+}
+/// The warp that issues the TMA loads (warp 0 of the producer, or of consumer warpgroup 0).
+inline constexpr int kLoadWarp = 0;
+/// Consumer warpgroup (0-based) of consumer warp `warp`.
+ATTNSIM_HD constexpr int consumer_group(int warp, bool warp_specialization = true) {
+  return (warp - first_consumer_warp(warp_specialization)) / kWarpsPerWarpgroup;
+}
+/// The role's name as timelines, traces and reports print it: "load", "idle", "consumer<g>".
+inline std::string warp_role_name(int warp, bool warp_specialization = true) {
+  switch (warp_role(warp, warp_specialization)) {
+    case Role::Load:
+      return "load";
+    case Role::Idle:
+      return "idle";
+    case Role::Consumer:
+      break;
+  }
+  return "consumer" + std::to_string(consumer_group(warp, warp_specialization));
+}
+
+// ---- Pipelines (mbarrier rings) ---------------------------------------------------------------
+// pipeline_q (1 stage), pipeline_k and pipeline_v (kv_stage stages each). The full side of each
+// completes with one arrival (the load warp's mbarrier.arrive.expect_tx) plus the TMA's
+// transaction bytes; the empty side with one arrival per consumer warp (lane 0, once the wgmma
+// that read the stage has retired; for Q, once the warp's epilogue has stored O from Q's buffer).
+
+/// Arrivals per phase on a full barrier.
+inline constexpr int kFullArrivals = 1;
+/// Arrivals per phase on an empty barrier: every consumer warp.
+ATTNSIM_HD constexpr int empty_arrivals(int consumers) { return kWarpsPerWarpgroup * consumers; }
+/// Stages of pipeline_q.
+inline constexpr int kQStages = 1;
+/// mbarriers in SMEM, in this order: q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S].
+ATTNSIM_HD constexpr int mbarrier_count(int kv_stage) { return 2 * kQStages + 4 * kv_stage; }
+
+// ---- Named barriers ---------------------------------------------------------------------------
+// Id 0 is __syncthreads. Pingpong: consumer warpgroup g waits on 1 + g for its turn to issue its
+// GEMMs (its own 128 threads + the 128 of the warpgroup handing over); epilogue: the 4 warps of
+// warpgroup g meet on 3 + g once O is staged in SMEM.
+inline constexpr int kBarPingpong = 1, kBarEpilogue = 3;
+inline constexpr int kPingpongThreads = 2 * kThreadsPerWarpgroup;
+inline constexpr int kEpilogueThreads = kThreadsPerWarpgroup;
+
+// ---- Shared memory ----------------------------------------------------------------------------
+
+/// Bytes of one warp's trace slot (traced kernels: its trace buffer's bounds, TraceRecorder::Slot).
+inline constexpr int kTraceSlotBytes = 16;
+/// Slack requested on top of the layout so that the base can be aligned up to 1024 B, as the
+/// 128B-swizzle atoms that TMA writes require.
+inline constexpr int kSmemAlignSlack = 1024;
+
+/// Byte offsets of the SMEM regions from the 1024-B aligned base, and the dynamic SMEM a CTA
+/// requests (the layout + kSmemAlignSlack).
+struct SmemLayout {
+  int q = 0;         ///< Q tile [m_block][head_dim]; reused to stage O for the TMA store
+  int k = 0;         ///< K ring [kv_stage][n_block][head_dim]
+  int v = 0;         ///< V ring [kv_stage][n_block][head_dim_v]
+  int barriers = 0;  ///< mbarrier_count(kv_stage) x 8 B
+  int trace = 0;     ///< traced kernels: kTraceSlotBytes per warp
+  int bytes = 0;     ///< dynamic SMEM per CTA
+  int q_bytes = 0, k_bytes = 0, v_bytes = 0;  ///< one Q tile, one K stage, one V stage
+};
+
+/// The SMEM layout of a CTA: `elem_bytes` per element of Q, K, V; `trace`: traced kernel.
+ATTNSIM_HD constexpr SmemLayout smem_layout(int m_block, int n_block, int head_dim, int head_dim_v, int kv_stage,
+                                            int elem_bytes, bool trace) {
+  SmemLayout l{};
+  l.q_bytes = m_block * head_dim * elem_bytes;
+  l.k_bytes = n_block * head_dim * elem_bytes;
+  l.v_bytes = n_block * head_dim_v * elem_bytes;
+  l.q = 0;
+  l.k = l.q + l.q_bytes;
+  l.v = l.k + kv_stage * l.k_bytes;
+  l.barriers = l.v + kv_stage * l.v_bytes;
+  l.trace = l.barriers + mbarrier_count(kv_stage) * 8;
+  const int consumers = consumer_warpgroups(m_block);
+  l.bytes = l.trace + (trace ? kTraceSlotBytes * cta_warps(consumers) : 0) + kSmemAlignSlack;
+  return l;
+}
+
+// ---- Registers --------------------------------------------------------------------------------
+
+/// 32-bit registers a CTA holds after setmaxnreg: 128 threads per warpgroup at its budget.
+ATTNSIM_HD constexpr long long cta_registers(int consumers, int reg_consumer, int reg_producer,
+                                             bool warp_specialization = true) {
+  return static_cast<long long>(kThreadsPerWarpgroup) *
+         (static_cast<long long>(consumers) * reg_consumer + (warp_specialization ? reg_producer : 0));
+}
+
+}  // namespace attnsim::sm90

@@ -1,0 +1,35 @@
+// What a tile scheduler decides: the work tiles of a problem and how CTAs cover them. Produced by
+// each schedule family's plan_grid (through plan/tile_scheduler), consumed by the lowering (one
+// CTA's tiles) and by the driver (which CTAs to simulate).
+#pragma once
+#include <vector>
+
+namespace attnsim {
+
+/// One work tile of a CTA: a block of query rows of one (batch, head) and its KV range.
+struct TileWork {
+  int m_block = 0;        ///< index of the CTA tile along seqlen_q
+  int rows = 0;           ///< valid query rows per Q stage (tails are masked)
+  int n_blocks = 0;       ///< KV blocks processed
+  int masked_blocks = 0;  ///< of those, blocks that need causal / seqlen masking
+  bool operator==(const TileWork&) const = default;
+};
+
+/// How CTAs cover the problem.
+struct GridPlan {
+  /// Single: one CTA. StaticPersistent: CTAs loop over tiles. LptSingleTile: one CTA per tile,
+  /// longest first. PerHead: one CTA per (batch, head) walking its Q tiles (FA2 style).
+  enum class Mode { Single, StaticPersistent, LptSingleTile, PerHead } mode = Mode::Single;
+  int cta_group = 1;      ///< CTAs per cluster (2 for 2-CTA MMA)
+  int resident_ctas = 1;  ///< CTAs running at once on the whole GPU
+  int ctas_per_sm = 1;    ///< CTAs sharing one SM at once (simulated together, alike)
+  /// CTAs of the first wave per distinct (batch, KV head): how many CTAs stream each K/V tile at
+  /// about the same time, which sets how much of their TMA traffic L2 serves (engine).
+  double kv_sharing = 1;
+  /// StaticPersistent: the tile list of each resident CTA (cluster leader), in order.
+  /// LptSingleTile: every tile, in launch order (longest first). PerHead: each CTA's tile walk,
+  /// in launch order. Single: one entry.
+  std::vector<std::vector<TileWork>> cta_tiles;
+};
+
+}  // namespace attnsim
