@@ -41,8 +41,8 @@ attnsim_cli_test(smem_overflow 2 "/kv_stage: SMEM overflow"
   ARGS simulate ${FA4} --hw b200 --set /kv_stage=7)
 attnsim_cli_test(register_overflow 2 "/registers: register overflow"
   ARGS simulate ${FA4} --hw b200 --set "/registers={\"softmax\":192,\"correction\":192,\"other\":72}")
-attnsim_cli_test(pipeline_count 2 "/pipelines/pipeline_p_lastsplit/full/count: pipeline counts do not match"
-  ARGS simulate ${FA4} --hw b200 --set /pipelines/pipeline_p_lastsplit/full/count=8)
+attnsim_cli_test(pipelines_derived 2 "/pipelines: fa4_sm100 derives its pipelines"
+  ARGS simulate ${FA4} --hw b200 --set "/pipelines={}")
 attnsim_cli_test(sm90_refused 2 "/arch: this schedule needs SM100"
   ARGS simulate ${FA4} --hw h100_sxm)
 attnsim_cli_test(unknown_hw 2 "no such hardware config"

@@ -6,56 +6,6 @@
 
 namespace attnsim {
 
-namespace {
-SideDecl read_side(JsonReader& p, const std::string& key) {
-  SideDecl s;
-  auto r = p.optional_object(key);
-  if (!r) return s;
-  s.present = true;
-  s.path = r->path();
-  JsonReader a = r->object("arrivers");
-  for (const auto& role : a.keys()) s.arrivers[role] = static_cast<int>(a.integer(role, 1, 1024));
-  a.finish();
-  const auto& c = r->raw("count");
-  if (!(c.is_string() && c.get<std::string>() == "auto")) s.count = static_cast<int>(r->integer("count", 1, 1 << 16));
-  r->string_or("meaning", "");
-  r->boolean_or("tx", false);
-  r->finish();
-  return s;
-}
-}  // namespace
-
-std::map<std::string, PipelineDecl> read_pipelines(JsonReader& r, const std::vector<std::string>& names,
-                                                   const std::vector<std::string>& stage_knobs,
-                                                   const std::map<std::string, RoleDecl>& roles) {
-  std::map<std::string, PipelineDecl> out;
-  JsonReader p = r.object("pipelines");
-  for (const auto& n : p.keys())
-    if (std::find(names.begin(), names.end(), n) == names.end())
-      p.fail_at(n, fmt::format("unknown pipeline; expected one of [{}]", fmt::join(names, ", ")));
-  for (const auto& n : names) {
-    JsonReader pr = p.object(n);
-    PipelineDecl d;
-    d.path = pr.path();
-    const auto& st = pr.raw("stages");
-    if (st.is_string())
-      d.stages = pr.choice("stages", stage_knobs);
-    else
-      d.stages = std::to_string(pr.integer("stages", 1, 32));
-    d.cluster = pr.choice_or("scope", "cta", {"cta", "cluster"}) == "cluster";
-    d.full = read_side(pr, "full");
-    d.empty = read_side(pr, "empty");
-    pr.string_or("meaning", "");
-    pr.finish();
-    for (const SideDecl* s : {&d.full, &d.empty})
-      for (const auto& [role, c] : s->arrivers)
-        if (!roles.count(role)) throw InputError(r.file(), s->path + "/arrivers/" + role, "no such role in /warps");
-    out[n] = d;
-  }
-  p.finish();
-  return out;
-}
-
 int arrivals_at_stage(const PipelineDecl& d, const SideDecl& side, int s, const std::map<std::string, RoleDecl>& roles,
                       std::vector<std::string>* terms) {
   int sum = 0;
@@ -75,31 +25,12 @@ int pipeline_stages(const PipelineDecl& d, const StageKnobs& knobs) {
   return it != knobs.end() ? it->second : std::stoi(d.stages);  // read_pipelines admits knob names or integers only
 }
 
-void check_pipeline_counts(const std::string& file, const std::map<std::string, PipelineDecl>& pipelines,
-                           const std::map<std::string, RoleDecl>& roles, const StageKnobs& knobs) {
-  for (const auto& [name, d] : pipelines)
-    for (const SideDecl* side : {&d.full, &d.empty}) {
-      if (!side->present || !side->count) continue;
-      for (int s = 0; s < pipeline_stages(d, knobs); ++s) {
-        std::vector<std::string> terms;
-        const int sum = arrivals_at_stage(d, *side, s, roles, &terms);
-        if (sum != *side->count)
-          throw InputError(
-              file, side->path + "/count",
-              fmt::format("pipeline counts do not match the warps that arrive: stage {} receives {} = {} per "
-                          "phase, count says {}",
-                          s, sum, terms.empty() ? "nothing" : fmt::format("{}", fmt::join(terms, " + ")), *side->count),
-              "pipeline_counts");
-      }
-    }
-}
-
 int Pipe::arrive_count(const std::string& role, bool full, bool leader_only) {
   const SideDecl& side = full ? decl->full : decl->empty;
   auto it = side.arrivers.find(role);
   if (!side.present || it == side.arrivers.end())
     throw InputError(*file, (side.present ? side.path : decl->path + (full ? "/full" : "/empty")) + "/arrivers",
-                     fmt::format("{} warps arrive on {}.{} with these knobs, but the declaration does not list them",
+                     fmt::format("{} warps arrive on {}.{} with these knobs, but the pipeline definition does not list them",
                                  role, ids.name, full ? "full" : "empty"),
                      "pipeline_counts");
   (full ? used_full : used_empty)[role] = true;

@@ -1,8 +1,8 @@
-// Pipelines as a schedule declares them: which roles arrive on each side (full / empty),
-// how many arrivals each warp makes, and the count per phase. Shared by the schedule
-// families: the declaration is parsed and checked here (declared counts must equal the
-// warps that arrive), and lowering takes every arrive count from it, so a schedule
-// whose JSON disagrees with what its warps do is rejected before it runs.
+// Pipelines as a schedule family defines them: which roles arrive on each side (full / empty),
+// how many arrivals each warp makes, and the count per phase (the arrivers' sum unless given).
+// The families derive them from their fixed structure (kernels/sm90/structure.h for fa3_sm90,
+// sim/lower/fa4/pipelines.cpp, sim/lower/blackflash); lowering takes every arrive count from
+// them and checks that its warps arrive exactly as listed (arrive_count, check_arrivers_used).
 #pragma once
 #include <functional>
 #include <map>
@@ -26,23 +26,17 @@ struct RoleDecl {
 struct SideDecl {
   bool present = false;
   std::map<std::string, int> arrivers;  ///< role -> arrive count per warp
-  std::optional<int> count;             ///< arrivals per phase per CTA; unset ("auto"): the arrivers' sum
-  std::string path;                     ///< JSON path, for errors
+  std::optional<int> count;             ///< arrivals per phase per CTA; unset: the arrivers' sum
+  std::string path;                     ///< where it is defined, for errors
 };
 
-/// A pipeline (mbarrier ring) as declared.
+/// A pipeline (mbarrier ring) as a family defines it.
 struct PipelineDecl {
   std::string stages;    ///< a knob name ("q_stage", "kv_stage") or an integer
   bool cluster = false;  ///< barriers live in the leader CTA and count both CTAs' arrivals
   SideDecl full, empty;
   std::string path;
 };
-
-/// Reads r["pipelines"], which must hold exactly `names`; `stage_knobs` lists the knob names a
-/// "stages" string may use. Arrivers must name roles in `roles`.
-std::map<std::string, PipelineDecl> read_pipelines(JsonReader& r, const std::vector<std::string>& names,
-                                                   const std::vector<std::string>& stage_knobs,
-                                                   const std::map<std::string, RoleDecl>& roles);
 
 /// Arrivals per phase at stage `s` from the declared arrivers (roles bound to another Q stage
 /// skipped when the pipeline is staged by "q_stage"); `terms` receives "role N warps x k".
@@ -54,11 +48,6 @@ using StageKnobs = std::map<std::string, int>;
 
 /// Stages of a pipeline: the named knob's value, or the integer written.
 int pipeline_stages(const PipelineDecl& d, const StageKnobs& knobs);
-
-/// Throws InputError (reason "pipeline_counts") where a declared count differs from the arrivals
-/// of the declared arrivers.
-void check_pipeline_counts(const std::string& file, const std::map<std::string, PipelineDecl>& pipelines,
-                           const std::map<std::string, RoleDecl>& roles, const StageKnobs& knobs);
 
 /// A lowered pipeline: its barriers, its declaration, and which roles lowering made arrive.
 struct Pipe {

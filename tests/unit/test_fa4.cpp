@@ -112,16 +112,14 @@ TEST_CASE("resource checks reject schedules that do not fit - naming file and JS
   rejects({"/tmem/P0/alias_of=\"S1\""}, "/tmem/P0/alias_of", "expected \"S0\"");
   rejects({"/kv_stage=7"}, "/kv_stage", "SMEM overflow");
   rejects({"/registers={\"softmax\":200,\"correction\":88,\"other\":72}"}, "/registers", "register overflow");
-  rejects({"/pipelines/pipeline_s_p_o/empty/count=255"}, "/pipelines/pipeline_s_p_o/empty/count",
-          "pipeline counts do not match the warps that arrive: stage 0 receives 256 = correction 4 warps x 32 + "
-          "softmax0 4 warps x 32");
-  // Dropping the correction warpgroup without re-declaring who arrives is caught:
-  rejects({"/correction_warpgroup=false"}, "/pipelines/pipeline_o_epi/full/arrivers",
-          "softmax0 warps arrive on pipeline_o_epi.full with these knobs, but the declaration does not list them");
-  rejects({"/correction_warpgroup=false", "/pipelines/pipeline_o_epi/full/arrivers={\"softmax0\":32,\"softmax1\":32}",
-           "/pipelines/pipeline_o_acc/empty/arrivers={\"softmax0\":32,\"softmax1\":32}"},
-          "/pipelines/pipeline_s_p_o/empty/arrivers/correction",
-          "correction is listed as arriving on pipeline_s_p_o.empty");
+  // Pipelines are derived from the roles and knobs, not declared:
+  try {
+    load_schedule(test::fa4(), {"/pipelines={}"});
+    FAIL("expected rejection of a declared pipelines field");
+  } catch (const InputError& e) {
+    CHECK(e.path() == "/pipelines");
+    CHECK_THAT(e.what(), Catch::Contains("derives its pipelines"));
+  }
   rejects({"/registers={\"softmax\":120,\"correction\":88,\"other\":72}"}, "/registers/softmax", "row of S");
   rejects({"/tile/n_block=160"}, "/tmem/S0/columns", "expected at least 160 columns");
 }
@@ -141,4 +139,30 @@ TEST_CASE("schedule parsing rejects unknown fields - bad values and bad variants
   CHECK_THROWS_WITH(load_schedule(test::fa4(), {"/warps/mma/ids=[12,15]"}),
                     Catch::Contains("warp 15 is given to two roles"));
   CHECK_THROWS_WITH(load_schedule(test::fa4(), {}, "nope"), Catch::Contains("no variant \"nope\""));
+}
+
+TEST_CASE("fa4_sm100 pipelines are derived from the roles - with and without a correction warpgroup", "[fa4][pipelines]") {
+  const Hardware hw = test::b200();
+  const Problem p = shape(128, false, 1024);
+  // The barrier a lowered CTA declares for stage 0 of a pipeline side: its expected arrivals.
+  auto expected = [&](const std::vector<std::string>& sets, const std::string& barrier) {
+    auto s = load_schedule(test::fa4(), sets);
+    s->check(hw, p);
+    const CtaProgram prog = s->lower(hw, p, {TileWork{0, 128, 2, 0}});
+    for (const BarrierDecl& b : prog.barriers)
+      if (b.name == barrier) return b.expected;
+    FAIL("no barrier " + barrier);
+    return -1;
+  };
+  // 2-CTA cluster (cta_group 2 at hd128): cluster-scoped sides count both CTAs' arrivals, the
+  // leader-only MMA warp's commit once. S/P/O empty: softmax0's 4 warps x 32 + correction's 4 x 32.
+  CHECK(expected({}, "pipeline_s_p_o.empty[0]") == 2 * 256);
+  CHECK(expected({}, "pipeline_p_lastsplit.full[0]") == 2 * 4);  // lane 0 of each softmax warp
+  CHECK(expected({}, "pipeline_o_epi.full[0]") == 128);          // the correction warpgroup, CTA scope
+  CHECK(expected({}, "pipeline_kv.full[0]") == 1);               // the load warp's arrive.expect_tx
+  CHECK(expected({}, "pipeline_o_acc.full[0]") == 1);            // the MMA's commit
+  // Without a correction warpgroup the softmax warps take over its arrivals, with no re-declaring.
+  CHECK(expected({"/correction_warpgroup=false"}, "pipeline_s_p_o.empty[0]") == 2 * 128);
+  CHECK(expected({"/correction_warpgroup=false"}, "pipeline_o_epi.full[0]") == 128);
+  CHECK(expected({"/correction_warpgroup=false", "/cta_group=1"}, "pipeline_o_acc.empty[0]") == 128);
 }

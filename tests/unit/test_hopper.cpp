@@ -198,3 +198,46 @@ TEST_CASE("MUFU and FMA sharing between warps matches the H100 microbenchmarks",
     }
   }
 }
+
+TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts and SMEM from structure.h",
+          "[hopper][fa3][structure]") {
+  const Hardware hw = h100();
+  for (int hd : {64, 128, 256}) {
+    Problem p = test::default_problem();
+    p.head_dim = p.head_dim_v = hd;
+    p.seqlen_q = p.seqlen_k = 1024;
+    auto s = load_schedule(schedule("fa3_sm90"));
+    s->check(hw, p);
+    const sm90::KernelKnobs kk = s->real_kernel(hw, p).knobs;
+    const int consumers = sm90::consumer_warpgroups(kk.m_block);
+    const CtaProgram prog = s->lower(hw, p, {TileWork{0, kk.m_block, 2, 0}});
+    REQUIRE(static_cast<int>(prog.warps.size()) == sm90::cta_warps(consumers));
+    for (const WarpProgram& w : prog.warps) CHECK(w.role == sm90::warp_role_name(w.warp));
+    CHECK(prog.warps[0].role == "load");
+    CHECK(prog.warps[1].role == "idle");
+    CHECK(prog.warps[4].role == "consumer0");
+    int mbarriers = 0;
+    for (const BarrierDecl& b : prog.barriers) {
+      if (b.named) {
+        CHECK(b.expected == (b.name.rfind("bar.pingpong", 0) == 0 ? sm90::kPingpongThreads : sm90::kEpilogueThreads));
+        continue;
+      }
+      ++mbarriers;
+      const bool full = b.name.find(".full[") != std::string::npos;
+      CHECK(b.expected == (full ? sm90::kFullArrivals : sm90::empty_arrivals(consumers)));
+    }
+    CHECK(mbarriers == sm90::mbarrier_count(kk.kv_stage));
+    // The SMEM the simulator checks is the kernel's layout (untraced), mbarriers included.
+    const auto layout = sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false);
+    CHECK(s->resources(hw, p).at("smem_bytes") == layout.bytes);
+    CHECK(layout.barriers + sm90::mbarrier_count(kk.kv_stage) * 8 + sm90::kSmemAlignSlack == layout.bytes);
+  }
+  // A field that could only hold one value is derived, and declaring it is an error.
+  try {
+    load_schedule(schedule("fa3_sm90"), {"/pipelines={}"});
+    FAIL("expected rejection");
+  } catch (const InputError& e) {
+    CHECK(e.path() == "/pipelines");
+    CHECK_THAT(e.what(), Catch::Contains("kernels/sm90/structure.h"));
+  }
+}

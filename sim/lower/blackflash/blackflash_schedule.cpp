@@ -21,14 +21,22 @@ BlackFlashSchedule::BlackFlashSchedule(JsonReader& r) {
   load.warps = {0};
   for (int w = 1; w <= kConsumerWarps; ++w) consumer.warps.push_back(w);
   roles_ = {{"load", load}, {"consumer", consumer}};
-  pipelines_ = read_pipelines(r, {"mbar_q", "mbar_kv"}, {"kv_stage"}, roles_);
-  JsonReader nb = r.object("named_barriers");
-  JsonReader cb = nb.object("consumers");
-  if (cb.integer("threads", 32, 1024) != 32 * kConsumerWarps)
-    cb.fail_at("threads", fmt::format("expected {} = the 8 consumer warps", 32 * kConsumerWarps));
-  cb.string_or("meaning", "");
-  cb.finish();
-  nb.finish();
+  for (const char* derived : {"pipelines", "named_barriers"})
+    if (r.optional_raw(derived))
+      r.fail_at(derived, "blackflash derives its pipelines and named barriers from its fixed warp layout "
+                         "(1 load warp + 8 consumer warps); remove this field");
+  // mbar_q: the Q tile landed (the load warp's arrive.expect_tx + TMA bytes); no empty side, as
+  // the buffer is reused for O at the end. mbar_kv: K_j and V_j landed / every consumer thread
+  // is done with them.
+  auto pipeline = [](const char* name, const char* stages, bool with_empty) {
+    PipelineDecl d;
+    d.stages = stages;
+    d.path = fmt::format("(sim/lower/blackflash) {}", name);
+    d.full = {true, {{"load", 1}}, std::nullopt, d.path + "/full"};
+    if (with_empty) d.empty = {true, {{"consumer", 32}}, std::nullopt, d.path + "/empty"};
+    return d;
+  };
+  pipelines_ = {{"mbar_q", pipeline("mbar_q", "1", false)}, {"mbar_kv", pipeline("mbar_kv", "kv_stage", true)}};
   costs_ = CostModel::from_schedule(r);
 }
 
@@ -56,8 +64,6 @@ void BlackFlashSchedule::check(const Hardware& hw, const Problem& p) const {
   if (k.ctas_per_sm > k.occupancy)
     throw InputError(file_, "/ctas_per_sm",
                      fmt::format("{} CTAs do not fit on one SM ({} do)", k.ctas_per_sm, k.occupancy), "registers");
-  check_pipeline_counts(file_, pipelines_, roles_, {{"kv_stage", k.kv_stage}});
-  lower(hw, p, {TileWork{0, kTile, 3, 0}});
 }
 
 GridPlan BlackFlashSchedule::plan_grid(const Hardware& hw, const Problem& p) const {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 #include <set>
 
@@ -14,6 +15,17 @@
 #include "lower/families.hpp"
 
 namespace attnsim::fa4 {
+
+std::optional<RoleId> parse_role(const std::string& name) {
+  static const std::map<std::string, Role> fixed = {{"correction", Role::Correction}, {"mma", Role::Mma},
+                                                    {"epilogue", Role::Epilogue},     {"load", Role::Load},
+                                                    {"empty", Role::Empty}};
+  if (auto it = fixed.find(name); it != fixed.end()) return RoleId{it->second, -1};
+  const std::string prefix = "softmax";
+  if (name.size() == prefix.size() + 1 && name.compare(0, prefix.size(), prefix) == 0 && std::isdigit(name.back()))
+    return RoleId{Role::Softmax, name.back() - '0'};
+  return std::nullopt;
+}
 
 namespace {
 constexpr long long kKiB = 1024;
@@ -70,9 +82,9 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
       if (!roles_.count(role))
         w.fail_at(role, "missing role: the fa4_sm100 family needs softmax0.., correction, mma, epilogue, load");
     for (const auto& [role, d] : roles_) {
-      const bool known = role == "correction" || role == "mma" || role == "epilogue" || role == "load" ||
-                         role == "empty" || (role.rfind("softmax", 0) == 0 && role.size() == 8 && isdigit(role[7]));
-      if (!known) w.fail_at(role, "unknown role: expected softmax<stage>, correction, mma, epilogue, load or empty");
+      const std::optional<RoleId> id = parse_role(role);
+      if (!id) w.fail_at(role, "unknown role: expected softmax<stage>, correction, mma, epilogue, load or empty");
+      role_ids_[role] = *id;
       if (d.warps.empty()) w.fail_at(role, "expected at least one warp id");
     }
     std::set<int> seen;
@@ -82,23 +94,23 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
     for (int i = 0; i < static_cast<int>(seen.size()); ++i)
       if (!seen.count(i)) w.fail(fmt::format("warp ids must be 0..{} without gaps; {} is missing", seen.size() - 1, i));
     for (const auto& [role, d] : roles_) {
-      if (role.rfind("softmax", 0) == 0 && d.warps.size() != 4)
+      const RoleId id = role_ids_.at(role);
+      if (id.role == Role::Softmax && d.warps.size() != 4)
         w.fail_at(role, "expected 4 warps: a softmax warpgroup owns the 128 TMEM lanes, one row per thread");
-      if (role.rfind("softmax", 0) == 0 && d.q_stage != role[7] - '0')
-        w.fail_at(role, fmt::format("expected \"q_stage\": {} for {}", role[7] - '0', role));
-      if (role == "correction" && d.warps.size() != 4)
+      if (id.role == Role::Softmax && d.q_stage != id.stage)
+        w.fail_at(role, fmt::format("expected \"q_stage\": {} for {}", id.stage, role));
+      if (id.role == Role::Correction && d.warps.size() != 4)
         w.fail_at(role, "expected 4 warps: the correction warpgroup reaches all 128 TMEM lanes");
-      if ((role == "mma" || role == "load" || role == "epilogue") && d.warps.size() != 1)
+      if ((id.role == Role::Mma || id.role == Role::Load || id.role == Role::Epilogue) && d.warps.size() != 1)
         w.fail_at(role, "expected exactly 1 warp");
     }
     for (int s = 0; s < knobs_.q_stage; ++s)
       if (!roles_.count("softmax" + std::to_string(s)))
         w.fail(fmt::format("q_stage is {} but no softmax{} role is declared", knobs_.q_stage, s));
   }
-  pipelines_ = read_pipelines(r,
-                              {"pipeline_q", "pipeline_kv", "pipeline_s_p_o", "pipeline_p_lastsplit", "pipeline_o_acc",
-                               "pipeline_sm_stats", "pipeline_o_epi"},
-                              {"q_stage", "kv_stage"}, roles_);
+  if (r.optional_raw("pipelines"))
+    r.fail_at("pipelines", "fa4_sm100 derives its pipelines (who arrives, how often) from its warp roles and "
+                           "knobs (sim/lower/fa4/pipelines.cpp); remove this field");
   {
     JsonReader nb = r.object("named_barriers");
     for (const char* n : {"softmax_stats", "exp_order"}) {
@@ -164,6 +176,7 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
     rs.finish();
   }
   knobs_.correction_warpgroup = r.boolean("correction_warpgroup");
+  pipelines_ = derived_pipelines(roles_, role_ids_, knobs_.correction_warpgroup);
   knobs_.exp_order_barrier = r.boolean("exp_order_barrier");
   knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt"});
   costs_ = CostModel::from_schedule(r);
@@ -279,9 +292,10 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
   // Registers (setmaxnreg): 32-bit registers per SM.
   int softmax_warps = 0, correction_warps = 0, other_warps = 0;
   for (const auto& [role, d] : roles_) {
-    if (role.rfind("softmax", 0) == 0)
+    const Role r = role_ids_.at(role).role;
+    if (r == Role::Softmax)
       softmax_warps += static_cast<int>(d.warps.size());
-    else if (role == "correction")
+    else if (r == Role::Correction)
       correction_warps += static_cast<int>(d.warps.size());
     else
       other_warps += static_cast<int>(d.warps.size());
@@ -371,17 +385,15 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
                      fmt::format("TMEM allocation of {} columns (regions end at {}) exceeds {}",
                                  TmemAllocator::round_up(max_end), max_end, hw.tmem_columns),
                      "tmem");
-  // Pipeline arrive counts: declared count = sum over arriving roles of warps x per-warp count.
-  check_pipeline_counts(f, pipelines_, roles_, {{"q_stage", k.q_stage}, {"kv_stage", k.kv_stage}});
-  // The lowering checks that the roles it makes arrive are exactly the declared arrivers.
-  lower(hw, p, {TileWork{0, k.m_block, 2, 0}});
+  // Pipeline counts are derived (pipelines.cpp); the lowering checks its arrivals against them.
 }
 
 std::map<std::string, double> Fa4Schedule::resources(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);
   double regs = 0, warps = 0, max_end = 0;
   for (const auto& [role, d] : roles_) {
-    const int r = role.rfind("softmax", 0) == 0 ? k.reg_softmax : role == "correction" ? k.reg_correction : k.reg_other;
+    const Role id = role_ids_.at(role).role;
+    const int r = id == Role::Softmax ? k.reg_softmax : id == Role::Correction ? k.reg_correction : k.reg_other;
     regs += 32.0 * r * static_cast<double>(d.warps.size());
     warps += static_cast<double>(d.warps.size());
   }

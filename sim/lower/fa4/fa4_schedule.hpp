@@ -23,6 +23,28 @@ struct TmemRegion {
   std::string alias_of;
 };
 
+/// What a warp of the FA4 kernel does (flash_fwd_sm100.py's warp roles): the softmax warpgroup
+/// of one Q stage, the correction warpgroup, the MMA warp, the epilogue (TMA store) warp, the load
+/// (TMA) warp, an idle warp.
+enum class Role { Softmax, Correction, Mma, Epilogue, Load, Empty };
+
+/// A role name of the schedule's "warps" object, parsed once: "softmax1" is {Softmax, 1}; the
+/// other roles have stage -1.
+struct RoleId {
+  Role role = Role::Empty;
+  int stage = -1;  ///< Q stage of a softmax warpgroup
+};
+
+/// Parses "softmax<digit>", "correction", "mma", "epilogue", "load", "empty"; nullopt otherwise.
+std::optional<RoleId> parse_role(const std::string& name);
+
+/// The pipelines of the FA4 kernel (pipelines.cpp): stages, scope, and which roles arrive on
+/// each side, how often per warp, with the correction warpgroup on or off; every count is the
+/// arrivers' sum. `roles` / `ids`: the schedule's roles, by name.
+std::map<std::string, PipelineDecl> derived_pipelines(const std::map<std::string, RoleDecl>& roles,
+                                                      const std::map<std::string, RoleId>& ids,
+                                                      bool correction_warpgroup);
+
 /// Knobs as written (before "auto" is resolved).
 struct Knobs {
   int m_block = 128, n_block = 128, q_stage = 2;
@@ -69,7 +91,8 @@ class Fa4Schedule : public Schedule {
 
  private:
   Knobs knobs_;
-  std::map<std::string, RoleDecl> roles_;
+  std::map<std::string, RoleDecl> roles_;  ///< role name -> its warps (for the pipeline declarations)
+  std::map<std::string, RoleId> role_ids_;  ///< role name -> what it does
   std::map<std::string, PipelineDecl> pipelines_;
   std::map<std::string, int> named_threads_;
   std::map<std::string, TmemRegion> tmem_;

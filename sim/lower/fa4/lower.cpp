@@ -55,18 +55,28 @@ CtaProgram Fa4Schedule::lower(const Hardware& hw, const Problem& p, const std::v
       c.order_bar.push_back(cta.barrier(fmt::format("bar.exp_order[{}]", s), c.order_threads, true));
   }
   for (const auto& [role, d] : roles_) {
+    const RoleId id = role_ids_.at(role);
     for (size_t i = 0; i < d.warps.size(); ++i) {
       WarpBuilder w = cta.warp(d.warps[i], role);
-      if (role == "load")
-        emit_load(c, w);
-      else if (role == "mma")
-        emit_mma(c, w);
-      else if (role == "epilogue")
-        emit_epilogue(c, w);
-      else if (role == "correction") {
-        if (knobs_.correction_warpgroup) emit_correction(c, w, static_cast<int>(i));
-      } else if (role.rfind("softmax", 0) == 0) {
-        if (d.q_stage < k.q_stage) emit_softmax(c, w, d.q_stage, static_cast<int>(i));
+      const int in_group = static_cast<int>(i);
+      switch (id.role) {
+        case Role::Load:
+          emit_load(c, w);
+          break;
+        case Role::Mma:
+          emit_mma(c, w);
+          break;
+        case Role::Epilogue:
+          emit_epilogue(c, w);
+          break;
+        case Role::Correction:
+          if (knobs_.correction_warpgroup) emit_correction(c, w, in_group);
+          break;
+        case Role::Softmax:
+          if (id.stage < k.q_stage) emit_softmax(c, w, id.stage, in_group);
+          break;
+        case Role::Empty:
+          break;
       }
     }
   }
