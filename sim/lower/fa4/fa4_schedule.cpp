@@ -330,7 +330,8 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
   if (!hw.has_tmem()) throw InputError(f, "/tmem", fmt::format("{} has no tensor memory", hw.name), "arch");
   int max_end = 0;
   for (int s = 0; s < k.q_stage; ++s) {
-    const std::string S = "S" + std::to_string(s), P = "P" + std::to_string(s), O = "O" + std::to_string(s);
+    // (fmt, not "S" + to_string: GCC 12 warns -Wrestrict on that at -O3, a known false positive.)
+    const std::string S = fmt::format("S{}", s), P = fmt::format("P{}", s), O = fmt::format("O{}", s);
     for (const auto& [name, need] :
          std::vector<std::pair<std::string, int>>{{S, k.n_block}, {P, k.n_block / 2}, {O, k.head_dim_v}}) {
       auto it = tmem_.find(name);
