@@ -22,7 +22,7 @@ int arrivals_at_stage(const PipelineDecl& d, const SideDecl& side, int s, const 
 
 int pipeline_stages(const PipelineDecl& d, const StageKnobs& knobs) {
   auto it = knobs.find(d.stages);
-  return it != knobs.end() ? it->second : std::stoi(d.stages);  // read_pipelines admits knob names or integers only
+  return it != knobs.end() ? it->second : std::stoi(d.stages);  // families give knob names or integers only
 }
 
 int Pipe::arrive_count(const std::string& role, bool full, bool leader_only) {

@@ -1,6 +1,6 @@
 // attnsim_kernelgen: the build step that turns schedules into compiled kernels. For every
 // schedule file given, its base and every variant it declares, and head_dim 64, 128 and 256, it
-// resolves the knobs as the simulator does (sim/measure/kernel_knobs) and writes one explicit
+// resolves the knobs as the simulator does (Schedule::real_kernel) and writes one explicit
 // instantiation per distinct knob set, spread over --shards .cu files (compiled in parallel),
 // plus the registry (compiled_kernels()), a manifest of what was and was not compiled, and
 // sm90_limits.h (the hardware config's SMEM and register limits, for the kernels' static_asserts).

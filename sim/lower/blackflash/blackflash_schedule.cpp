@@ -88,8 +88,8 @@ CtaProgram BlackFlashSchedule::lower(const Hardware& hw, const Problem& p, const
             pipes.at("mbar_q"),
             pipes.at("mbar_kv"),
             cta.barrier("bar.consumers", 32 * kConsumerWarps, true)};
-  WarpBuilder producer = cta.warp(0, "load");
-  emit_producer(c, producer);
+  WarpBuilder load = cta.warp(0, "load");
+  emit_load(c, load);
   for (int i = 0; i < kConsumerWarps; ++i) {
     WarpBuilder w = cta.warp(1 + i, "consumer");
     emit_consumer(c, w, i);

@@ -25,7 +25,7 @@ struct Resolved {
 };
 
 /// The blackflash family: parses the JSON, checks head_dim and occupancy, plans one CTA per
-/// 64-row Q tile and lowers the producer and consumer warps. Throws InputError on bad input.
+/// 64-row Q tile and lowers the load and consumer warps. Throws InputError on bad input.
 class BlackFlashSchedule : public Schedule {
  public:
   explicit BlackFlashSchedule(JsonReader& r);
@@ -56,8 +56,8 @@ struct Context {
   int consumers_bar;  ///< bar.sync 1, 256: the consumer warps
 };
 
-/// Warp 0: TMA loads of Q, then K_j and V_j into the double buffer (producer.cpp).
-void emit_producer(Context& c, WarpBuilder& w);
+/// Warp 0: TMA loads of Q, then K_j and V_j into the double buffer (load.cpp).
+void emit_load(Context& c, WarpBuilder& w);
 /// Consumer warp `index` (0..7): pair index / 2 owns 16 rows, index % 2 the column half (consumer.cpp).
 void emit_consumer(Context& c, WarpBuilder& w, int index);
 

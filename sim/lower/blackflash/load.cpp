@@ -1,10 +1,10 @@
-// BlackFlash producer warp: TMA of the Q tile (mbar_q), then for every KV block j (ascending)
+// BlackFlash load warp: TMA of the Q tile (mbar_q), then for every KV block j (ascending)
 // K_j and V_j into stage j % kv_stage, once the consumers have emptied it.
 #include "lower/blackflash/blackflash_schedule.hpp"
 
 namespace attnsim::blackflash {
 
-void emit_producer(Context& c, WarpBuilder& w) {
+void emit_load(Context& c, WarpBuilder& w) {
   const double tile_bytes = kTile * kTile * c.problem.elem_bytes();
   const Work issue = alu_instructions(c.hw.tma_issue_instrs);
   c.q.arrive_count("load", true, false);
