@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "common/kernel_knobs.h"
 #include "common/trace_record.h"
-#include "sm90/structure.h"
 
 namespace attnsim::sm90 {
 
@@ -90,16 +90,16 @@ using LaunchFn = void (*)(const Shape&, const Tensors&, bool persistent, const T
 /// A kernel compiled into this build: its knobs, plain and traced launchers, and the schedules
 /// (file and variant) that resolve to it.
 struct CompiledKernel {
-  KernelKnobs knobs;
+  AnyKernelKnobs knobs;             ///< which family, and its template parameters
   LaunchFn launch = nullptr;         ///< instrumentation compiled out
-  LaunchFn launch_traced = nullptr;  ///< the warps in TraceBuffers::warps record their spans
+  LaunchFn launch_traced = nullptr;  ///< the warps in TraceBuffers::warps record their spans; null: no traced build
   const char* origin = "";           ///< e.g. "schedules/fa3_sm90.json: (base), no_pingpong"
 };
 
 /// Every kernel compiled into this build (generated at build time from schedules/*.json).
 const std::vector<CompiledKernel>& compiled_kernels();
 /// The compiled kernel with these knobs, or nullptr.
-const CompiledKernel* find_kernel(const KernelKnobs& k);
+const CompiledKernel* find_kernel(const AnyKernelKnobs& k);
 
 /// The GPU this process would run on.
 struct GpuInfo {

@@ -9,13 +9,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/cuda_check.cuh"
 #include "fa3_api.h"
 #include "fa3_kernel.cuh"
 
 namespace attnsim::sm90 {
-
-/// Throws std::runtime_error naming `what` when `e` is an error.
-void cuda_check(cudaError_t e, const char* what);
 
 /// 4D bf16 tensor map over (head_dim, seqlen, heads, batch) with head_dim contiguous, box of 64
 /// columns x box_rows rows, 128B swizzle, zero fill out of bounds.

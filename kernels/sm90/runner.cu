@@ -51,7 +51,7 @@ int sm_count() {
   return n;
 }
 
-const CompiledKernel* find_kernel(const KernelKnobs& k) {
+const CompiledKernel* find_kernel(const AnyKernelKnobs& k) {
   for (const auto& c : compiled_kernels())
     if (c.knobs == k) return &c;
   return nullptr;
@@ -153,14 +153,16 @@ struct TraceAlloc {
 LaunchInfo probe(const CompiledKernel& k, DeviceProblem& prob, bool persistent) {
   LaunchInfo info;
   k.launch(prob.shape(), prob.tensors(), persistent, nullptr, nullptr, &info);
-  cuda_check(cudaDeviceSynchronize(), "fa3_forward (probe run)");
+  cuda_check(cudaDeviceSynchronize(), "probe run");
   return info;
 }
 
 /// Records per warp that hold every span of a launch: the most any CTA's tiles can produce
 /// (trace_spans_per_tile summed over the tiles it runs, in the kernel's tile order).
 uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchInfo& li, bool persistent) {
-  const int m_tiles = (sh.seqlen_q + k.knobs.m_block - 1) / k.knobs.m_block;
+  const auto* kk = std::get_if<KernelKnobs>(&k.knobs);
+  if (!kk) throw std::invalid_argument(describe(k.knobs) + ": only the SM90 kernels record traces");
+  const int m_tiles = (sh.seqlen_q + kk->m_block - 1) / kk->m_block;
   const long long bh = static_cast<long long>(sh.batch) * sh.heads;
   uint64_t most = 0;
   for (int c = 0; c < li.grid; ++c) {
@@ -169,8 +171,8 @@ uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchIn
       int m = 0;
       long long b = 0;
       attnsim_tile_coords(t, persistent, m_tiles, bh, &m, &b);
-      n += trace_spans_per_tile(attnsim_kv_blocks(m * k.knobs.m_block, k.knobs.m_block, k.knobs.n_block, sh.seqlen_q,
-                                                  sh.seqlen_k, sh.causal));
+      n += trace_spans_per_tile(
+          attnsim_kv_blocks(m * kk->m_block, kk->m_block, kk->n_block, sh.seqlen_q, sh.seqlen_k, sh.causal));
     }
     most = std::max(most, n);
   }
@@ -299,12 +301,13 @@ TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, b
 CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, int sample_rows) {
   cuda_check(cudaMemset(prob.tensors().o, 0xFF, q_elems(prob.shape()) * 2), "cudaMemset O (NaN poison)");
   k.launch(prob.shape(), prob.tensors(), persistent, nullptr, nullptr, nullptr);
-  cuda_check(cudaDeviceSynchronize(), "fa3_forward");
+  cuda_check(cudaDeviceSynchronize(), "kernel run");
   return compare_with_reference(prob, sample_rows);
 }
 
 MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, uint32_t cap,
                            uint32_t trace_warps) {
+  if (!k.launch_traced) throw std::invalid_argument(describe(k.knobs) + " has no instrumented build");
   MeasuredTrace m;
   m.launch = probe(k, prob, persistent);
   if (cap == 0) cap = full_trace_cap(k, prob.shape(), m.launch, persistent);

@@ -25,7 +25,7 @@ const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::s
                     "instantiated at build time from the schedules in schedules/ and their variants: declare it as a "
                     "variant of a schedule file there (or configure with -DATTNSIM_KERNEL_SCHEDULES=<file.json>) and "
                     "rebuild (cmake --build build); `attnsim run --list` shows what is compiled",
-                    what, problem.head_dim, c.knobs.describe()),
+                    what, problem.head_dim, describe(c.knobs)),
         "kernel");
   if (persistent) *persistent = c.persistent;
   return *k;

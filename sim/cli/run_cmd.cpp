@@ -27,10 +27,10 @@ struct Run : Command {
 
   int list_kernels() const {
 #if ATTNSIM_WITH_SM90
-    std::cout << fmt::format("{} kernels compiled into this build (kernels/sm90, from schedules/*.json):\n",
+    std::cout << fmt::format("{} kernels compiled into this build (kernels/sm90, kernels/fa2; from schedules/*.json):\n",
                              sm90::compiled_kernels().size());
     for (const auto& k : sm90::compiled_kernels())
-      std::cout << fmt::format("  {:<48} {}\n", k.knobs.describe(), k.origin);
+      std::cout << fmt::format("  {:<57} {}\n", describe(k.knobs), k.origin);
     return 0;
 #else
     std::cout << "this attnsim was built without a CUDA compiler: no kernels\n";
@@ -56,7 +56,7 @@ struct Run : Command {
     }
     const Hardware hardware = hardware_for(gpu, hw);
     std::cout << fmt::format("attnsim run: {} on {} ({} SMs) - {}\n  kernel [{}], {} grid\n", s->name(), gpu.name,
-                             gpu.sm_count, problem.describe(), k.knobs.describe(),
+                             gpu.sm_count, problem.describe(), describe(k.knobs),
                              persistent ? "static persistent" : "one tile per CTA, longest first");
     sm90::DeviceProblem dev(to_shape(problem), 2026);
     if (check) {

@@ -159,7 +159,7 @@ struct Validate : Command {
         c.skipped = e.what();
         continue;
       }
-      c.kernel = k->knobs.describe();
+      c.kernel = describe(k->knobs);
       const Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
       sm90::DeviceProblem dev(to_shape(c.problem), 2026 + i);
       const sm90::TimingOptions topt{.warmup = warmup, .reps = reps, .launches = launches, .trace_warps = warps};

@@ -16,7 +16,7 @@
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
 #include "plan/grid_plan.hpp"
-#include "sm90/structure.h"
+#include "common/kernel_knobs.h"
 
 namespace attnsim {
 
@@ -25,7 +25,7 @@ namespace attnsim {
 struct KernelChoice {
   bool supported = false;
   std::string why_not;      ///< when !supported: what the kernels do not implement
-  sm90::KernelKnobs knobs;  ///< kernels/sm90 template parameters (the only real kernel family so far)
+  AnyKernelKnobs knobs;     ///< the kernel family and its template parameters
   bool persistent = false;  ///< static persistent grid (the schedule's tile_scheduler)
 };
 

@@ -1,4 +1,4 @@
-// attnsim_kernel_tests: every compiled SM90 kernel (kernels/sm90) against a reference, on the
+// attnsim_kernel_tests: every compiled kernel (kernels/sm90, kernels/fa2) against a reference, on the
 // GPU. For each kernel: causal and non-causal x a set of shapes with ragged sequence lengths
 // (not multiples of the tile), GQA, sq != sk, rows that see no key, and one large shape checked
 // on sampled rows by the GPU reference. Exits 0 when all pass, 1 on a failure, and 77 (ctest:
@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
   std::printf("GPU: %s (%d SMs); %zu compiled kernels\n", gpu.name.c_str(), gpu.sm_count, compiled_kernels().size());
   int failures = 0, runs = 0;
   for (const CompiledKernel& k : compiled_kernels()) {
-    const int d = k.knobs.head_dim;
+    const int d = attnsim::kernel_head_dim(k.knobs);
     // batch, heads, kv_heads, seqlen_q, seqlen_k (causal added below).
     std::vector<Shape> shapes = {
         {1, 2, 2, 1, 1, d, false},        // one row, one key
@@ -40,12 +40,12 @@ int main(int argc, char** argv) {
             DeviceProblem prob(s, 1234 + runs);
             const CheckResult r = check_kernel(k, prob, persistent);
             std::printf("%-4s %-46s %-34s %-10s %s rows %lld max|err| %.4f rel-rms %.4f lse %.2e%s%s\n",
-                        r.pass ? "ok" : "FAIL", k.knobs.describe().c_str(), s.describe().c_str(),
+                        r.pass ? "ok" : "FAIL", attnsim::describe(k.knobs).c_str(), s.describe().c_str(),
                         persistent ? "persistent" : "per-tile", r.reference.c_str(), r.rows_checked, r.max_abs_err,
                         r.max_rel_rms, r.max_lse_err, r.pass ? "" : "  ", r.detail.c_str());
             if (!r.pass) ++failures;
           } catch (const std::exception& e) {
-            std::printf("FAIL %-46s %-34s error: %s\n", k.knobs.describe().c_str(), s.describe().c_str(), e.what());
+            std::printf("FAIL %-46s %-34s error: %s\n", attnsim::describe(k.knobs).c_str(), s.describe().c_str(), e.what());
             ++failures;
             if (std::string(e.what()).find("unspecified launch failure") != std::string::npos ||
                 std::string(e.what()).find("illegal") != std::string::npos) {

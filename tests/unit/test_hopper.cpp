@@ -208,7 +208,7 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     p.seqlen_q = p.seqlen_k = 1024;
     auto s = load_schedule(schedule("fa3_sm90"));
     s->check(hw, p);
-    const sm90::KernelKnobs kk = s->real_kernel(hw, p).knobs;
+    const auto kk = std::get<sm90::KernelKnobs>(s->real_kernel(hw, p).knobs);
     const int consumers = sm90::consumer_warpgroups(kk.m_block);
     const CtaProgram prog = s->lower(hw, p, {TileWork{0, kk.m_block, 2, 0}});
     REQUIRE(static_cast<int>(prog.warps.size()) == sm90::cta_warps(consumers));

@@ -69,15 +69,17 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   REQUIRE(k64.supported);
   REQUIRE(k128.supported);
   REQUIRE(k256.supported);
-  CHECK(k64.knobs == sm90::KernelKnobs{64, 192, 128, 2, false, true, 160, 32});
-  CHECK(k128.knobs == sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24});
-  CHECK(k256.knobs == sm90::KernelKnobs{256, 128, 80, 2, false, true, 240, 24});
+  CHECK(k64.knobs == AnyKernelKnobs{sm90::KernelKnobs{64, 192, 128, 2, false, true, 160, 32}});
+  CHECK(k128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24}});
+  CHECK(k256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, false, true, 240, 24}});
   CHECK(k128.persistent);  // non-causal: static persistent, as the simulator's grid
   Problem c = hd(128);
   c.causal = true;
   CHECK_FALSE(s->real_kernel(h100(), c).persistent);
-  CHECK(load_schedule(fa3(), {}, "kv_stage_3")->real_kernel(h100(), hd(128)).knobs.kv_stage == 3);
-  CHECK_FALSE(load_schedule(fa3(), {}, "no_pingpong")->real_kernel(h100(), hd(128)).knobs.pingpong);
+  CHECK(std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "kv_stage_3")->real_kernel(h100(), hd(128)).knobs).kv_stage ==
+        3);
+  CHECK_FALSE(
+      std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "no_pingpong")->real_kernel(h100(), hd(128)).knobs).pingpong);
 }
 
 TEST_CASE("schedules without a real kernel say why", "[measure]") {
@@ -86,7 +88,7 @@ TEST_CASE("schedules without a real kernel say why", "[measure]") {
   CHECK_THAT(ws.why_not, Catch::Contains("warp_specialization false"));
   CHECK_THAT(load_schedule(fa3())->real_kernel(h100(), hd(96)).why_not, Catch::Contains("head_dim 96"));
   CHECK_THAT(load_schedule(test::fa4())->real_kernel(test::b200(), hd(128)).why_not,
-             Catch::Contains("only fa3_sm90"));
+             Catch::Contains("no real kernel yet"));
 }
 
 TEST_CASE("measured records become a timeline with the simulator's roles and labels", "[measure]") {
@@ -242,4 +244,22 @@ TEST_CASE("validation statistics over measured cases only", "[measure]") {
   const auto j2 = validation_json(cases, st, {});
   CHECK(j2["cases"][0]["traced"]["overhead_pct"].get<double>() == Approx(4.0));
   CHECK_FALSE(j2["cases"][1].contains("traced"));
+}
+
+TEST_CASE("fa2_sm80 resolves to the kernels/fa2 knobs - CuFlash tiles per head_dim", "[measure][fa2]") {
+  const std::string fa2 = test::root() + "/schedules/fa2_sm80.json";
+  const auto s = load_schedule(fa2);
+  const KernelChoice k64 = s->real_kernel(h100(), hd(64));
+  const KernelChoice k128 = s->real_kernel(h100(), hd(128));
+  REQUIRE(k64.supported);
+  REQUIRE(k128.supported);
+  CHECK(k64.knobs == AnyKernelKnobs{fa2::KernelKnobs{64, 64, 64}});    // Br 64, Bc 64 at d 64
+  CHECK(k128.knobs == AnyKernelKnobs{fa2::KernelKnobs{128, 64, 32}});  // Bc 32 at d 128 (SMEM)
+  CHECK(describe(k128.knobs) == "fa2_sm80 hd128 br64 bc32 fma");
+  // The SMEM the simulator checks is the kernel's: Q, K, V bf16 tiles and the fp32 S tile.
+  CHECK(s->resources(h100(), hd(128)).at("smem_bytes") == fa2::smem_layout(64, 32, 128, 128, 2).bytes);
+  CHECK(fa2::smem_layout(64, 32, 128, 128, 2).bytes == (64 * 128 + 2 * 32 * 128) * 2 + 64 * 32 * 4);
+  CHECK_THAT(load_schedule(fa2, {}, "mma_sync")->real_kernel(h100(), hd(64)).why_not,
+             Catch::Contains("mma_sync is modelled but not implemented"));
+  CHECK_THAT(s->real_kernel(h100(), hd(256)).why_not, Catch::Contains("head_dim 256"));
 }

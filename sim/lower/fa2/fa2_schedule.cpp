@@ -17,7 +17,7 @@
 namespace attnsim {
 namespace {
 
-constexpr int kWarps = 4;
+using fa2::kWarps;  // the kernel's structure (kernels/fa2/structure.h)
 
 class Fa2Schedule : public Schedule {
  public:
@@ -49,9 +49,8 @@ class Fa2Schedule : public Schedule {
     // CuFlash: Br = 64; Bc = 64 at d = 64, 32 at d = 128 (SMEM); 16 beyond.
     k.br = br_.value_or(64);
     k.bc = bc_.value_or(p.head_dim <= 64 ? 64 : p.head_dim <= 128 ? 32 : 16);
-    // Q, K, V tiles (half) and the S tile (fp32) in SMEM.
-    k.smem_bytes = (static_cast<long long>(k.br) * p.head_dim + 2LL * k.bc * std::max(p.head_dim, p.head_dim_v)) * 2 +
-                   static_cast<long long>(k.br) * k.bc * 4;
+    // Q, K, V tiles (16-bit) and the S tile (fp32) in SMEM: the kernel's layout.
+    k.smem_bytes = fa2::smem_layout(k.br, k.bc, p.head_dim, p.head_dim_v, 2).bytes;
     const int by_smem = static_cast<int>(hw.smem_bytes_per_block / std::max(1LL, k.smem_bytes));
     const int by_regs = hw.registers_per_sm / (kWarps * 32 * registers_);
     const int by_warps = hw.max_warps_per_sm / kWarps;
@@ -125,7 +124,7 @@ class Fa2Schedule : public Schedule {
         w.wait_cp_async(0);
         for (int j = 0; j < n; ++j) {
           w.tags(-1, j, tile);
-          if (wi < 2) {  // warps 0-1 bring K and V (half of each tile each)
+          if (wi < fa2::kLoadWarps) {  // warps 0-1 bring K and V (half of each tile each)
             w.cp_async(ATTNSIM_OP_LOAD_K, k.bc * p.head_dim * eb / 2);
             w.cp_async(ATTNSIM_OP_LOAD_V, k.bc * p.head_dim_v * eb / 2);
             w.wait_cp_async(0);
@@ -156,6 +155,25 @@ class Fa2Schedule : public Schedule {
         k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
   }
   std::vector<std::string> roles() const override { return {"worker"}; }
+  KernelChoice real_kernel(const Hardware& hw, const Problem& p) const override {
+    KernelChoice c;
+    if (gemm_ != "fma") {
+      c.why_not = "gemm mma_sync is modelled but not implemented in kernels/fa2 (CUDA cores only)";
+      return c;
+    }
+    if (p.head_dim != 64 && p.head_dim != 128) {
+      c.why_not = fmt::format("head_dim {}: kernels/fa2 is built for 64 and 128", p.head_dim);
+      return c;
+    }
+    if (p.head_dim_v != p.head_dim || p.dtype != "bf16") {
+      c.why_not = "kernels/fa2 implements bf16 with head_dim_v = head_dim only";
+      return c;
+    }
+    const Resolved k = resolve(hw, p);
+    c.supported = true;
+    c.knobs = fa2::KernelKnobs{p.head_dim, k.br, k.bc};
+    return c;
+  }
   std::map<std::string, double> resources(const Hardware& hw, const Problem& p) const override {
     const Resolved k = resolve(hw, p);
     return {{"smem_bytes", static_cast<double>(k.smem_bytes)},

@@ -1,0 +1,29 @@
+// The compile-time knobs of a real kernel of any family, as the schedules resolve them
+// (Schedule::real_kernel) and the build instantiates them (attnsim_kernelgen). Plain C++.
+#pragma once
+
+#include <string>
+#include <variant>
+
+#include "fa2/structure.h"
+#include "sm90/structure.h"
+
+namespace attnsim {
+
+/// kernels/sm90 (fa3_sm90 schedules) or kernels/fa2 (fa2_sm80 schedules).
+using AnyKernelKnobs = std::variant<sm90::KernelKnobs, fa2::KernelKnobs>;
+
+/// The schedule family whose kernels take these knobs: "fa3_sm90" or "fa2_sm80".
+inline std::string kernel_family(const AnyKernelKnobs& k) {
+  return std::holds_alternative<sm90::KernelKnobs>(k) ? "fa3_sm90" : "fa2_sm80";
+}
+/// "fa3_sm90 hd128 m128 n128 kv2 pingpong overlap reg 240/24", "fa2_sm80 hd64 br64 bc64 fma".
+inline std::string describe(const AnyKernelKnobs& k) {
+  return kernel_family(k) + " " + std::visit([](const auto& x) { return x.describe(); }, k);
+}
+/// The head_dim a kernel is compiled for.
+inline int kernel_head_dim(const AnyKernelKnobs& k) {
+  return std::visit([](const auto& x) { return x.head_dim; }, k);
+}
+
+}  // namespace attnsim

@@ -1,0 +1,57 @@
+// Host side of one compiled fa2_sm80 kernel: grid (one CTA per (batch, head)), SMEM, launch.
+// Included by the generated instance files (one explicit instantiation of launch<T> per knob set).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "common/cuda_check.cuh"
+#include "fa2/fa2_kernel.cuh"
+#include "sm90/fa3_api.h"
+
+namespace attnsim::fa2 {
+
+/// Launches fa2_forward<T> asynchronously on `stream`; the LaunchFn of kernels/sm90/fa3_api.h.
+/// `persistent` is ignored (the grid is one CTA per (batch, head)); there is no traced build yet.
+/// Throws std::invalid_argument when the shape does not fit the kernel, std::runtime_error on
+/// CUDA errors.
+template <class T>
+void launch(const sm90::Shape& sh, const sm90::Tensors& t, bool /*persistent*/, const sm90::TraceBuffers* trace,
+            void* stream, sm90::LaunchInfo* info) {
+  if (sh.head_dim != T::kHeadDim)
+    throw std::invalid_argument("kernel compiled for head_dim " + std::to_string(T::kHeadDim) + ", problem has " +
+                                std::to_string(sh.head_dim));
+  if (sh.kv_heads < 1 || sh.heads % sh.kv_heads) throw std::invalid_argument("kv_heads must divide heads");
+  if (sh.batch < 1 || sh.heads < 1 || sh.seqlen_q < 1 || sh.seqlen_k < 1)
+    throw std::invalid_argument("batch, heads and seqlens must be positive");
+  if (trace) throw std::invalid_argument("the fa2_sm80 kernels have no instrumented build yet");
+  Fa2Params p{};
+  p.q = static_cast<const __nv_bfloat16*>(t.q);
+  p.k = static_cast<const __nv_bfloat16*>(t.k);
+  p.v = static_cast<const __nv_bfloat16*>(t.v);
+  p.o = static_cast<__nv_bfloat16*>(t.o);
+  p.lse = t.lse;
+  p.heads = sh.heads;
+  p.group = sh.heads / sh.kv_heads;
+  p.seqlen_q = sh.seqlen_q;
+  p.seqlen_k = sh.seqlen_k;
+  p.causal = sh.causal;
+  p.scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(sh.head_dim));
+  p.m_tiles = (sh.seqlen_q + T::kBr - 1) / T::kBr;
+  const int grid = sh.batch * sh.heads;
+  constexpr int smem = T::kSmem.bytes;
+  static bool configured = false;  // one attribute call per instantiation
+  if (!configured) {
+    sm90::cuda_check(cudaFuncSetAttribute(fa2_forward<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+                     "cudaFuncSetAttribute(max dynamic shared memory)");
+    configured = true;
+  }
+  fa2_forward<T><<<grid, kThreads, smem, static_cast<cudaStream_t>(stream)>>>(p);
+  sm90::cuda_check(cudaGetLastError(), "launching fa2_forward");
+  if (info) *info = sm90::LaunchInfo{grid, kThreads, kWarps, smem, p.m_tiles * grid};
+}
+
+}  // namespace attnsim::fa2
