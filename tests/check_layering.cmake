@@ -1,6 +1,6 @@
 # Checks that the folders of sim/ include one another in one direction only (cmake -P, with
 # -DSIM=<path to sim/>): a file may include headers of its own folder, of lower layers, and of
-# kernels/ (common/ and the plain-C++ sm90/ headers shared with the kernels). Exits with an error
+# kernels/ (common/ and the families' plain-C++ headers shared with the kernels). Exits with an error
 # listing every include that goes up or sideways.
 cmake_minimum_required(VERSION 3.20)
 set(_rank_model 0)
@@ -15,7 +15,7 @@ set(_rank_calibrate 6)
 set(_rank_measure 6)
 set(_rank_cli 7)
 set(_rank_tools 7)
-set(_shared common sm90)  # kernels/ headers: below every layer
+set(_shared common sm90 fa2)  # kernels/ headers (common, each family's plain-C++ ones): below every layer
 
 file(GLOB_RECURSE _files RELATIVE ${SIM} ${SIM}/*.cpp ${SIM}/*.hpp)
 set(_bad "")
