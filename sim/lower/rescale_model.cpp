@@ -7,6 +7,8 @@
 #include <random>
 #include <tuple>
 
+#include "common/softmax_math.h"
+
 namespace attnsim {
 
 bool RescaleMask::at(int warp, int iteration) const {
@@ -66,7 +68,7 @@ RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, 
         const int row = w * 32 + r;
         blk_max[r] = s.row(row).segment(c0, cols).maxCoeff();
         // acc_scale_log2 = m_old - m_new; below -threshold the warp must rescale.
-        if (it > 0 && row_max[row] - std::max(row_max[row], blk_max[r]) < -threshold_log2) rescale = true;
+        if (it > 0 && needs_rescale(row_max[row], blk_max[r], static_cast<float>(threshold_log2))) rescale = true;
       }
       // The decision is per warp: either every row takes its new max, or every row keeps the old one.
       for (int r = 0; r < 32; ++r) {

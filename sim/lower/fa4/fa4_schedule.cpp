@@ -10,6 +10,7 @@
 #include <numeric>
 #include <set>
 
+#include "common/softmax_math.h"
 #include "core/tmem_allocator.hpp"
 #include "plan/tile_scheduler.hpp"
 #include "lower/families.hpp"
@@ -238,16 +239,13 @@ Resolved Fa4Schedule::resolve(const Hardware& hw, const Problem& p) const {
   else if (k.cta_group == 2 && !p.causal && p.head_dim == 192)
     emu = {16, 4, 0};
   k.emu_freq = emu[0], k.emu_res = emu[1], k.emu_start_frg = emu[2];
-  // Pair (e, e+1) of fragment j is emulated iff e % freq >= freq - res and start_frg <= j < last fragment.
+  // Which pairs of each 32-element fragment take the emulated exp2 (kernels/common/softmax_math.h).
   const int frags = k.n_block / 32;
   double total = 0;
   for (int j = 0; j < frags; ++j) {
-    int emulated = 0;
-    if (k.emu_freq > 0 && j >= k.emu_start_frg && j < frags - 1)
-      for (int e = 0; e < 32; e += 2)
-        if (e % k.emu_freq >= k.emu_freq - k.emu_res) emulated += 2;
-    k.emu_share_per_fragment.push_back(emulated / 32.0);
-    total += emulated;
+    const double share = exp2_emulated_share(j, frags, k.emu_freq, k.emu_res, k.emu_start_frg);
+    k.emu_share_per_fragment.push_back(share);
+    total += 32 * share;
   }
   k.emu_share = total / k.n_block;
   k.persistent = knobs_.tile_scheduler == "static_persistent" || (knobs_.tile_scheduler == "auto" && !p.causal);
