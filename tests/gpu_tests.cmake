@@ -31,3 +31,15 @@ if(TARGET attnsim_sm90)
   add_test(NAME gpu.kernel_correctness COMMAND attnsim_kernel_tests)
   set_tests_properties(gpu.kernel_correctness PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
 endif()
+
+# gpu.softmax_math: FA4's emulated exp2 (kernels/common/softmax_math.h) on the GPU against the
+# host and exp2 in double. Skipped (exit 77) without an H100/H200.
+add_executable(attnsim_softmax_math_gpu ${CMAKE_CURRENT_SOURCE_DIR}/gpu/softmax_math_gpu.cu)
+target_include_directories(attnsim_softmax_math_gpu PRIVATE ${PROJECT_SOURCE_DIR}/kernels)
+# The directory's GCC warning flags would reach nvcc as they are (kernels/CMakeLists.txt wraps them).
+set_property(TARGET attnsim_softmax_math_gpu PROPERTY COMPILE_OPTIONS "")
+set_target_properties(attnsim_softmax_math_gpu PROPERTIES CUDA_ARCHITECTURES OFF RUNTIME_OUTPUT_DIRECTORY
+                                                                                 ${PROJECT_BINARY_DIR})
+target_compile_options(attnsim_softmax_math_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_90a,code=sm_90a>)
+add_test(NAME gpu.softmax_math COMMAND attnsim_softmax_math_gpu)
+set_tests_properties(gpu.softmax_math PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
