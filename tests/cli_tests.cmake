@@ -78,7 +78,7 @@ if(ATTNSIM_HAVE_CUDA)
   set(FA3 ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json)
   attnsim_cli_test(run_list 0 "kernels compiled into this build.*hd128 m128 n128 kv2 pingpong overlap reg 240/24 +schedules/fa3_sm90.json \\(base\\) hd128"
     ARGS run --list)
-  attnsim_cli_test(run_not_compiled 2 "fa3_sm90.json: /: fa3_sm90 resolves for head_dim 64 to the kernel \\[hd64 m192 n128 kv4 overlap reg 160/32\\], which this build did not compile.*declare it as a variant"
+  attnsim_cli_test(run_not_compiled 2 "fa3_sm90.json: /: fa3_sm90 resolves for head_dim 64 to the kernel \\[fa3_sm90 hd64 m192 n128 kv4 overlap reg 160/32\\], which this build did not compile.*declare it as a variant"
     ARGS run ${FA3} --head-dim 64 --set /kv_stage=4)
   attnsim_cli_test(run_smem_overflow 2 "fa3_sm90.json: /kv_stage: SMEM overflow"
     ARGS run ${FA3} --variant kv_stage_3 --head-dim 256)
