@@ -112,13 +112,20 @@ TEST_CASE("resource checks reject schedules that do not fit - naming file and JS
   rejects({"/tmem/P0/alias_of=\"S1\""}, "/tmem/P0/alias_of", "expected \"S0\"");
   rejects({"/kv_stage=7"}, "/kv_stage", "SMEM overflow");
   rejects({"/registers={\"softmax\":200,\"correction\":88,\"other\":72}"}, "/registers", "register overflow");
-  // Pipelines are derived from the roles and knobs, not declared:
-  try {
-    load_schedule(test::fa4(), {"/pipelines={}"});
-    FAIL("expected rejection of a declared pipelines field");
-  } catch (const InputError& e) {
-    CHECK(e.path() == "/pipelines");
-    CHECK_THAT(e.what(), Catch::Contains("derives its pipelines"));
+  // Pipelines, named barriers, a softmax warpgroup's Q stage and the MMA warp's leader-only
+  // issue are derived from the roles and knobs, not declared:
+  for (const auto& [set, path] : std::vector<std::pair<std::string, std::string>>{
+           {"/pipelines={}", "/pipelines"},
+           {"/named_barriers={}", "/named_barriers"},
+           {"/warps/softmax1/q_stage=1", "/warps/softmax1/q_stage"},
+           {"/warps/mma/leader_only=true", "/warps/mma/leader_only"}}) {
+    try {
+      load_schedule(test::fa4(), {set});
+      FAIL("expected rejection of a derived field: " + set);
+    } catch (const InputError& e) {
+      CHECK(e.path() == path);
+      CHECK_THAT(e.what(), Catch::Contains("derive"));
+    }
   }
   rejects({"/registers={\"softmax\":120,\"correction\":88,\"other\":72}"}, "/registers/softmax", "row of S");
   rejects({"/tile/n_block=160"}, "/tmem/S0/columns", "expected at least 160 columns");

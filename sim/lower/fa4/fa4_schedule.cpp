@@ -72,8 +72,10 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
       JsonReader rr = w.object(role);
       RoleDecl d;
       for (long long id : rr.int_array("ids", 0, 31)) d.warps.push_back(static_cast<int>(id));
-      d.q_stage = static_cast<int>(rr.integer_or("q_stage", -1, 0, 3));
-      d.leader_only = rr.boolean_or("leader_only", false);
+      for (const char* derived : {"q_stage", "leader_only"})
+        if (rr.optional_raw(derived))
+          rr.fail_at(derived, "derived from the role (a softmax<s> warpgroup serves Q stage s; the MMA warp runs "
+                              "in the leader CTA only); remove this field");
       rr.string_or("does", "");
       rr.finish();
       roles_[role] = d;
@@ -82,10 +84,12 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
     for (const auto& role : required)
       if (!roles_.count(role))
         w.fail_at(role, "missing role: the fa4_sm100 family needs softmax0.., correction, mma, epilogue, load");
-    for (const auto& [role, d] : roles_) {
+    for (auto& [role, d] : roles_) {
       const std::optional<RoleId> id = parse_role(role);
       if (!id) w.fail_at(role, "unknown role: expected softmax<stage>, correction, mma, epilogue, load or empty");
       role_ids_[role] = *id;
+      d.q_stage = id->role == Role::Softmax ? id->stage : -1;
+      d.leader_only = id->role == Role::Mma;  // one thread of the leader CTA issues the cluster's tcgen05.mma
       if (d.warps.empty()) w.fail_at(role, "expected at least one warp id");
     }
     std::set<int> seen;
@@ -98,8 +102,6 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
       const RoleId id = role_ids_.at(role);
       if (id.role == Role::Softmax && d.warps.size() != 4)
         w.fail_at(role, "expected 4 warps: a softmax warpgroup owns the 128 TMEM lanes, one row per thread");
-      if (id.role == Role::Softmax && d.q_stage != id.stage)
-        w.fail_at(role, fmt::format("expected \"q_stage\": {} for {}", id.stage, role));
       if (id.role == Role::Correction && d.warps.size() != 4)
         w.fail_at(role, "expected 4 warps: the correction warpgroup reaches all 128 TMEM lanes");
       if ((id.role == Role::Mma || id.role == Role::Load || id.role == Role::Epilogue) && d.warps.size() != 1)
@@ -112,23 +114,12 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
   if (r.optional_raw("pipelines"))
     r.fail_at("pipelines", "fa4_sm100 derives its pipelines (who arrives, how often) from its warp roles and "
                            "knobs (sim/lower/fa4/pipelines.cpp); remove this field");
-  {
-    JsonReader nb = r.object("named_barriers");
-    for (const char* n : {"softmax_stats", "exp_order"}) {
-      JsonReader b = nb.object(n);
-      named_threads_[n] = static_cast<int>(b.integer("threads", 32, 1024));
-      b.string_or("meaning", "");
-      b.finish();
-    }
-    nb.finish();
-    if (named_threads_["softmax_stats"] != 64)
-      nb.fail_at("softmax_stats",
-                 fmt::format("threads: expected 64 = one softmax warp (32) + one correction warp (32), got {}",
-                             named_threads_["softmax_stats"]));
-    if (named_threads_["exp_order"] != 256)
-      nb.fail_at("exp_order", fmt::format("threads: expected 256 = two softmax warpgroups (128 + 128), got {}",
-                                          named_threads_["exp_order"]));
-  }
+  if (r.optional_raw("named_barriers"))
+    r.fail_at("named_barriers", "fa4_sm100 derives its named barriers (softmax_stats: one softmax warp + one "
+                                "correction warp, 64 threads; exp_order: two softmax warpgroups, 256) from its "
+                                "roles; remove this field");
+  // softmax_stats: softmax warp w of a stage + correction warp w; exp_order: both softmax warpgroups.
+  named_threads_ = {{"softmax_stats", 64}, {"exp_order", 256}};
   {
     JsonReader t = r.object("tmem");
     for (const auto& name : t.keys()) {
