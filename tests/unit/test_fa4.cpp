@@ -107,9 +107,9 @@ TEST_CASE("resource checks reject schedules that do not fit - naming file and JS
       CHECK_THAT(e.what(), Catch::Contains(what));
     }
   };
-  rejects({"/tmem/O0/start=200"}, "/tmem/P1", "overlap O0 [200, 328) and no alias is declared");
+  rejects({"/tmem/O0/start=200"}, "/tmem/P1", "overlap O0 [200, 328); only P<s> may lie over S<s>");
   rejects({"/tmem/O1/start=448"}, "/tmem/O1", "TMEM overflow");
-  rejects({"/tmem/P0/alias_of=\"S1\""}, "/tmem/P0/alias_of", "expected \"S0\"");
+  rejects({"/tmem/P0/start=128"}, "/tmem/P0", "alias of S0 must lie inside it");
   rejects({"/kv_stage=7"}, "/kv_stage", "SMEM overflow");
   rejects({"/registers={\"softmax\":200,\"correction\":88,\"other\":72}"}, "/registers", "register overflow");
   // Pipelines, named barriers, a softmax warpgroup's Q stage and the MMA warp's leader-only
@@ -118,7 +118,8 @@ TEST_CASE("resource checks reject schedules that do not fit - naming file and JS
            {"/pipelines={}", "/pipelines"},
            {"/named_barriers={}", "/named_barriers"},
            {"/warps/softmax1/q_stage=1", "/warps/softmax1/q_stage"},
-           {"/warps/mma/leader_only=true", "/warps/mma/leader_only"}}) {
+           {"/warps/mma/leader_only=true", "/warps/mma/leader_only"},
+           {"/tmem/P0/alias_of=\"S0\"", "/tmem/P0/alias_of"}}) {
     try {
       load_schedule(test::fa4(), {set});
       FAIL("expected rejection of a derived field: " + set);

@@ -127,14 +127,18 @@ Fa4Schedule::Fa4Schedule(JsonReader& r) {
       TmemRegion tr;
       tr.start = static_cast<int>(reg.integer("start", 0, 4096));
       tr.columns = static_cast<int>(reg.integer("columns", 1, 4096));
-      tr.alias_of = reg.string_or("alias_of", "");
+      if (reg.optional_raw("alias_of"))
+        reg.fail_at("alias_of", "derived: P<s> is written over the S<s> it came from; remove this field");
+      // P of a stage is written over its S (tcgen05.st of bf16 P into S's columns).
+      if (name.size() == 2 && name[0] == 'P' && std::isdigit(static_cast<unsigned char>(name[1])))
+        tr.alias_of = fmt::format("S{}", name[1]);
       reg.string_or("holds", "");
       reg.finish();
       tmem_[name] = tr;
     }
     for (const auto& [name, tr] : tmem_)
       if (!tr.alias_of.empty() && !tmem_.count(tr.alias_of))
-        t.fail_at(name, fmt::format("alias_of \"{}\": no such TMEM region", tr.alias_of));
+        t.fail_at(name, fmt::format("{} is written over {}, which the map does not declare", name, tr.alias_of));
   }
   {
     JsonReader sp = r.object("split_p");
@@ -336,9 +340,6 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
                                      it->second.columns),
                          "tmem");
     }
-    if (tmem_.at(P).alias_of != S)
-      throw InputError(f, "/tmem/" + P + "/alias_of",
-                       fmt::format("expected \"{}\": P is written over the S it came from", S), "tmem");
   }
   for (const auto& [name, r] : tmem_) {
     max_end = std::max(max_end, r.start + r.columns);
@@ -363,7 +364,7 @@ void Fa4Schedule::check(const Hardware& hw, const Problem& p) const {
       const bool aliased = a->second.alias_of == b->first || b->second.alias_of == a->first;
       if (overlap && !aliased)
         throw InputError(f, "/tmem/" + b->first,
-                         fmt::format("TMEM columns [{}, {}) overlap {} [{}, {}) and no alias is declared",
+                         fmt::format("TMEM columns [{}, {}) overlap {} [{}, {}); only P<s> may lie over S<s>",
                                      b->second.start, b->second.start + b->second.columns, a->first, a->second.start,
                                      a->second.start + a->second.columns),
                          "tmem");
