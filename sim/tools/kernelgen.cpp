@@ -1,6 +1,6 @@
 // attnsim_kernelgen: the build step that turns schedules into compiled kernels. For every
-// schedule file given, its base and every variant it declares, and head_dim 64, 128 and 256, it
-// resolves the knobs as the simulator does (Schedule::real_kernel) and writes one explicit
+// schedule file given, its base and every variant it declares, and head_dim 64, 128 and 256 (and
+// for every admitted candidate of each --sweep file, on that sweep's problems), it resolves the knobs as the simulator does (Schedule::real_kernel) and writes one explicit
 // instantiation per distinct knob set, spread over --shards .cu files (compiled in parallel),
 // plus the registry (compiled_kernels()), a manifest of what was and was not compiled, and
 // sm90_limits.h (the hardware config's SMEM and register limits, for the kernels' static_asserts).
@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "explore/sweep.hpp"
 #include "lower/schedule.hpp"
 #include "model/json_reader.hpp"
 
@@ -62,6 +63,8 @@ int main(int argc, char** argv) {
   app.add_option("--hw", hw_file, "hardware config the knobs are resolved with (an SM90 one)")->required();
   app.add_option("--root", root, "source root (paths in the manifest are relative to it)");
   app.add_option("--shards", shards, "number of instance files")->check(CLI::Range(1, 64));
+  std::vector<std::string> sweeps;
+  app.add_option("--sweep", sweeps, "sweep files (configs/sweeps) whose candidates to compile too");
   CLI11_PARSE(app, argc, argv);
   try {
     const Hardware hw = load_hardware(hw_file);
@@ -69,8 +72,34 @@ int main(int argc, char** argv) {
     std::map<size_t, std::vector<std::string>> origins;  // kernel index -> "file variant hdN"
     nlohmann::json manifest = {{"generator", "attnsim_kernelgen"}, {"hw", hw.name}, {"kernels", nlohmann::json::array()},
                                {"not_compiled", nlohmann::json::array()}};
+    // One schedule resolved for one problem: its kernel is compiled (once per distinct knob set),
+    // or the manifest says why not.
+    auto consider = [&](const Schedule& schedule, const Problem& p, const std::string& where,
+                        nlohmann::json not_compiled) {
+      KernelChoice c = schedule.real_kernel(hw, p);
+      if (c.supported) {
+        try {
+          schedule.check(hw, p);
+        } catch (const InputError& e) {
+          c.supported = false;
+          c.why_not = e.what();
+        }
+      }
+      if (!c.supported) {
+        not_compiled["reason"] = c.why_not;
+        manifest["not_compiled"].push_back(not_compiled);
+        return;
+      }
+      size_t i = 0;
+      while (i < kernels.size() && !(kernels[i] == c.knobs)) ++i;
+      if (i == kernels.size()) kernels.push_back(c.knobs);
+      origins[i].push_back(where);
+    };
+    auto relative = [&](const std::string& file) {
+      return root.empty() ? file : std::filesystem::relative(file, root).string();
+    };
     for (const auto& file : files) {
-      std::string rel = root.empty() ? file : std::filesystem::relative(file, root).string();
+      const std::string rel = relative(file);
       std::vector<std::string> variants = {""};
       for (const auto& v : schedule_variants(file)) variants.push_back(v.name);
       for (const auto& variant : variants) {
@@ -79,26 +108,26 @@ int main(int argc, char** argv) {
         for (int hd : {64, 128, 256}) {
           Problem p;
           p.head_dim = p.head_dim_v = hd;
-          const std::string where = fmt::format("{} {} hd{}", rel, variant.empty() ? "(base)" : variant, hd);
-          KernelChoice c = schedule->real_kernel(hw, p);
-          if (c.supported) {
-            try {
-              schedule->check(hw, p);
-            } catch (const InputError& e) {
-              c.supported = false;
-              c.why_not = e.what();
-            }
-          }
-          if (!c.supported) {
-            manifest["not_compiled"].push_back({{"schedule", rel}, {"variant", variant}, {"head_dim", hd},
-                                                {"reason", c.why_not}});
-            continue;
-          }
-          size_t i = 0;
-          while (i < kernels.size() && !(kernels[i] == c.knobs)) ++i;
-          if (i == kernels.size()) kernels.push_back(c.knobs);
-          origins[i].push_back(where);
+          consider(*schedule, p, fmt::format("{} {} hd{}", rel, variant.empty() ? "(base)" : variant, hd),
+                   {{"schedule", rel}, {"variant", variant}, {"head_dim", hd}});
         }
+      }
+    }
+    // Sweep files: every admitted candidate, for each of the sweep's problems (for `validate --sweep`).
+    for (const auto& file : sweeps) {
+      SweepEvaluator ev(load_sweep(file));
+      const SweepSpec& sp = ev.spec();
+      for (size_t i = 0; i < ev.grid_size(); ++i) {
+        if (!ev.admitted(i)) continue;
+        std::unique_ptr<Schedule> s;
+        try {
+          s = parse_schedule(ev.document(i), sp.schedule_file);
+        } catch (const InputError&) {
+          continue;  // infeasible on its face: validate skips it too
+        }
+        for (size_t q = 0; q < sp.problems.size(); ++q)
+          consider(*s, sp.problems[q], fmt::format("{} candidate {} {}", relative(file), i, sp.problem_labels[q]),
+                   {{"sweep", relative(file)}, {"candidate", i}, {"problem", sp.problem_labels[q]}});
       }
     }
     std::filesystem::create_directories(out_dir);
