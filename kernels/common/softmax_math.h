@@ -44,6 +44,17 @@ ATTNSIM_HD float exp2_emulated(float x) {
   return out;
 }
 
+/// `x` rounded to bf16 (round to nearest, ties to even) and widened back: what cvt.rn.bf16.f32
+/// does to a finite P before the PV MMA reads it.
+ATTNSIM_HD float round_to_bf16(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
+  float r;
+  std::memcpy(&r, &b, sizeof r);
+  return r;
+}
+
 /// Whether the pair of elements (e, e + 1) of 32-element fragment `fragment` (of `fragments` in
 /// a row) takes the emulated exp2: e % freq >= freq - res, for start_frg <= fragment < the last
 /// fragment (the last always uses MUFU.EX2). freq 0: none. `e` is even (elements go in pairs:

@@ -15,16 +15,8 @@
 namespace {
 
 __global__ void emulate(const float* x, float* y, int n) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = attnsim::exp2_emulated(x[i]);
-}
-
-float to_bf16(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
-  float r;
-  std::memcpy(&r, &b, 4);
-  return r;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    y[i] = attnsim::exp2_emulated(x[i]);
 }
 
 }  // namespace
@@ -62,7 +54,7 @@ int main() {
     if (y[i] != attnsim::exp2_emulated(x[i])) ++mismatches;
     const double exact = std::exp2(static_cast<double>(x[i]));
     worst = std::max(worst, std::abs(y[i] - exact) / exact);
-    worst_bf16 = std::max(worst_bf16, std::abs(to_bf16(y[i]) - exact) / exact);
+    worst_bf16 = std::max(worst_bf16, std::abs(attnsim::round_to_bf16(y[i]) - exact) / exact);
   }
   std::printf("GPU %s: %d inputs in [-126, 0]; device vs host exp2_emulated: %lld differ; max relative error %.4g "
               "(fp32), %.4g (bf16)\n",

@@ -11,18 +11,6 @@
 
 using namespace attnsim;
 
-namespace {
-/// x rounded to bf16 (round to nearest even), as the kernel's cvt.rn.bf16 does.
-float to_bf16(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  b = (b + 0x7fffu + ((b >> 16) & 1u)) & 0xffff0000u;
-  float r;
-  std::memcpy(&r, &b, 4);
-  return r;
-}
-}  // namespace
-
 TEST_CASE("emulated exp2: relative error over softmax inputs and after rounding to bf16", "[softmax_math]") {
   // Every float in [-8, 0] (the inputs that give P >= 2^-8; about 1.1e9 floats would be all of
   // [-126, 0], so the rest is sampled: 2^22 points of each binade's f grid plus random ones).
@@ -32,7 +20,7 @@ TEST_CASE("emulated exp2: relative error over softmax inputs and after rounding 
     const double exact = std::exp2(static_cast<double>(x));
     const float e = exp2_emulated(x);
     worst = std::max(worst, std::abs(e - exact) / exact);
-    const double eb = to_bf16(e), xb = to_bf16(static_cast<float>(exact));
+    const double eb = round_to_bf16(e), xb = round_to_bf16(static_cast<float>(exact));
     worst_bf16 = std::max(worst_bf16, std::abs(eb - exact) / exact);
     worst_mufu_bf16 = std::max(worst_mufu_bf16, std::abs(xb - exact) / exact);
     if (eb != xb) ++differs_from_exact_bf16;
