@@ -27,7 +27,7 @@ attnsim_cli_test(causal_lpt 0 "LPT single-tile"
   ARGS simulate ${FA4} --hw b200 --causal --seqlen 2048 --no-timeline)
 attnsim_cli_test(explicit_schedule 0 "one CTA"
   ARGS simulate ${TS}/pc_2stage.json --hw h100_sxm --no-timeline)
-attnsim_cli_test(malformed_json 2 "bad_malformed.json: /: malformed JSON at line 4, column"
+attnsim_cli_test(malformed_json 2 "bad_malformed.json: /arch: malformed JSON at line 4, column 17: unexpected '\"warps\"': expected ',' or '}'"
   ARGS simulate ${TS}/bad_malformed.json --hw b200)
 attnsim_cli_test(unknown_field 2 "fa4_sm100.json: /tile/m_blok: unknown field"
   ARGS simulate ${FA4} --hw b200 --set /tile/m_blok=128)
