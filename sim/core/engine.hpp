@@ -38,6 +38,7 @@ struct UnitStats {
   double tensor_flops = 0;
   double tma_busy = 0;  ///< cycles the TMA engine was moving bytes
   double tma_bytes = 0;
+  double hbm_bytes = 0;       ///< TMA bytes to or from HBM: loads of tiles no other CTA reads, and stores
   double mma_smem_bytes = 0;  ///< SMEM operand bytes read by MMAs
 };
 
@@ -83,6 +84,10 @@ class ProgramError : public std::runtime_error {
 /// into L2 once, then served `sharing` times; fitted on kernels/microbench tma_sharing), in bytes/s
 /// over the SM clock since L2 runs in its own clock domain.
 double tma_bytes_per_clk(const Hardware& hw, int active_sms, double sharing);
+/// The chip-wide L2 rate of TMA loads when `sharing` CTAs stream each K/V tile, in bytes per SM
+/// clock: 1 / (1 / l2_hit_bytes_per_s + 1 / (sharing x kv_fill_bytes_per_s)). tma_bytes_per_clk
+/// gives each of the active SMs at most its share of it.
+double l2_bytes_per_clk(const Hardware& hw, double sharing);
 
 /// Runs `program` on `hw`. Throws DeadlockError or ProgramError.
 SimResult simulate_cta(const Hardware& hw, const CtaProgram& program, const EngineOptions& options = {});

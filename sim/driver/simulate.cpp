@@ -86,6 +86,12 @@ class CtaRunner {
 };
 }  // namespace
 
+double compulsory_hbm_bytes(const Problem& problem) {
+  return static_cast<double>(problem.elem_bytes()) * problem.batch *
+         (static_cast<double>(problem.heads) * problem.seqlen_q * (problem.head_dim + problem.head_dim_v) +
+          static_cast<double>(problem.kv_heads) * problem.seqlen_k * (problem.head_dim + problem.head_dim_v));
+}
+
 Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& problem, const PredictOptions& opt) {
   schedule.check(hw, problem);
   const GridPlan plan = schedule.plan_grid(hw, problem);
@@ -147,13 +153,23 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
   }
   p.critical = runner.take(*critical);
   p.critical_tiles = static_cast<int>(critical->size());
+  p.kv_sharing = plan.kv_sharing;
+  p.flops = schedule.flops(problem);
+  // A schedule that works on the problem moves at least its compulsory bytes; one without a problem
+  // (flops 0: explicit programs, one CTA) moves what its CTA loads from and stores to HBM.
+  p.hbm_bytes = p.flops > 0 ? compulsory_hbm_bytes(problem) : p.critical.units.hbm_bytes;
+  if (p.flops <= 0) p.flops = p.critical.units.tensor_flops;
+  // Roofline: the grid cannot finish before those bytes have crossed the HBM interface.
+  const double hbm_cycles = p.hbm_bytes / hw.hbm_bytes_per_s * hw.clock_ghz * 1e9;
+  if (hbm_cycles > p.cycles) {
+    p.cycles = hbm_cycles;
+    p.hbm_bound = true;
+  }
   // Back-to-back launches: each kernel also pays the launch and grid setup/teardown of an empty
   // kernel of the same shape (launch_ns).
   p.cycles += hw.launch_ns * hw.clock_ghz;
   p.time_us = p.cycles * hw.us_per_cycle();
-  p.flops = schedule.flops(problem);
-  if (p.flops <= 0) p.flops = p.critical.units.tensor_flops;
-  p.tflops = p.flops / (p.time_us * 1e-6) / 1e12;
+  p.tflops = p.time_us > 0 ? p.flops / (p.time_us * 1e-6) / 1e12 : 0;  // 0 us: empty programs, no fixed costs
   return p;
 }
 

@@ -39,7 +39,17 @@ struct Prediction {
   size_t cta_count = 0;  ///< CTAs launched
   int ctas_per_sm = 1;
   bool extrapolated = false;  ///< times came from PredictOptions::extrapolate
+  double kv_sharing = 1;      ///< CTAs streaming each K/V tile at once (GridPlan::kv_sharing)
+  /// Bytes the kernel moves to or from HBM: the problem's compulsory Q, K, V and O bytes, or for a
+  /// schedule without a problem (explicit programs) the HBM traffic of the CTA it simulates.
+  double hbm_bytes = 0;
+  /// The kernel cannot finish before its HBM bytes have moved at hbm_bytes_per_s: true when that
+  /// bound, not the CTA simulations, sets `cycles`.
+  bool hbm_bound = false;
 };
+
+/// Compulsory HBM bytes of a problem: Q and K, V read once, O written once.
+double compulsory_hbm_bytes(const Problem& problem);
 
 /// Checks `schedule` against `hw` and `problem` (throws InputError), then predicts it.
 /// Throws DeadlockError / ProgramError from the engine.
