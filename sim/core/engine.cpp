@@ -100,7 +100,7 @@ class Engine {
     while (!q_.empty()) {
       Event e = q_.pop();
       if (++events > opt_.max_events)
-        throw ProgramError(fmt::format("simulation exceeded {} events; aborting", opt_.max_events));
+        throw BudgetError("", fmt::format("the CTA simulation exceeded {} events", opt_.max_events));
       now_ = e.time;
       dispatch(e);
     }

@@ -11,6 +11,7 @@
 #include "core/program.hpp"
 #include "core/timeline.hpp"
 #include "model/hardware.hpp"
+#include "model/json_reader.hpp"
 
 namespace attnsim {
 
@@ -19,7 +20,14 @@ struct EngineOptions {
   int active_sms = 1;               ///< SMs sharing L2 bandwidth with this one
   double kv_sharing = 1;            ///< CTAs streaming each K/V tile at once (GridPlan::kv_sharing)
   bool record_spans = true;         ///< fill Timeline spans (stats are always kept)
-  uint64_t max_events = 200000000;  ///< safety net: exceeding it is an error, never a hang
+  uint64_t max_events = 200000000;  ///< budget: exceeding it throws BudgetError, never a hang
+};
+
+/// A prediction would take longer than the budget the user can raise (--max-events, --max-tiles):
+/// bad input in the CLI's terms (exit 2), counted as "budget" by explore.
+class BudgetError : public InputError {
+ public:
+  BudgetError(std::string file, const std::string& message) : InputError(std::move(file), "", message, "budget") {}
 };
 
 /// Per-warp accounting, cycles.

@@ -95,7 +95,8 @@ SweepSpec load_sweep(const std::string& file) {
 }
 
 SweepEvaluator::SweepEvaluator(SweepSpec spec) : spec_(std::move(spec)) {
-  for (const auto& a : spec_.axes) grid_size_ *= a.values.size();
+  for (const auto& a : spec_.axes)
+    grid_size_ = grid_size_ > SIZE_MAX / a.values.size() ? SIZE_MAX : grid_size_ * a.values.size();
 }
 
 std::vector<int> SweepEvaluator::decode(size_t index) const {
@@ -154,6 +155,8 @@ Evaluation SweepEvaluator::evaluate(size_t index) const {
       }
     }
     PredictOptions opt;
+    opt.max_events = spec_.max_events;
+    opt.max_tiles = spec_.max_tiles;
     opt.record_spans = false;
     opt.extrapolate = true;
     double log_sum = 0, min_tf = INFINITY;

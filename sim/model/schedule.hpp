@@ -36,6 +36,10 @@ struct GridPlan {
   /// CTAs of the first wave per distinct (batch, KV head): how many CTAs stream each K/V tile at
   /// about the same time, which sets how much of their TMA traffic L2 serves (engine).
   double kv_sharing = 1;
+  /// Tiles of the whole problem. When they are more than the planner was allowed (max_tiles),
+  /// the plan holds only this count: cta_tiles stays empty and `over_budget` is set.
+  long long tiles = 1;
+  bool over_budget = false;
   /// StaticPersistent: the tile list of each resident CTA (cluster leader), in order.
   /// LptSingleTile: every tile, in launch order (longest first). PerHead: each CTA's tile walk,
   /// in launch order. Single: one entry.
@@ -56,8 +60,9 @@ class Schedule {
   /// and the reason: wrong architecture, TMEM / SMEM / register overflow, MMA shape rules,
   /// pipeline arrive counts that do not match the warps that arrive.
   virtual void check(const Hardware& hw, const Problem& problem) const = 0;
-  /// Places the problem's tiles on CTAs (tile scheduler).
-  virtual GridPlan plan_grid(const Hardware& hw, const Problem& problem) const = 0;
+  /// Places the problem's tiles on CTAs (tile scheduler). A problem of more than `max_tiles` tiles
+  /// is not placed: the plan holds only its tile count, with over_budget set.
+  virtual GridPlan plan_grid(const Hardware& hw, const Problem& problem, long long max_tiles) const = 0;
   /// The programs of one CTA that processes `tiles` in order.
   virtual CtaProgram lower(const Hardware& hw, const Problem& problem, const std::vector<TileWork>& tiles) const = 0;
   /// One line per resolved knob ("q_stage 2", "kv_stage 6 (auto)"), for the summary.

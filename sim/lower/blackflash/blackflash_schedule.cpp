@@ -64,14 +64,14 @@ void BlackFlashSchedule::check(const Hardware& hw, const Problem& p) const {
   lower(hw, p, {TileWork{0, kTile, 3, 0}});
 }
 
-GridPlan BlackFlashSchedule::plan_grid(const Hardware& hw, const Problem& p) const {
+GridPlan BlackFlashSchedule::plan_grid(const Hardware& hw, const Problem& p, long long max_tiles) const {
   const Resolved k = resolve(hw, p);
   TilingSpec t;
   t.rows_per_cta = kTile;
   t.n_block = kTile;
   t.persistent = false;
   t.ctas_per_sm = k.ctas_per_sm;
-  return plan_tiles(hw, p, t);
+  return plan_tiles(hw, p, t, max_tiles);
 }
 
 CtaProgram BlackFlashSchedule::lower(const Hardware& hw, const Problem& p, const std::vector<TileWork>& tiles) const {
