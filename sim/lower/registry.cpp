@@ -23,15 +23,18 @@ const std::map<std::string, Parser>& families() {
 }
 }  // namespace
 
+std::vector<std::string> schedule_families() {
+  std::vector<std::string> names;
+  for (const auto& [n, p] : families()) names.push_back(n);
+  return names;
+}
+
 std::unique_ptr<Schedule> parse_schedule(const nlohmann::json& doc, const std::string& file) {
   JsonReader r(doc, file);
   const std::string family = r.string("family");
   auto it = families().find(family);
-  if (it == families().end()) {
-    std::vector<std::string> names;
-    for (const auto& [n, p] : families()) names.push_back(n);
-    r.fail_at("family", fmt::format("expected one of [{}], got \"{}\"", fmt::join(names, ", "), family));
-  }
+  if (it == families().end())
+    r.fail_at("family", fmt::format("expected one of [{}], got \"{}\"", fmt::join(schedule_families(), ", "), family));
   auto s = it->second(r);
   r.optional_raw("variants");  // applied by load_schedule
   r.finish();

@@ -92,6 +92,8 @@ struct VariantInfo {
 };
 /// The variants a schedule file declares, in file order.
 std::vector<VariantInfo> schedule_variants(const std::string& file);
+/// The schedule families this build understands (the values of a schedule's "family"), sorted.
+std::vector<std::string> schedule_families();
 /// Same, from an in-memory document (`file` names it in errors).
 std::unique_ptr<Schedule> parse_schedule(const nlohmann::json& doc, const std::string& file);
 
