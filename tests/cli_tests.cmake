@@ -102,6 +102,13 @@ attnsim_cli_test(blackflash_head_dim 2
 # An explicit two-warp schedule is charged its own CTA's HBM traffic (was 28x the bandwidth).
 attnsim_cli_test(explicit_hbm_fraction 0 "\"hbm\": 0(\\.[0-9e-]+)?[,\n]"
   ARGS simulate ${TS}/tma_mma.json --hw h100_sxm --json)
+# Fuzz findings reachable from the command line: FA3 with two KV blocks (default window was empty,
+# exit 2 "ascii timeline: empty window"), FA4 with seqlen_k within one KV block (read past the
+# rescale mask).
+attnsim_cli_test(fa3_two_blocks_timeline 0 "predicted time.*TIME \\(us\\)"
+  ARGS simulate ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json --hw h100_sxm --batch 1 --heads 1 --seqlen 128 --seqlen-k 256 --head-dim 64)
+attnsim_cli_test(fa4_one_block_causal 0 "predicted time"
+  ARGS simulate ${FA4} --hw b200 --seqlen 128 --head-dim 64 --causal --no-timeline)
 # Budgets: a prediction that would take long stops at once with the flag to raise.
 attnsim_cli_test(budget_tiles 2
   "fa2_sm80.json: /: expected a problem of at most --max-tiles 4194304 tiles; fa2_sm80 places 33554432 tiles.*raise --max-tiles"
