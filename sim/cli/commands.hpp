@@ -22,6 +22,8 @@ struct ProblemFlags {
   void add(CLI::App* app);
   /// The problem: the file (or the default) with the flags applied; throws InputError.
   Problem build() const;
+  /// The problem of document `j` (read from `path`) with the flags applied; throws InputError.
+  Problem apply(nlohmann::json j, const std::string& path) const;
 };
 
 /// The budget of each prediction; a prediction beyond it stops with a message naming the flag.

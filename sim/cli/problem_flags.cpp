@@ -42,7 +42,11 @@ PredictOptions BudgetFlags::apply(PredictOptions o) const {
 
 Problem ProblemFlags::build() const {
   const std::string path = file.empty() ? project_root() + "/configs/problems/default.json" : file;
-  nlohmann::json j = load_json_file(path);
+  return apply(load_json_file(path), path);
+}
+
+Problem ProblemFlags::apply(nlohmann::json j, const std::string& path) const {
+  if (!j.is_object()) throw InputError(path, "", fmt::format("expected an object, got {}", j.type_name()));
   auto set = [&](const char* key, const auto& v) {
     if (v) j[key] = *v;
   };

@@ -17,8 +17,9 @@
 
 namespace attnsim {
 
-SweepSpec load_sweep(const std::string& file) {
-  const nlohmann::json doc = load_json_file(file);
+SweepSpec load_sweep(const std::string& file) { return sweep_from_json(load_json_file(file), file); }
+
+SweepSpec sweep_from_json(const nlohmann::json& doc, const std::string& file) {
   JsonReader r(doc, file);
   SweepSpec s;
   s.file = file;

@@ -70,6 +70,9 @@ struct SweepSpec {
 
 /// Reads a sweep file; throws InputError naming the file and JSON path.
 SweepSpec load_sweep(const std::string& file);
+/// Checks a parsed sweep (`file` names it in errors; its schedule and hardware are read from
+/// disk); throws InputError.
+SweepSpec sweep_from_json(const nlohmann::json& doc, const std::string& file);
 
 /// The result of evaluating one candidate.
 struct Evaluation {

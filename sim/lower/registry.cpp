@@ -75,9 +75,14 @@ std::vector<VariantEntry> read_variants(const nlohmann::ordered_json& doc, const
 
 std::unique_ptr<Schedule> load_schedule(const std::string& file, const std::vector<std::string>& overrides,
                                         const std::string& variant) {
-  nlohmann::json doc = load_json_file(file);
+  return schedule_from_text(read_text_file(file), file, overrides, variant);
+}
+
+std::unique_ptr<Schedule> schedule_from_text(const std::string& text, const std::string& file,
+                                             const std::vector<std::string>& overrides, const std::string& variant) {
+  nlohmann::json doc = parse_json_text(text, file);
   if (!variant.empty()) {
-    const auto variants = read_variants(load_ordered_json_file(file), file);
+    const auto variants = read_variants(parse_ordered_json_text(text, file), file);
     auto it = std::find_if(variants.begin(), variants.end(), [&](const VariantEntry& e) { return e.info.name == variant; });
     if (it == variants.end()) {
       std::vector<std::string> names;
@@ -93,8 +98,12 @@ std::unique_ptr<Schedule> load_schedule(const std::string& file, const std::vect
 }
 
 std::vector<VariantInfo> schedule_variants(const std::string& file) {
+  return schedule_variants_from_text(read_text_file(file), file);
+}
+
+std::vector<VariantInfo> schedule_variants_from_text(const std::string& text, const std::string& file) {
   std::vector<VariantInfo> out;
-  for (auto& e : read_variants(load_ordered_json_file(file), file)) out.push_back(std::move(e.info));
+  for (auto& e : read_variants(parse_ordered_json_text(text, file), file)) out.push_back(std::move(e.info));
   return out;
 }
 

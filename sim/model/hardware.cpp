@@ -209,8 +209,9 @@ std::vector<std::string> hardware_constant_names() {
   return names;
 }
 
-Hardware load_hardware(const std::string& file) {
-  const nlohmann::json doc = load_json_file(file);
+Hardware load_hardware(const std::string& file) { return hardware_from_json(load_json_file(file), file); }
+
+Hardware hardware_from_json(const nlohmann::json& doc, const std::string& file) {
   JsonReader top(doc, file);
   Hardware hw;
   hw.file = file;

@@ -231,7 +231,9 @@ Json checked_parse(const std::string& text, const std::string& origin) {
   }
 }
 
-std::string read_file(const std::string& file) {
+}  // namespace
+
+std::string read_text_file(const std::string& file) {
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec)) throw InputError(file, "", "is a directory: expected a JSON file");
   std::ifstream in(file, std::ios::binary);
@@ -241,17 +243,15 @@ std::string read_file(const std::string& file) {
   return ss.str();
 }
 
-}  // namespace
-
 nlohmann::json parse_json_text(const std::string& text, const std::string& origin) {
   return checked_parse<nlohmann::json>(text, origin);
 }
 nlohmann::ordered_json parse_ordered_json_text(const std::string& text, const std::string& origin) {
   return checked_parse<nlohmann::ordered_json>(text, origin);
 }
-nlohmann::json load_json_file(const std::string& file) { return parse_json_text(read_file(file), file); }
+nlohmann::json load_json_file(const std::string& file) { return parse_json_text(read_text_file(file), file); }
 nlohmann::ordered_json load_ordered_json_file(const std::string& file) {
-  return parse_ordered_json_text(read_file(file), file);
+  return parse_ordered_json_text(read_text_file(file), file);
 }
 
 std::string brief_json(const nlohmann::json& v) {

@@ -41,6 +41,8 @@ constexpr int kMaxJsonDepth = 64;
 nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
 /// Same, keeping object keys in document order.
 nlohmann::ordered_json parse_ordered_json_text(const std::string& text, const std::string& origin);
+/// The bytes of a file; throws InputError when it cannot be read (or is a directory).
+std::string read_text_file(const std::string& file);
 /// Reads and parses a JSON file as parse_json_text does; throws InputError on I/O or syntax errors.
 nlohmann::json load_json_file(const std::string& file);
 /// Same, keeping object keys in document order.

@@ -86,12 +86,18 @@ class Schedule {
 /// and parses it with its family. Throws InputError (file, JSON path, expectation).
 std::unique_ptr<Schedule> load_schedule(const std::string& file, const std::vector<std::string>& overrides = {},
                                         const std::string& variant = "");
+/// load_schedule on the text of a schedule file (`file` names it in errors).
+std::unique_ptr<Schedule> schedule_from_text(const std::string& text, const std::string& file,
+                                             const std::vector<std::string>& overrides = {},
+                                             const std::string& variant = "");
 /// A variant a schedule file declares: one design choice changed, and the question it answers.
 struct VariantInfo {
   std::string name, description, question;
 };
 /// The variants a schedule file declares, in file order.
 std::vector<VariantInfo> schedule_variants(const std::string& file);
+/// The same from the text of a schedule file.
+std::vector<VariantInfo> schedule_variants_from_text(const std::string& text, const std::string& file);
 /// The schedule families this build understands (the values of a schedule's "family"), sorted.
 std::vector<std::string> schedule_families();
 /// Same, from an in-memory document (`file` names it in errors).
