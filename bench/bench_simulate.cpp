@@ -20,7 +20,7 @@ void BM_EngineEvents(benchmark::State& state) {
   const Hardware hw = load_hardware(kRoot + "/configs/hw/b200.json");
   const Problem p = load_problem(kRoot + "/configs/problems/default.json");
   auto s = load_schedule(kRoot + "/schedules/fa4_sm100.json");
-  const GridPlan plan = s->plan_grid(hw, p);
+  const GridPlan plan = s->plan_grid(hw, p, PredictOptions{}.max_tiles);
   const CtaProgram prog = s->lower(hw, p, plan.cta_tiles.front());
   EngineOptions eo;
   eo.active_sms = plan.resident_ctas;

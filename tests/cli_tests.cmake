@@ -27,7 +27,7 @@ attnsim_cli_test(causal_lpt 0 "LPT single-tile"
   ARGS simulate ${FA4} --hw b200 --causal --seqlen 2048 --no-timeline)
 attnsim_cli_test(explicit_schedule 0 "one CTA"
   ARGS simulate ${TS}/pc_2stage.json --hw h100_sxm --no-timeline)
-attnsim_cli_test(malformed_json 2 "bad_malformed.json: /: malformed JSON at line 4, column"
+attnsim_cli_test(malformed_json 2 "bad_malformed.json: /arch: malformed JSON at line 4, column 17: unexpected '\"warps\"': expected ',' or '}'"
   ARGS simulate ${TS}/bad_malformed.json --hw b200)
 attnsim_cli_test(unknown_field 2 "fa4_sm100.json: /tile/m_blok: unknown field"
   ARGS simulate ${FA4} --hw b200 --set /tile/m_blok=128)
@@ -71,6 +71,65 @@ add_test(NAME cli.explore_interrupted
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake)
 attnsim_cli_test(explain 0 "Why 2 Q stages\\?.*q_stage_1.*before: fa4_sm100"
   ARGS explain ${FA4} --hw b200 --seqlen 2048)
+
+# Hardening (issue 13): each class of bad input a user hit exits 2 with the file, the JSON path
+# and what was expected, in our words; nothing crashes, prints library text or runs unbounded.
+set(BI ${CMAKE_CURRENT_SOURCE_DIR}/bad_inputs)
+attnsim_cli_test(deep_nesting_schedule 2
+  "deep_schedule.json: /pipelines/buf/empty_count: arrays and objects nested more than 64 levels deep \\(at line 6, column 131\\): expected at most 64 levels"
+  ARGS simulate ${BI}/deep_schedule.json --hw h100_sxm)
+attnsim_cli_test(deep_nesting_hw 2 "deep_hw.json: /constants/mbarrier_latency/value: arrays and objects nested more than 64"
+  ARGS simulate ${TS}/pc_1stage.json --hw ${BI}/deep_hw.json)
+attnsim_cli_test(deep_nesting_sweep 2 "deep_sweep.json: /problems/0/label: arrays and objects nested more than 64"
+  ARGS explore ${BI}/deep_sweep.json --quiet --out ${OUTDIR}/deep_sweep)
+attnsim_cli_test(number_overflow_hw 2
+  "overflow_hw.json: /constants/mbarrier_latency/value: malformed JSON at line 28, column 35: number 1e400 is out of range: expected a number within"
+  ARGS simulate ${TS}/pc_1stage.json --hw ${BI}/overflow_hw.json)
+attnsim_cli_test(number_overflow_schedule 2 "overflow_schedule.json: /warps/0/program/0/body/1/fma_lanes: malformed JSON.*out of range"
+  ARGS simulate ${BI}/overflow_schedule.json --hw h100_sxm)
+attnsim_cli_test(sweep_axis_without_slash 2
+  "sweep_axis_no_slash.json: /axes/q_stage: .*expected a JSON pointer such as /kv_stage.*\\(it starts with '/'\\), got \"q_stage\""
+  ARGS explore ${BI}/sweep_axis_no_slash.json --quiet --out ${OUTDIR}/axis_no_slash)
+attnsim_cli_test(variant_wrong_type 2 "variants_wrong_type.json: /variants/one_stage: expected an object, got string"
+  ARGS simulate ${BI}/variants_wrong_type.json --variant one_stage --hw h100_sxm)
+attnsim_cli_test(explain_variant_wrong_type 2 "variants_wrong_type.json: /variants/one_stage: expected an object, got string"
+  ARGS explain ${BI}/variants_wrong_type.json --hw h100_sxm)
+attnsim_cli_test(sweep_duplicate_key 2 "sweep_duplicate_name.json: /name: duplicate key \"name\": expected each key at most once"
+  ARGS explore ${BI}/sweep_duplicate_name.json --quiet --out ${OUTDIR}/dup_name)
+attnsim_cli_test(blackflash_head_dim 2
+  "blackflash.json: /family: BlackFlash is written for head_dim 64 .*expected a problem with head_dim and head_dim_v 64"
+  ARGS simulate ${PROJECT_SOURCE_DIR}/schedules/blackflash.json --hw h100_sxm)
+# An explicit two-warp schedule is charged its own CTA's HBM traffic (was 28x the bandwidth).
+attnsim_cli_test(explicit_hbm_fraction 0 "\"hbm\": 0(\\.[0-9e-]+)?[,\n]"
+  ARGS simulate ${TS}/tma_mma.json --hw h100_sxm --json)
+# Fuzz findings reachable from the command line: FA3 with two KV blocks (default window was empty,
+# exit 2 "ascii timeline: empty window"), FA4 with seqlen_k within one KV block (read past the
+# rescale mask).
+attnsim_cli_test(fa3_two_blocks_timeline 0 "predicted time.*TIME \\(us\\)"
+  ARGS simulate ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json --hw h100_sxm --batch 1 --heads 1 --seqlen 128 --seqlen-k 256 --head-dim 64)
+attnsim_cli_test(fa4_one_block_causal 0 "predicted time"
+  ARGS simulate ${FA4} --hw b200 --seqlen 128 --head-dim 64 --causal --no-timeline)
+# Budgets: a prediction that would take long stops at once with the flag to raise.
+attnsim_cli_test(budget_tiles 2
+  "fa2_sm80.json: /: expected a problem of at most --max-tiles 4194304 tiles; fa2_sm80 places 33554432 tiles.*raise --max-tiles"
+  ARGS simulate ${PROJECT_SOURCE_DIR}/schedules/fa2_sm80.json --hw h200 --heads 65536)
+attnsim_cli_test(budget_events 2 "fa2_sm80.json: /: expected a prediction within --max-events 1000000 simulation events.*raise --max-events"
+  ARGS simulate ${PROJECT_SOURCE_DIR}/schedules/fa2_sm80.json --hw h200 --max-events 1000000)
+attnsim_cli_test(budget_explicit_repeats 2 "repeat_explosion.json: /warps/0/program/0/body/0: the programs expand to more than 10000000 ops"
+  ARGS simulate ${BI}/repeat_explosion.json --hw h100_sxm)
+attnsim_cli_test(budget_sweep_problem 0 "grid 16 candidates.*budget +3"
+  ARGS explore ${BI}/sweep_huge_problem.json --quiet --out ${OUTDIR}/huge_problem)
+attnsim_cli_test(budget_sweep_candidates 2 "small.json: /axes: expected a grid of at most --max-candidates 8 candidates; the axes make 16"
+  ARGS explore ${SMALL} --max-candidates 8 --quiet --out ${OUTDIR}/max_candidates)
+
+# --version: version, commit, families, GPU architectures, data directory.
+attnsim_cli_test(version 0
+  "attnsim [0-9]+\\.[0-9]+\\.[0-9]+\ncommit: ([0-9a-f]+(-dirty)?|unknown)\nschedule families: blackflash, explicit, fa2_sm80, fa3_sm90, fa4_sm100\nGPU architectures: "
+  ARGS --version)
+# cmake --install into a temporary prefix; the installed binary, run from elsewhere, finds its data.
+add_test(NAME install.prefix_run_outside_tree
+         COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${PROJECT_BINARY_DIR} -DWORK_DIR=${OUTDIR}/install_test
+                 -P ${CMAKE_CURRENT_SOURCE_DIR}/install_test.cmake)
 
 # run / validate (real SM90 kernels). Without a GPU they exit 77, which ctest reports as skipped
 # (the GPU option below); on an H100/H200 they run the kernels. What needs no GPU is tested as usual.

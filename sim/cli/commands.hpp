@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "driver/simulate.hpp"
 #include "model/problem.hpp"
 
 namespace attnsim::cli {
@@ -21,6 +22,19 @@ struct ProblemFlags {
   void add(CLI::App* app);
   /// The problem: the file (or the default) with the flags applied; throws InputError.
   Problem build() const;
+  /// The problem of document `j` (read from `path`) with the flags applied; throws InputError.
+  Problem apply(nlohmann::json j, const std::string& path) const;
+};
+
+/// The budget of each prediction; a prediction beyond it stops with a message naming the flag.
+struct BudgetFlags {
+  uint64_t max_events = PredictOptions{}.max_events;
+  long long max_tiles = PredictOptions{}.max_tiles;
+
+  /// Registers --max-events and --max-tiles on `app`.
+  void add(CLI::App* app);
+  /// `o` with this budget.
+  PredictOptions apply(PredictOptions o) const;
 };
 
 /// A subcommand: registers its options, then runs once parsed. run() returns the exit code.

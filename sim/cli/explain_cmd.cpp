@@ -14,11 +14,12 @@ struct Explain : Command {
   bool json = false, no_timeline = false;
   int width = 56;
   ProblemFlags pf;
+  BudgetFlags budget;
 
   int run() override {
     const Hardware hardware = load_hardware(resolve_hardware_path(hw));
     const Problem problem = pf.build();
-    const Explanation e = explain(schedule, sets, hardware, problem);
+    const Explanation e = explain(schedule, sets, hardware, problem, budget.apply({}));
     if (json)
       std::cout << explanation_json(e).dump(2) << "\n";
     else
@@ -35,6 +36,7 @@ std::unique_ptr<Command> add_explain(CLI::App& app, CLI::App*& sub) {
   sub->add_option("schedule", c->schedule, "schedule JSON whose \"variants\" name the design choices")->required();
   sub->add_option("--hw", c->hw, "hardware config: a path or a name in configs/hw");
   c->pf.add(sub);
+  c->budget.add(sub);
   sub->add_option("--set", c->sets, "override a schedule field first: /json/pointer=value (repeatable)");
   sub->add_flag("--json", c->json, "print the table as JSON");
   sub->add_flag("--no-timeline", c->no_timeline, "the table only");

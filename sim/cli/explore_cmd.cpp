@@ -15,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "explore/sweep.hpp"
 #include "explore/sweep_report.hpp"
+#include "model/json_reader.hpp"
 
 namespace attnsim::cli {
 namespace {
@@ -54,12 +55,23 @@ struct Explore : Command {
   std::string sweep, out_dir, strategy;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   size_t top = 10;
+  size_t max_candidates = 1'000'000;
   bool quiet = false;
+  BudgetFlags budget;
 
   int run() override {
     SweepSpec spec = load_sweep(sweep);
     if (!strategy.empty()) spec.search.strategy = strategy;
+    spec.max_events = budget.max_events;
+    spec.max_tiles = budget.max_tiles;
     const SweepEvaluator ev(std::move(spec));
+    if (ev.grid_size() > max_candidates)
+      throw InputError(sweep, "/axes",
+                       fmt::format("expected a grid of at most --max-candidates {} candidates; the axes make {}: use "
+                                   "fewer values or split the sweep, or raise --max-candidates to run it",
+                                   max_candidates,
+                                   ev.grid_size() == SIZE_MAX ? std::string("more than 2^64")
+                                                              : std::to_string(ev.grid_size())));
     const std::vector<size_t> admitted = grid_candidates(ev);
     std::signal(SIGINT, on_sigint);
     Progress progress(quiet);
@@ -107,6 +119,9 @@ std::unique_ptr<Command> add_explore(CLI::App& app, CLI::App*& sub) {
       ->check(CLI::IsMember({"grid", "local_search"}));
   sub->add_option("--top", c->top, "rows of the ranked table");
   sub->add_flag("--quiet", c->quiet, "no progress output");
+  sub->add_option("--max-candidates", c->max_candidates, "refuse a sweep whose grid has more candidates (default 1000000)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 62));
+  c->budget.add(sub);
   return c;
 }
 

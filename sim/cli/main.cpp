@@ -5,13 +5,30 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
+#include "cli/version.hpp"
 #include "core/engine.hpp"
+#include "model/hardware.hpp"
 #include "model/json_reader.hpp"
+#include "lower/schedule.hpp"
+
+namespace {
+/// What --version prints: version, commit, the schedule families and GPU architectures compiled
+/// in, and where configs/ and schedules/ are read from.
+std::string version_text() {
+  return fmt::format(
+      "attnsim {}\ncommit: {}\nschedule families: {}\nGPU architectures: {}\nconfigs and schedules: {}",
+      ATTNSIM_VERSION, ATTNSIM_GIT_COMMIT, fmt::join(attnsim::schedule_families(), ", "), ATTNSIM_GPU_ARCHS,
+      attnsim::describe_project_root());
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace attnsim;
   CLI::App app{"attnsim: attention-kernel schedule simulator and explorer"};
+  app.set_version_flag("--version", version_text(), "print the version, commit, families and GPU architectures");
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, std::unique_ptr<cli::Command>>> commands;
   for (auto add : {cli::add_simulate, cli::add_explore, cli::add_explain, cli::add_calibrate, cli::add_run, cli::add_validate,
@@ -22,7 +39,9 @@ int main(int argc, char** argv) {
   }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) { return app.exit(e); } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) { return app.exit(e); } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
     app.exit(e);
     return 2;
   }
@@ -38,6 +57,10 @@ int main(int argc, char** argv) {
   } catch (const ProgramError& e) {
     std::cerr << "error: the schedule breaks a barrier rule: " << e.what() << "\n";
     return 3;
+  } catch (const nlohmann::json::exception&) {
+    // Input is read through JsonReader, which words its own errors; reaching this is a bug.
+    std::cerr << "error: internal error while reading a JSON input (a bug: please report it with the input)\n";
+    return 1;
   } catch (const std::invalid_argument& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 2;

@@ -1,4 +1,6 @@
-// Problem flags shared by the subcommands.
+// Problem and budget flags shared by the subcommands.
+#include <fmt/format.h>
+
 #include "cli/commands.hpp"
 #include "model/hardware.hpp"
 #include "model/json_reader.hpp"
@@ -21,9 +23,30 @@ void ProblemFlags::add(CLI::App* app) {
                   "fraction of (warp, KV block) steps that rescale O (default: from random N(0,1) scores)");
 }
 
+void BudgetFlags::add(CLI::App* app) {
+  app->add_option("--max-events", max_events,
+                  fmt::format("stop a prediction that needs more simulation events than this (default {}; about 5 "
+                              "million a second)",
+                              max_events))
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 62));
+  app->add_option("--max-tiles", max_tiles,
+                  fmt::format("stop a prediction whose problem has more tiles than this (default {})", max_tiles))
+      ->check(CLI::Range(1LL, 1LL << 62));
+}
+
+PredictOptions BudgetFlags::apply(PredictOptions o) const {
+  o.max_events = max_events;
+  o.max_tiles = max_tiles;
+  return o;
+}
+
 Problem ProblemFlags::build() const {
   const std::string path = file.empty() ? project_root() + "/configs/problems/default.json" : file;
-  nlohmann::json j = load_json_file(path);
+  return apply(load_json_file(path), path);
+}
+
+Problem ProblemFlags::apply(nlohmann::json j, const std::string& path) const {
+  if (!j.is_object()) throw InputError(path, "", fmt::format("expected an object, got {}", j.type_name()));
   auto set = [&](const char* key, const auto& v) {
     if (v) j[key] = *v;
   };

@@ -25,12 +25,13 @@ struct Simulate : Command {
   bool json = false, no_timeline = false, full_trace = false;
   int width = 100;
   ProblemFlags pf;
+  BudgetFlags budget;
 
   int run() override {
     const Hardware hardware = load_hardware(resolve_hardware_path(hw));
     const auto s = load_schedule(schedule, sets, variant);
     const Problem problem = pf.build();
-    const Prediction p = predict(*s, hardware, problem);
+    const Prediction p = predict(*s, hardware, problem, budget.apply({}));
     const Summary sum = summarize(p, *s, hardware, problem);
     const Timeline& tl = p.critical.timeline;
     const auto [t0, t1] = window.empty() ? steady_state_window(tl) : parse_window_us(window, tl);
@@ -80,6 +81,7 @@ std::unique_ptr<Command> add_simulate(CLI::App& app, CLI::App*& sub) {
   sub->add_option("schedule", c->schedule, "schedule JSON (schedules/*.json)")->required();
   sub->add_option("--hw", c->hw, "hardware config: a path or a name in configs/hw (b200, h100_sxm, h200)");
   c->pf.add(sub);
+  c->budget.add(sub);
   sub->add_option("--set", c->sets, "override a schedule field: /json/pointer=value (repeatable)");
   sub->add_option("--variant", c->variant, "apply a variant the schedule file declares");
   sub->add_option("--trace", c->trace, "write a Chrome trace (Perfetto) of the critical CTA's first tile");

@@ -100,7 +100,7 @@ class Engine {
     while (!q_.empty()) {
       Event e = q_.pop();
       if (++events > opt_.max_events)
-        throw ProgramError(fmt::format("simulation exceeded {} events; aborting", opt_.max_events));
+        throw BudgetError("", fmt::format("the CTA simulation exceeded {} events", opt_.max_events));
       now_ = e.time;
       dispatch(e);
     }
@@ -506,6 +506,7 @@ class Engine {
     const double dur = j.op->bytes / tma_rate_;
     units_.tma_busy += dur;
     units_.tma_bytes += j.op->bytes;
+    if (j.op->kind == OpKind::TmaStore || (j.op->kind == OpKind::TmaLoad && j.op->count)) units_.hbm_bytes += j.op->bytes;
     unit_span(1, *j.op, now_, now_ + dur);
     q_.push(now_ + dur, kPrioCompletion, kTmaDone, 0);
   }
@@ -655,9 +656,13 @@ class Engine {
 
 }  // namespace
 
-double tma_bytes_per_clk(const Hardware& hw, int active_sms, double sharing) {
+double l2_bytes_per_clk(const Hardware& hw, double sharing) {
   const double chip = 1 / (1 / hw.l2_hit_bytes_per_s + 1 / (std::max(1.0, sharing) * hw.kv_fill_bytes_per_s));
-  return std::min(hw.tma_bytes_per_clk_sm, chip / (hw.clock_ghz * 1e9) / std::max(1, active_sms));
+  return chip / (hw.clock_ghz * 1e9);
+}
+
+double tma_bytes_per_clk(const Hardware& hw, int active_sms, double sharing) {
+  return std::min(hw.tma_bytes_per_clk_sm, l2_bytes_per_clk(hw, sharing) / std::max(1, active_sms));
 }
 
 SimResult simulate_cta(const Hardware& hw, const CtaProgram& program, const EngineOptions& options) {

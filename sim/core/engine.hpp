@@ -11,6 +11,7 @@
 #include "core/program.hpp"
 #include "core/timeline.hpp"
 #include "model/hardware.hpp"
+#include "model/json_reader.hpp"
 
 namespace attnsim {
 
@@ -19,7 +20,14 @@ struct EngineOptions {
   int active_sms = 1;               ///< SMs sharing L2 bandwidth with this one
   double kv_sharing = 1;            ///< CTAs streaming each K/V tile at once (GridPlan::kv_sharing)
   bool record_spans = true;         ///< fill Timeline spans (stats are always kept)
-  uint64_t max_events = 200000000;  ///< safety net: exceeding it is an error, never a hang
+  uint64_t max_events = 200000000;  ///< budget: exceeding it throws BudgetError, never a hang
+};
+
+/// A prediction would take longer than the budget the user can raise (--max-events, --max-tiles):
+/// bad input in the CLI's terms (exit 2), counted as "budget" by explore.
+class BudgetError : public InputError {
+ public:
+  BudgetError(std::string file, const std::string& message) : InputError(std::move(file), "", message, "budget") {}
 };
 
 /// Per-warp accounting, cycles.
@@ -38,6 +46,7 @@ struct UnitStats {
   double tensor_flops = 0;
   double tma_busy = 0;  ///< cycles the TMA engine was moving bytes
   double tma_bytes = 0;
+  double hbm_bytes = 0;       ///< TMA bytes to or from HBM: loads of tiles no other CTA reads, and stores
   double mma_smem_bytes = 0;  ///< SMEM operand bytes read by MMAs
 };
 
@@ -83,6 +92,10 @@ class ProgramError : public std::runtime_error {
 /// into L2 once, then served `sharing` times; fitted on kernels/microbench tma_sharing), in bytes/s
 /// over the SM clock since L2 runs in its own clock domain.
 double tma_bytes_per_clk(const Hardware& hw, int active_sms, double sharing);
+/// The chip-wide L2 rate of TMA loads when `sharing` CTAs stream each K/V tile, in bytes per SM
+/// clock: 1 / (1 / l2_hit_bytes_per_s + 1 / (sharing x kv_fill_bytes_per_s)). tma_bytes_per_clk
+/// gives each of the active SMs at most its share of it.
+double l2_bytes_per_clk(const Hardware& hw, double sharing);
 
 /// Runs `program` on `hw`. Throws DeadlockError or ProgramError.
 SimResult simulate_cta(const Hardware& hw, const CtaProgram& program, const EngineOptions& options = {});

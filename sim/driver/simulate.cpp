@@ -1,5 +1,7 @@
 #include "driver/simulate.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
 #include <queue>
@@ -17,6 +19,11 @@ Signature signature(const std::vector<TileWork>& tiles) {
 }
 
 constexpr int kSampleBlocksLo = 8, kSampleBlocksHi = 16;
+/// Engine events per program op: 4 to 10 in every family's programs (measured on the bundled
+/// schedules), so a CTA whose programs have more than budget / 4 ops cannot fit in the budget.
+constexpr uint64_t kEventsPerOp = 4;
+/// CTAs of at most this many KV blocks are lowered without estimating their size first.
+constexpr double kSampledFrom = 4096;
 
 /// Runs CTA simulations, each distinct one once.
 class CtaRunner {
@@ -29,10 +36,20 @@ class CtaRunner {
     const Signature sig = signature(tiles);
     auto it = done_.find(sig);
     if (it != done_.end()) return it->second;
+    // Refuse before lowering a CTA whose programs would not fit in what is left of the budget (the
+    // programs of a long CTA take gigabytes before the engine counts its first event).
+    const uint64_t budget = eo_.max_events;
+    if (out_.events + kEventsPerOp * estimated_ops(tiles) > budget) over_events(budget);
     // CTAs sharing an SM are assumed to run alike: simulate that many copies together.
     const CtaProgram one = s_.lower(hw_, p_, tiles);
-    SimResult r =
-        simulate_cta(hw_, ctas_per_sm_ > 1 ? merge_ctas(std::vector<CtaProgram>(ctas_per_sm_, one)) : one, eo_);
+    EngineOptions eo = eo_;
+    eo.max_events = budget - out_.events;
+    SimResult r;
+    try {
+      r = simulate_cta(hw_, ctas_per_sm_ > 1 ? merge_ctas(std::vector<CtaProgram>(ctas_per_sm_, one)) : one, eo);
+    } catch (const BudgetError&) {
+      over_events(budget);
+    }
     out_.events += r.events;
     ++out_.ctas_simulated;
     return done_.emplace(sig, std::move(r)).first->second;
@@ -68,6 +85,36 @@ class CtaRunner {
     return one + (T - 1) * (g(2) - one);
   }
 
+  /// Ops of the programs of a CTA running `tiles` (ctas_per_sm copies), estimated from the
+  /// programs of one tile of 1 and 2 KV blocks and of two tiles of 1 block: ops are affine in the
+  /// blocks of each tile. Small CTAs are not sampled (their count is the blocks, a lower bound).
+  uint64_t estimated_ops(const std::vector<TileWork>& tiles) const {
+    double blocks = 0;
+    for (const auto& t : tiles) blocks += std::max(1, t.n_blocks);
+    if (blocks * ctas_per_sm_ <= kSampledFrom) return static_cast<uint64_t>(blocks) * ctas_per_sm_;
+    const auto ops = [&](std::vector<TileWork> sample, int n) {
+      for (auto& t : sample) {
+        t.n_blocks = n;
+        t.masked_blocks = std::min(t.masked_blocks, n);
+      }
+      double count = 0;
+      for (const auto& w : s_.lower(hw_, p_, sample).warps) count += static_cast<double>(w.ops.size());
+      return count;
+    };
+    const double one = ops({tiles[0]}, 1), two = ops({tiles[0]}, 2), pair = ops({tiles[0], tiles[0]}, 1);
+    const double per_block = std::max(0.0, two - one), per_tile = std::max(0.0, pair - one - per_block);
+    const double fixed = std::max(0.0, one - per_tile - per_block);
+    const double est = (fixed + per_tile * static_cast<double>(tiles.size()) + per_block * blocks) * ctas_per_sm_;
+    return est >= 1e18 ? static_cast<uint64_t>(1e18) : static_cast<uint64_t>(est);
+  }
+
+  [[noreturn]] void over_events(uint64_t budget) const {
+    throw BudgetError(s_.file(), fmt::format("expected a prediction within --max-events {} simulation events; {} on {} "
+                                             "for {} needs more (about 5 million take a second): raise --max-events "
+                                             "to run it",
+                                             budget, s_.name(), hw_.name, p_.describe()));
+  }
+
   /// The recorded CTA simulation that best represents `tiles` (itself when simulated exactly).
   SimResult take(const std::vector<TileWork>& tiles) {
     auto it = done_.find(signature(tiles));
@@ -86,10 +133,22 @@ class CtaRunner {
 };
 }  // namespace
 
+double compulsory_hbm_bytes(const Problem& problem) {
+  return static_cast<double>(problem.elem_bytes()) * problem.batch *
+         (static_cast<double>(problem.heads) * problem.seqlen_q * (problem.head_dim + problem.head_dim_v) +
+          static_cast<double>(problem.kv_heads) * problem.seqlen_k * (problem.head_dim + problem.head_dim_v));
+}
+
 Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& problem, const PredictOptions& opt) {
   schedule.check(hw, problem);
-  const GridPlan plan = schedule.plan_grid(hw, problem);
+  const GridPlan plan = schedule.plan_grid(hw, problem, opt.max_tiles);
+  if (plan.over_budget)
+    throw BudgetError(schedule.file(),
+                      fmt::format("expected a problem of at most --max-tiles {} tiles; {} places {} tiles for {} (the "
+                                  "planner's time and memory grow with them): raise --max-tiles to run it",
+                                  opt.max_tiles, schedule.name(), plan.tiles, problem.describe()));
   EngineOptions eo;
+  eo.max_events = opt.max_events;
   eo.active_sms = std::min(hw.num_sms, std::max(1, plan.resident_ctas));
   eo.kv_sharing = plan.kv_sharing;
   eo.record_spans = opt.record_spans;
@@ -147,13 +206,23 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
   }
   p.critical = runner.take(*critical);
   p.critical_tiles = static_cast<int>(critical->size());
+  p.kv_sharing = plan.kv_sharing;
+  p.flops = schedule.flops(problem);
+  // A schedule that works on the problem moves at least its compulsory bytes; one without a problem
+  // (flops 0: explicit programs, one CTA) moves what its CTA loads from and stores to HBM.
+  p.hbm_bytes = p.flops > 0 ? compulsory_hbm_bytes(problem) : p.critical.units.hbm_bytes;
+  if (p.flops <= 0) p.flops = p.critical.units.tensor_flops;
+  // Roofline: the grid cannot finish before those bytes have crossed the HBM interface.
+  const double hbm_cycles = p.hbm_bytes / hw.hbm_bytes_per_s * hw.clock_ghz * 1e9;
+  if (hbm_cycles > p.cycles) {
+    p.cycles = hbm_cycles;
+    p.hbm_bound = true;
+  }
   // Back-to-back launches: each kernel also pays the launch and grid setup/teardown of an empty
   // kernel of the same shape (launch_ns).
   p.cycles += hw.launch_ns * hw.clock_ghz;
   p.time_us = p.cycles * hw.us_per_cycle();
-  p.flops = schedule.flops(problem);
-  if (p.flops <= 0) p.flops = p.critical.units.tensor_flops;
-  p.tflops = p.flops / (p.time_us * 1e-6) / 1e12;
+  p.tflops = p.time_us > 0 ? p.flops / (p.time_us * 1e-6) / 1e12 : 0;  // 0 us: empty programs, no fixed costs
   return p;
 }
 

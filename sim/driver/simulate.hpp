@@ -20,6 +20,12 @@ struct PredictOptions {
   /// in n and in T from those samples (the pipeline reaches its periodic steady state within a
   /// few blocks). Used by `explore`; tests bound its error against exact runs.
   bool extrapolate = false;
+  /// Budget: engine events over all CTA simulations of the prediction (--max-events). About 5
+  /// million a second on one core; the bundled cases need at most 30 million.
+  uint64_t max_events = 100'000'000;
+  /// Budget: tiles of the problem the grid planner places (--max-tiles); its time and memory grow
+  /// with them (the bundled cases have at most 65 thousand).
+  long long max_tiles = 1LL << 22;
 };
 
 /// Predicted time of a kernel on a problem, and the CTA that bounds it.
@@ -39,10 +45,22 @@ struct Prediction {
   size_t cta_count = 0;  ///< CTAs launched
   int ctas_per_sm = 1;
   bool extrapolated = false;  ///< times came from PredictOptions::extrapolate
+  double kv_sharing = 1;      ///< CTAs streaming each K/V tile at once (GridPlan::kv_sharing)
+  /// Bytes the kernel moves to or from HBM: the problem's compulsory Q, K, V and O bytes, or for a
+  /// schedule without a problem (explicit programs) the HBM traffic of the CTA it simulates.
+  double hbm_bytes = 0;
+  /// The kernel cannot finish before its HBM bytes have moved at hbm_bytes_per_s: true when that
+  /// bound, not the CTA simulations, sets `cycles`.
+  bool hbm_bound = false;
 };
 
+/// Compulsory HBM bytes of a problem: Q and K, V read once, O written once.
+double compulsory_hbm_bytes(const Problem& problem);
+
 /// Checks `schedule` against `hw` and `problem` (throws InputError), then predicts it.
-/// Throws DeadlockError / ProgramError from the engine.
+/// Throws BudgetError (naming the schedule file and the flag to raise) when the problem has more
+/// tiles than options.max_tiles or its CTA simulations would take more than options.max_events,
+/// and DeadlockError / ProgramError from the engine.
 Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& problem,
                    const PredictOptions& options = {});
 

@@ -12,8 +12,8 @@
 namespace attnsim {
 
 namespace {
-PredictOptions options() {
-  PredictOptions o;
+PredictOptions options(const PredictOptions& budget) {
+  PredictOptions o = budget;
   o.extrapolate = true;  // within 0.01% of exact runs (tests/unit/test_explore.cpp); the samples keep spans
   o.record_spans = true;
   return o;
@@ -48,20 +48,20 @@ std::string steady_timeline(const Prediction& p, int width) {
 }  // namespace
 
 Explanation explain(const std::string& schedule_file, const std::vector<std::string>& overrides, const Hardware& hw,
-                    const Problem& problem) {
+                    const Problem& problem, const PredictOptions& budget) {
   Explanation e;
   const auto base = load_schedule(schedule_file, overrides);
   e.schedule = base->name();
   e.hardware = hw.name;
   e.problem = problem.describe();
-  e.base = predict(*base, hw, problem, options());
+  e.base = predict(*base, hw, problem, options(budget));
   e.base_bottleneck = bottleneck_of(e.base, *base, hw, problem);
   for (const auto& v : schedule_variants(schedule_file)) {
     Ablation a;
     a.variant = v;
     try {
       const auto s = load_schedule(schedule_file, overrides, v.name);
-      a.prediction = predict(*s, hw, problem, options());
+      a.prediction = predict(*s, hw, problem, options(budget));
       a.slowdown = a.prediction.time_us / e.base.time_us - 1;
       a.bottleneck = bottleneck_of(a.prediction, *s, hw, problem);
       a.ok = true;

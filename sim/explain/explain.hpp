@@ -31,9 +31,10 @@ struct Explanation {
 };
 
 /// Predicts `schedule_file` (with `overrides`) and each of its variants on `hw` for `problem`.
-/// Throws InputError when the base schedule itself is rejected.
+/// Each prediction has the budget of `budget` (max_events, max_tiles). Throws InputError when the
+/// base schedule itself is rejected (BudgetError when its prediction exceeds the budget).
 Explanation explain(const std::string& schedule_file, const std::vector<std::string>& overrides, const Hardware& hw,
-                    const Problem& problem);
+                    const Problem& problem, const PredictOptions& budget = {});
 
 /// The table, then for each ablation the steady-state timelines before | after (each `width` wide).
 std::string format_explanation(const Explanation& e, int width, bool timelines);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <mutex>
 #include <random>
 #include <set>
@@ -16,8 +17,9 @@
 
 namespace attnsim {
 
-SweepSpec load_sweep(const std::string& file) {
-  const nlohmann::json doc = load_json_file(file);
+SweepSpec load_sweep(const std::string& file) { return sweep_from_json(load_json_file(file), file); }
+
+SweepSpec sweep_from_json(const nlohmann::json& doc, const std::string& file) {
   JsonReader r(doc, file);
   SweepSpec s;
   s.file = file;
@@ -32,18 +34,19 @@ SweepSpec load_sweep(const std::string& file) {
   for (size_t i = 0; i < probs.size(); ++i) {
     const std::string path = "/problems/" + std::to_string(i);
     s.problems.push_back(problem_from_json(probs[i], file, path));
-    s.problem_labels.push_back(probs[i].value("label", s.problems.back().describe()));
+    const auto* label = probs[i].is_object() && probs[i].contains("label") ? &probs[i]["label"] : nullptr;
+    s.problem_labels.push_back(label && label->is_string() ? label->get<std::string>() : s.problems.back().describe());
   }
   JsonReader axes = r.object("axes");
   for (const auto& ptr : axes.keys()) {
     const auto& v = axes.raw(ptr);
     if (!v.is_array() || v.empty()) axes.fail_at(ptr, "expected a non-empty array of values to try");
+    // Each value must be one the schedule can take there: set it once on a copy to check the path.
+    nlohmann::json probe = s.base;
     try {
-      nlohmann::json::json_pointer jp(ptr);
-      if (!s.base.contains(jp.parent_pointer()))
-        axes.fail_at(ptr, fmt::format("the schedule {} has no {}", s.schedule_file, jp.parent_pointer().to_string()));
-    } catch (const nlohmann::json::exception& e) {
-      axes.fail_at(ptr, fmt::format("expected a JSON pointer such as /kv_stage ({})", e.what()));
+      set_pointer(probe, ptr, v[0], s.schedule_file, "axis");
+    } catch (const InputError& e) {
+      axes.fail_at(ptr, fmt::format("an axis of the schedule {}: {}", s.schedule_file, e.message()));
     }
     s.axes.push_back({ptr, std::vector<nlohmann::json>(v.begin(), v.end())});
   }
@@ -58,12 +61,14 @@ SweepSpec load_sweep(const std::string& file) {
         JsonReader when = c.object("when");
         const auto keys = when.keys();
         if (keys.size() != 1) when.fail("expected exactly one {\"/pointer\": value}");
+        parse_pointer(keys[0], file, when.child_path(keys[0]));
         WhenConstraint w{keys[0], when.raw(keys[0]), "", {}};
         when.finish();
         JsonReader req = c.object("require");
         const auto rk = req.keys();
         if (rk.size() != 1) req.fail("expected exactly one {\"/pointer\": [allowed values]}");
         const auto& allowed = req.raw(rk[0]);
+        parse_pointer(rk[0], file, req.child_path(rk[0]));
         if (!allowed.is_array()) req.fail_at(rk[0], "expected an array of allowed values");
         w.pointer = rk[0];
         w.allowed.assign(allowed.begin(), allowed.end());
@@ -91,7 +96,8 @@ SweepSpec load_sweep(const std::string& file) {
 }
 
 SweepEvaluator::SweepEvaluator(SweepSpec spec) : spec_(std::move(spec)) {
-  for (const auto& a : spec_.axes) grid_size_ *= a.values.size();
+  for (const auto& a : spec_.axes)
+    grid_size_ = grid_size_ > SIZE_MAX / a.values.size() ? SIZE_MAX : grid_size_ * a.values.size();
 }
 
 std::vector<int> SweepEvaluator::decode(size_t index) const {
@@ -113,7 +119,7 @@ nlohmann::json SweepEvaluator::document(size_t index) const {
   nlohmann::json doc = spec_.base;
   const auto c = decode(index);
   for (size_t i = 0; i < spec_.axes.size(); ++i)
-    doc[nlohmann::json::json_pointer(spec_.axes[i].pointer)] = spec_.axes[i].values[c[i]];
+    set_pointer(doc, spec_.axes[i].pointer, spec_.axes[i].values[c[i]], spec_.file, "axis");
   doc["name"] = fmt::format("{}_{}", spec_.name, index);
   return doc;
 }
@@ -122,9 +128,9 @@ bool SweepEvaluator::admitted(size_t index) const {
   if (spec_.when.empty()) return true;
   const nlohmann::json doc = document(index);
   for (const auto& w : spec_.when) {
-    const nlohmann::json::json_pointer wp(w.when_pointer), p(w.pointer);
-    if (!doc.contains(wp) || doc[wp] != w.when_value) continue;
-    if (!doc.contains(p) || std::find(w.allowed.begin(), w.allowed.end(), doc[p]) == w.allowed.end()) return false;
+    const nlohmann::json *when = find_pointer(doc, w.when_pointer), *value = find_pointer(doc, w.pointer);
+    if (!when || *when != w.when_value) continue;
+    if (!value || std::find(w.allowed.begin(), w.allowed.end(), *value) == w.allowed.end()) return false;
   }
   return true;
 }
@@ -150,6 +156,8 @@ Evaluation SweepEvaluator::evaluate(size_t index) const {
       }
     }
     PredictOptions opt;
+    opt.max_events = spec_.max_events;
+    opt.max_tiles = spec_.max_tiles;
     opt.record_spans = false;
     opt.extrapolate = true;
     double log_sum = 0, min_tf = INFINITY;
@@ -171,6 +179,11 @@ Evaluation SweepEvaluator::evaluate(size_t index) const {
   } catch (const ProgramError& err) {
     e.reason = "barrier_misuse";
     e.detail = err.what();
+  } catch (const nlohmann::json::exception&) {
+    // Reading goes through JsonReader, which reports in our words; anything else is a bug, but a
+    // candidate that trips it is reported, not a crash of the whole sweep.
+    e.reason = "input";
+    e.detail = fmt::format("{}: the candidate's schedule could not be read", origin);
   }
   if (!e.feasible) {
     e.tflops.clear();
@@ -190,13 +203,22 @@ std::vector<Evaluation> evaluate_all(const SweepEvaluator& ev, const std::vector
                                      const std::atomic<bool>* stop, const ProgressFn& progress) {
   std::vector<std::optional<Evaluation>> slots(indices.size());
   std::atomic<size_t> next{0}, done{0};
+  std::atomic<bool> failed{false};
   std::mutex progress_mu;
+  std::exception_ptr error;  // the first exception of a worker, rethrown on this thread
   auto worker = [&]() {
     for (;;) {
-      if (stop && stop->load()) return;
+      if ((stop && stop->load()) || failed.load()) return;
       const size_t i = next.fetch_add(1);
       if (i >= indices.size()) return;
-      slots[i] = ev.evaluate(indices[i]);
+      try {
+        slots[i] = ev.evaluate(indices[i]);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(progress_mu);
+        if (!error) error = std::current_exception();
+        failed.store(true);
+        return;
+      }
       const size_t d = done.fetch_add(1) + 1;
       if (progress) {
         std::lock_guard<std::mutex> lock(progress_mu);
@@ -209,6 +231,7 @@ std::vector<Evaluation> evaluate_all(const SweepEvaluator& ev, const std::vector
   for (int t = 1; t < n; ++t) pool.emplace_back(worker);
   worker();
   for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
   std::vector<Evaluation> out;
   for (auto& s : slots)
     if (s) out.push_back(std::move(*s));

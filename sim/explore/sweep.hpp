@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "driver/simulate.hpp"
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
 
@@ -62,10 +63,16 @@ struct SweepSpec {
   std::string objective = "geomean_tflops";  ///< geomean_tflops | min_tflops
   std::string secondary;                     ///< "" or a resource to minimise (Pareto front)
   SearchSpec search;
+  /// Budget of each prediction (not read from the file: explore's --max-events and --max-tiles).
+  uint64_t max_events = PredictOptions{}.max_events;
+  long long max_tiles = PredictOptions{}.max_tiles;
 };
 
 /// Reads a sweep file; throws InputError naming the file and JSON path.
 SweepSpec load_sweep(const std::string& file);
+/// Checks a parsed sweep (`file` names it in errors; its schedule and hardware are read from
+/// disk); throws InputError.
+SweepSpec sweep_from_json(const nlohmann::json& doc, const std::string& file);
 
 /// The result of evaluating one candidate.
 struct Evaluation {
@@ -85,6 +92,7 @@ class SweepEvaluator {
  public:
   explicit SweepEvaluator(SweepSpec spec);
   const SweepSpec& spec() const { return spec_; }
+  /// Candidates of the grid (the product of the axis sizes; SIZE_MAX when that overflows).
   size_t grid_size() const { return grid_size_; }
   /// Axis value indices of grid candidate `index`.
   std::vector<int> decode(size_t index) const;

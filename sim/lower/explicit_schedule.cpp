@@ -28,6 +28,10 @@
 namespace attnsim {
 namespace {
 
+/// Ops a CTA's programs may expand to (repeats multiply): more is refused at load time rather
+/// than building programs that take minutes and gigabytes.
+constexpr long long kMaxExpandedOps = 10'000'000;
+
 struct PipeDecl {
   int stages = 1, full_count = 1, empty_count = 1;
 };
@@ -63,7 +67,7 @@ class ExplicitSchedule : public Schedule {
   }
 
   void check(const Hardware&, const Problem&) const override {}
-  GridPlan plan_grid(const Hardware&, const Problem&) const override {
+  GridPlan plan_grid(const Hardware&, const Problem&, long long) const override {
     GridPlan g;
     g.mode = GridPlan::Mode::Single;
     g.cta_tiles = {{TileWork{}}};
@@ -90,6 +94,7 @@ class ExplicitSchedule : public Schedule {
     for (const auto& [name, threads] : named_) named[name] = cta.barrier("bar." + name, threads, true);
     const auto& warps = doc_["warps"];
     std::map<long long, bool> seen;
+    long long expanded = 0;
     for (size_t i = 0; i < warps.size(); ++i) {
       JsonReader wr(warps[i], file_, "/warps/" + std::to_string(i));
       const long long index = wr.integer("warp", 0, 63);
@@ -99,7 +104,7 @@ class ExplicitSchedule : public Schedule {
       std::map<std::string, PipelineState> prod, cons;  // per pipeline, from first use
       const auto& prog = wr.raw("program");
       if (!prog.is_array()) wr.fail_at("program", "expected an array of ops");
-      emit(prog, wr.child_path("program"), wb, ids, named, prod, cons);
+      emit(prog, wr.child_path("program"), wb, ids, named, prod, cons, expanded);
       wr.finish();
     }
     return cta.take();
@@ -107,7 +112,8 @@ class ExplicitSchedule : public Schedule {
 
   void emit(const nlohmann::json& ops, const std::string& path, WarpBuilder& wb,
             const std::map<std::string, PipelineIds>& ids, const std::map<std::string, int>& named,
-            std::map<std::string, PipelineState>& prod, std::map<std::string, PipelineState>& cons) const {
+            std::map<std::string, PipelineState>& prod, std::map<std::string, PipelineState>& cons,
+            long long& expanded) const {
     // This warp's producer / consumer state in pipeline p, starting where CUTLASS starts them.
     auto producer = [&](const PipelineIds& p) -> PipelineState& {
       return prod.try_emplace(p.name, p.producer_start()).first->second;
@@ -117,6 +123,14 @@ class ExplicitSchedule : public Schedule {
     };
     for (size_t i = 0; i < ops.size(); ++i) {
       JsonReader o(ops[i], file_, path + "/" + std::to_string(i));
+      // Each op and each pass of a repeat counts, so that empty nested repeats cannot spin either.
+      const auto count_one = [&]() {
+        if (++expanded > kMaxExpandedOps)
+          o.fail(fmt::format("the programs expand to more than {} ops here: expected fewer (nested repeats "
+                             "multiply their times)",
+                             kMaxExpandedOps));
+      };
+      count_one();
       const std::string kind =
           o.choice("op", {"repeat", "producer_acquire", "producer_commit", "consumer_wait", "consumer_release",
                           "compute", "tma_load", "tma_store", "mma", "mma_commit", "bar_sync", "bar_arrive", "wait_mma",
@@ -138,7 +152,10 @@ class ExplicitSchedule : public Schedule {
         const long long times = o.integer("times", 0, 1000000);
         const auto& body = o.raw("body");
         if (!body.is_array()) o.fail_at("body", "expected an array of ops");
-        for (long long t = 0; t < times; ++t) emit(body, o.child_path("body"), wb, ids, named, prod, cons);
+        for (long long t = 0; t < times; ++t) {
+          count_one();
+          emit(body, o.child_path("body"), wb, ids, named, prod, cons, expanded);
+        }
       } else if (kind == "producer_acquire") {
         const auto& p = pipe();
         wb.producer_acquire(p, producer(p));

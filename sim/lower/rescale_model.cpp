@@ -12,7 +12,9 @@
 namespace attnsim {
 
 bool RescaleMask::at(int warp, int iteration) const {
-  if (iteration <= 0 || iterations == 0) return false;
+  // A mask of one iteration (seqlen_k within one KV block) knows no later block; asked about one
+  // (the probe tile of check() has two blocks), it says no rather than reading past its end.
+  if (iteration <= 0 || iterations <= 1) return false;
   const int it = iteration < iterations ? iteration : 1 + (iteration - 1) % std::max(1, iterations - 1);
   return need[static_cast<size_t>(it) * warps + warp] != 0;
 }

@@ -43,8 +43,9 @@ class Schedule {
   /// and the reason: wrong architecture, TMEM / SMEM / register overflow, MMA shape rules,
   /// pipeline arrive counts that do not match the warps that arrive.
   virtual void check(const Hardware& hw, const Problem& problem) const = 0;
-  /// Places the problem's tiles on CTAs (tile scheduler).
-  virtual GridPlan plan_grid(const Hardware& hw, const Problem& problem) const = 0;
+  /// Places the problem's tiles on CTAs (tile scheduler). A problem of more than `max_tiles` tiles
+  /// is not placed: the plan holds only its tile count, with over_budget set.
+  virtual GridPlan plan_grid(const Hardware& hw, const Problem& problem, long long max_tiles) const = 0;
   /// The programs of one CTA that processes `tiles` in order.
   virtual CtaProgram lower(const Hardware& hw, const Problem& problem, const std::vector<TileWork>& tiles) const = 0;
   /// One line per resolved knob ("q_stage 2", "kv_stage 6 (auto)"), for the summary.
@@ -71,12 +72,20 @@ class Schedule {
 /// and parses it with its family. Throws InputError (file, JSON path, expectation).
 std::unique_ptr<Schedule> load_schedule(const std::string& file, const std::vector<std::string>& overrides = {},
                                         const std::string& variant = "");
+/// load_schedule on the text of a schedule file (`file` names it in errors).
+std::unique_ptr<Schedule> schedule_from_text(const std::string& text, const std::string& file,
+                                             const std::vector<std::string>& overrides = {},
+                                             const std::string& variant = "");
 /// A variant a schedule file declares: one design choice changed, and the question it answers.
 struct VariantInfo {
   std::string name, description, question;
 };
 /// The variants a schedule file declares, in file order.
 std::vector<VariantInfo> schedule_variants(const std::string& file);
+/// The same from the text of a schedule file.
+std::vector<VariantInfo> schedule_variants_from_text(const std::string& text, const std::string& file);
+/// The schedule families this build understands (the values of a schedule's "family"), sorted.
+std::vector<std::string> schedule_families();
 /// Same, from an in-memory document (`file` names it in errors).
 std::unique_ptr<Schedule> parse_schedule(const nlohmann::json& doc, const std::string& file);
 

@@ -209,8 +209,9 @@ std::vector<std::string> hardware_constant_names() {
   return names;
 }
 
-Hardware load_hardware(const std::string& file) {
-  const nlohmann::json doc = load_json_file(file);
+Hardware load_hardware(const std::string& file) { return hardware_from_json(load_json_file(file), file); }
+
+Hardware hardware_from_json(const nlohmann::json& doc, const std::string& file) {
   JsonReader top(doc, file);
   Hardware hw;
   hw.file = file;
@@ -262,14 +263,31 @@ std::string resolve_hardware_path(const std::string& arg) {
   throw InputError(arg, "", "no such hardware config; expected a path or one of: " + choices);
 }
 
-/// $ATTNSIM_ROOT if set, else the source tree CMake compiled in (ATTNSIM_SOURCE_ROOT), else ".".
-std::string project_root() {
-  if (const char* env = std::getenv("ATTNSIM_ROOT"); env && *env) return env;
-#ifdef ATTNSIM_SOURCE_ROOT
-  return ATTNSIM_SOURCE_ROOT;
-#else
-  return ".";
+namespace {
+/// The project root and where it came from (see project_root()).
+std::pair<std::string, const char*> find_project_root() {
+  if (const char* env = std::getenv("ATTNSIM_ROOT"); env && *env) return {env, "ATTNSIM_ROOT"};
+#ifdef ATTNSIM_DATA_FROM_BIN
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path data = (exe.parent_path() / ATTNSIM_DATA_FROM_BIN).lexically_normal();
+    if (fs::is_directory(data / "configs", ec)) return {data.string(), "installed"};
+  }
 #endif
+#ifdef ATTNSIM_SOURCE_ROOT
+  return {ATTNSIM_SOURCE_ROOT, "source tree"};
+#else
+  return {".", "current directory"};
+#endif
+}
+}  // namespace
+
+std::string project_root() { return find_project_root().first; }
+
+std::string describe_project_root() {
+  const auto [path, origin] = find_project_root();
+  return fmt::format("{} ({})", path, origin);
 }
 
 }  // namespace attnsim

@@ -4,6 +4,7 @@
 // provenance. Units are in the field names (cycles are SM clock cycles).
 #pragma once
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -117,11 +118,17 @@ std::vector<std::string> hardware_constant_names();
 
 /// Reads and checks a hardware config; throws InputError naming file and JSON path.
 Hardware load_hardware(const std::string& file);
+/// Checks a parsed hardware config (`file` names it in errors); throws InputError.
+Hardware hardware_from_json(const nlohmann::json& doc, const std::string& file);
 
 /// Resolves "b200" to configs/hw/b200.json (searching the config dir), or returns `arg` if it is a path.
 std::string resolve_hardware_path(const std::string& arg);
 
-/// Directory holding configs/: $ATTNSIM_ROOT if set, else the source tree it was built from, else ".".
+/// Directory holding configs/ and schedules/: $ATTNSIM_ROOT if set; else, when the running
+/// executable is installed (<prefix>/bin/attnsim), <prefix>/share/attnsim if it holds configs/;
+/// else the source tree it was built from; else ".".
 std::string project_root();
+/// project_root() and where it came from: "PATH (ATTNSIM_ROOT)", "PATH (installed)", "PATH (source tree)".
+std::string describe_project_root();
 
 }  // namespace attnsim

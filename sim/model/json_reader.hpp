@@ -23,13 +23,33 @@ class InputError : public std::runtime_error {
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
   const std::string& reason() const { return reason_; }
+  /// What was expected, without the file and path.
+  const std::string& message() const { return message_; }
 
  private:
-  std::string file_, path_, reason_;
+  std::string file_, path_, reason_, message_;
 };
 
-/// Parses a JSON file; throws InputError (with line/column) on I/O or syntax errors.
+/// Deepest nesting of arrays and objects that the JSON reader accepts. Deeper input is
+/// refused before it is parsed (nothing in attnsim nests more than a few levels, and deep
+/// nesting would overflow the stack of the recursive code that walks a document).
+constexpr int kMaxJsonDepth = 64;
+
+/// Parses JSON text strictly: at most kMaxJsonDepth levels of nesting, no duplicate keys in an
+/// object, numbers within the range of a double. Throws InputError naming `origin`, the JSON
+/// path where reading stopped and what was expected there (with line and column).
+nlohmann::json parse_json_text(const std::string& text, const std::string& origin);
+/// Same, keeping object keys in document order.
+nlohmann::ordered_json parse_ordered_json_text(const std::string& text, const std::string& origin);
+/// The bytes of a file; throws InputError when it cannot be read (or is a directory).
+std::string read_text_file(const std::string& file);
+/// Reads and parses a JSON file as parse_json_text does; throws InputError on I/O or syntax errors.
 nlohmann::json load_json_file(const std::string& file);
+/// Same, keeping object keys in document order.
+nlohmann::ordered_json load_ordered_json_file(const std::string& file);
+
+/// A JSON value for an error message: its compact text, cut to about 60 characters.
+std::string brief_json(const nlohmann::json& v);
 
 /// A read-only view of one JSON object that remembers which keys were read.
 /// finish() throws InputError for every key that no accessor asked for, so an
@@ -71,6 +91,8 @@ class JsonReader {
   const std::string& path() const { return path_; }
   /// JSON pointer of a member: the key escaped as RFC 6901 says ("~" -> "~0", "/" -> "~1").
   std::string child_path(const std::string& key) const;
+  /// A key as one JSON-pointer token (RFC 6901: "~" -> "~0", "/" -> "~1").
+  static std::string escape_key(const std::string& key);
   /// Keys of this object in document order (nlohmann keeps them sorted).
   std::vector<std::string> keys() const;
 
@@ -80,6 +102,17 @@ class JsonReader {
   std::string file_, path_;
   mutable std::set<std::string> read_;
 };
+
+/// Parses a JSON pointer ("/kv_stage"); throws InputError at `path` of `origin`, in our words,
+/// when it does not start with '/' or has a '~' that is not ~0 or ~1.
+nlohmann::json::json_pointer parse_pointer(const std::string& pointer, const std::string& origin,
+                                           const std::string& path);
+/// The value at `pointer` in `doc`, or nullptr when the pointer is malformed or leads nowhere.
+const nlohmann::json* find_pointer(const nlohmann::json& doc, const std::string& pointer);
+/// Sets `doc[pointer] = value`: the parent must exist and be an object, or an array holding that
+/// index. Throws InputError naming `origin`, the pointer, and `what` (the option that asked).
+void set_pointer(nlohmann::json& doc, const std::string& pointer, const nlohmann::json& value, const std::string& origin,
+                 const std::string& what);
 
 /// Applies "--set /json/pointer=value" overrides to a document. `value` is parsed as
 /// JSON when it parses, else taken as a string. Throws InputError naming `origin`.

@@ -26,6 +26,10 @@ struct GridPlan {
   /// CTAs of the first wave per distinct (batch, KV head): how many CTAs stream each K/V tile at
   /// about the same time, which sets how much of their TMA traffic L2 serves (engine).
   double kv_sharing = 1;
+  /// Tiles of the whole problem. When they are more than the planner was allowed (max_tiles),
+  /// the plan holds only this count: cta_tiles stays empty and `over_budget` is set.
+  long long tiles = 1;
+  bool over_budget = false;
   /// StaticPersistent: the tile list of each resident CTA (cluster leader), in order.
   /// LptSingleTile: every tile, in launch order (longest first). PerHead: each CTA's tile walk,
   /// in launch order. Single: one entry.

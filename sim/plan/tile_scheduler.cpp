@@ -40,7 +40,7 @@ double kv_sharing(const Problem& p, int m_tiles, long long heads, bool persisten
 }
 }  // namespace
 
-GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec) {
+GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec, long long max_tiles) {
   GridPlan g;
   g.cta_group = spec.cta_group;
   g.ctas_per_sm = spec.ctas_per_sm;
@@ -48,6 +48,11 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
   const int m_tiles = (p.seqlen_q + rows - 1) / rows;
   const long long heads = static_cast<long long>(p.heads) * p.batch;
   const int clusters = hw.num_sms / spec.cta_group;
+  g.tiles = m_tiles * heads;  // < 2^18 x 2^36: no overflow
+  if (g.tiles > max_tiles) {
+    g.over_budget = true;
+    return g;
+  }
   if (spec.tiles_per_head) {
     // One CTA per (batch, head), walking every m-block in order; ctas_per_sm of them share an SM.
     g.mode = GridPlan::Mode::PerHead;

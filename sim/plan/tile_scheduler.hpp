@@ -19,8 +19,9 @@ struct TilingSpec {
   bool tiles_per_head = false;  ///< one CTA per (batch, head) that walks every m-block (FA2 style)
 };
 
-/// Places the problem's tiles. Throws nothing for valid problems.
-GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec);
+/// Places the problem's tiles; more than `max_tiles` are only counted (GridPlan::over_budget).
+/// Throws nothing for valid problems.
+GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec, long long max_tiles);
 
 /// The tile of m-block `m`: KV blocks it visits and how many of them need masking.
 TileWork tile_at(const Problem& p, const TilingSpec& spec, int m);

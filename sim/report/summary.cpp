@@ -51,6 +51,7 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
   }
 
   const SimResult& r = p.critical;
+  const bool schedule_has_problem = s.flops(problem) > 0;
   const double T = std::max(1.0, r.end_cycles);
   const auto& used = r.units.pipe_consumed;
   const auto& cap = r.units.pipe_capacity;
@@ -73,22 +74,24 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
     out.units.push_back({"mma_sync", pipe(kMmaSyncPipe), "mma.sync FLOP / per-SMSP tensor rate, all SMSPs"});
   if (hw.has_tmem())
     out.units.push_back({"tmem", used[kTmemResource] / (hw.tmem_bytes_per_clk * T), "tcgen05.ld/st bytes / datapath"});
-  const double smem_bytes = used[kSmemResource] + r.units.mma_smem_bytes + r.units.tma_bytes;
-  out.units.push_back(
-      {"smem", smem_bytes / (hw.smem_bytes_per_clk * T), "MMA operand reads + TMA traffic + ld/st.shared"});
+  // Every figure is work done over the most the model lets that unit do in the same time, so it
+  // lies in [0, 1]: SMEM counts the ld/st.shared bytes its bandwidth is shared among (MMA operand
+  // reads and TMA writes are timed by the tensor core and the TMA, not by it); L2 the TMA bytes
+  // of all resident CTAs against the chip-wide rate the TMA engines share; HBM the kernel's bytes
+  // over its whole time, which the driver never lets be shorter than those bytes take.
+  out.units.push_back({"smem", used[kSmemResource] / (hw.smem_bytes_per_clk * T),
+                       fmt::format("ld/st.shared / bandwidth; besides: MMA operand reads {:.0f}, TMA {:.0f} B/clk",
+                                   r.units.mma_smem_bytes / T, r.units.tma_bytes / T)});
   out.units.push_back({"tma", r.units.tma_busy / T, fmt::format("{:.0f} B/clk per SM share", r.tma_bytes_per_clk)});
-  if (hw.l2_bytes_per_clk > 0)
-    out.units.push_back({"l2", r.units.tma_bytes * std::min(hw.num_sms, p.resident_ctas) / (hw.l2_bytes_per_clk * T),
-                         "TMA bytes of all resident CTAs / L2 bandwidth"});
-  if (hw.hbm_bytes_per_s > 0 && p.flops > 0 && p.time_us > 0) {
-    const double eb = problem.elem_bytes();
-    const double bytes =
-        eb * problem.batch *
-        (static_cast<double>(problem.heads) * problem.seqlen_q * (problem.head_dim + problem.head_dim_v) +
-         static_cast<double>(problem.kv_heads) * problem.seqlen_k * (problem.head_dim + problem.head_dim_v));
-    out.units.push_back(
-        {"hbm", bytes / (hw.hbm_bytes_per_s * p.time_us * 1e-6), "compulsory Q, K, V, O bytes / HBM bandwidth"});
-  }
+  const int active_sms = std::min(hw.num_sms, std::max(1, p.resident_ctas));
+  const double l2_rate = l2_bytes_per_clk(hw, p.kv_sharing);
+  out.units.push_back({"l2", r.units.tma_bytes * active_sms / (l2_rate * T),
+                       fmt::format("TMA bytes of all resident CTAs / L2 rate at this K/V sharing ({:.0f} B/clk)",
+                                   l2_rate)});
+  out.units.push_back({"hbm", p.hbm_bytes > 0 ? p.hbm_bytes / (hw.hbm_bytes_per_s * p.time_us * 1e-6) : 0.0,
+                       p.hbm_bound ? "compulsory bytes / HBM bandwidth: the kernel time is HBM-bound"
+                       : schedule_has_problem ? "compulsory Q, K, V, O bytes / HBM bandwidth"
+                                              : "the CTA's HBM loads and stores / HBM bandwidth"});
   const auto top = std::max_element(out.units.begin(), out.units.end(),
                                     [](const UnitUse& a, const UnitUse& b) { return a.utilisation < b.utilisation; });
   out.bottleneck = top->name;

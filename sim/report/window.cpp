@@ -12,12 +12,17 @@ std::pair<double, double> steady_state_window(const Timeline& tl, int iterations
     if (u.name == "tensor_core")
       for (const auto& s : u.spans)
         if (s.op == ATTNSIM_OP_MMA_QK && s.tile == 0 && s.stage == 0) qk.emplace_back(s.block, s.start);
-  if (qk.size() < 2) return {0, tl.end_cycles};
+  // The whole run when there is no steady state to show; never an empty window (a run of 0 cycles
+  // shows [0, 1]).
+  const std::pair<double, double> whole{0, std::max(1.0, tl.end_cycles)};
+  if (qk.size() < 2) return whole;
   std::sort(qk.begin(), qk.end(), [](auto& a, auto& b) { return a.second < b.second; });
   const int n = static_cast<int>(qk.size());
   const int span = std::min(iterations, n - 1);
   const int first = std::max(0, n / 2 - span / 2);
   const int last = std::min(n - 1, first + span);
+  // SM90 records one span per SMSP for each wgmma: with few blocks those may all start together.
+  if (!(qk[last].second > qk[first].second)) return whole;
   return {qk[first].second, qk[last].second};
 }
 

@@ -11,6 +11,7 @@ namespace attnsim {
 
 /// [t0, t1) in cycles: `iterations` KV iterations of tile 0 around its middle, found from the
 /// tensor core's QK spans; the whole timeline when there are none.
+/// The window is never empty: without two distinct QK starts it is the whole run (at least 1 cycle).
 std::pair<double, double> steady_state_window(const Timeline& tl, int iterations = 4);
 
 /// End (cycles) of the CTA's first work tile: the last span tagged tile 0; the whole timeline

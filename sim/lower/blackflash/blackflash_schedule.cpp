@@ -58,22 +58,26 @@ Resolved BlackFlashSchedule::resolve(const Hardware& hw, const Problem& p) const
 void BlackFlashSchedule::check(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);
   if (p.head_dim != kTile || p.head_dim_v != kTile)
-    throw InputError(p.describe(), "/head_dim",
-                     fmt::format("BlackFlash is written for head_dim 64 (Br = Bc = d = 64), not {}", p.head_dim),
+    throw InputError(file_, "/family",
+                     fmt::format("BlackFlash is written for head_dim 64 (Br = Bc = d = 64): expected a problem with "
+                                 "head_dim and head_dim_v 64 (--head-dim 64), got {} ({})",
+                                 p.head_dim_v != p.head_dim ? fmt::format("{}/{}", p.head_dim, p.head_dim_v)
+                                                            : std::to_string(p.head_dim),
+                                 p.describe()),
                      "mma_shape");
   if (k.ctas_per_sm > k.occupancy)
     throw InputError(file_, "/ctas_per_sm",
                      fmt::format("{} CTAs do not fit on one SM ({} do)", k.ctas_per_sm, k.occupancy), "registers");
 }
 
-GridPlan BlackFlashSchedule::plan_grid(const Hardware& hw, const Problem& p) const {
+GridPlan BlackFlashSchedule::plan_grid(const Hardware& hw, const Problem& p, long long max_tiles) const {
   const Resolved k = resolve(hw, p);
   TilingSpec t;
   t.rows_per_cta = kTile;
   t.n_block = kTile;
   t.persistent = false;
   t.ctas_per_sm = k.ctas_per_sm;
-  return plan_tiles(hw, p, t);
+  return plan_tiles(hw, p, t, max_tiles);
 }
 
 CtaProgram BlackFlashSchedule::lower(const Hardware& hw, const Problem& p, const std::vector<TileWork>& tiles) const {

@@ -30,7 +30,7 @@ class BlackFlashSchedule : public Schedule {
  public:
   explicit BlackFlashSchedule(JsonReader& r);
   void check(const Hardware& hw, const Problem& problem) const override;
-  GridPlan plan_grid(const Hardware& hw, const Problem& problem) const override;
+  GridPlan plan_grid(const Hardware& hw, const Problem& problem, long long max_tiles) const override;
   CtaProgram lower(const Hardware& hw, const Problem& problem, const std::vector<TileWork>& tiles) const override;
   std::vector<std::string> knob_lines(const Hardware& hw, const Problem& problem) const override;
   std::vector<std::string> roles() const override { return {"load", "consumer"}; }

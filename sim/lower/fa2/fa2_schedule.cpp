@@ -78,7 +78,7 @@ class Fa2Schedule : public Schedule {
                        "mma_shape");
   }
 
-  GridPlan plan_grid(const Hardware& hw, const Problem& p) const override {
+  GridPlan plan_grid(const Hardware& hw, const Problem& p, long long max_tiles) const override {
     const Resolved k = resolve(hw, p);
     TilingSpec t;
     t.rows_per_cta = k.br;
@@ -86,7 +86,7 @@ class Fa2Schedule : public Schedule {
     t.persistent = false;
     t.tiles_per_head = true;
     t.ctas_per_sm = k.ctas_per_sm;
-    return plan_tiles(hw, p, t);
+    return plan_tiles(hw, p, t, max_tiles);
   }
 
   CtaProgram lower(const Hardware& hw, const Problem& p, const std::vector<TileWork>& tiles) const override {

@@ -152,13 +152,13 @@ void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
                      "registers");
 }
 
-GridPlan Fa3Schedule::plan_grid(const Hardware& hw, const Problem& p) const {
+GridPlan Fa3Schedule::plan_grid(const Hardware& hw, const Problem& p, long long max_tiles) const {
   const Resolved k = resolve(hw, p);
   TilingSpec t;
   t.rows_per_cta = k.m_block;
   t.n_block = k.n_block;
   t.persistent = k.persistent;
-  return plan_tiles(hw, p, t);
+  return plan_tiles(hw, p, t, max_tiles);
 }
 
 CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::vector<TileWork>& tiles) const {

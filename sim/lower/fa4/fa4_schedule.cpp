@@ -395,14 +395,14 @@ std::map<std::string, double> Fa4Schedule::resources(const Hardware& hw, const P
           {"warps", warps}};
 }
 
-GridPlan Fa4Schedule::plan_grid(const Hardware& hw, const Problem& p) const {
+GridPlan Fa4Schedule::plan_grid(const Hardware& hw, const Problem& p, long long max_tiles) const {
   const Resolved k = resolve(hw, p);
   TilingSpec t;
   t.rows_per_cta = k.m_block * k.q_stage;  // two ping-ponged Q tiles per CTA
   t.n_block = k.n_block;
   t.cta_group = k.cta_group;
   t.persistent = k.persistent;
-  return plan_tiles(hw, p, t);
+  return plan_tiles(hw, p, t, max_tiles);
 }
 
 std::vector<std::string> Fa4Schedule::knob_lines(const Hardware& hw, const Problem& p) const {
