@@ -122,9 +122,9 @@ attnsim_cli_test(budget_sweep_problem 0 "grid 16 candidates.*budget +3"
 attnsim_cli_test(budget_sweep_candidates 2 "small.json: /axes: expected a grid of at most --max-candidates 8 candidates; the axes make 16"
   ARGS explore ${SMALL} --max-candidates 8 --quiet --out ${OUTDIR}/max_candidates)
 
-# --version: version, commit, families, GPU architectures, data directory.
+# --version: version, commit, schedule families, kernel families compiled in, GPU architectures, data directory.
 attnsim_cli_test(version 0
-  "attnsim [0-9]+\\.[0-9]+\\.[0-9]+\ncommit: ([0-9a-f]+(-dirty)?|unknown)\nschedule families: blackflash, explicit, fa2_sm80, fa3_sm90, fa4_sm100\nGPU architectures: "
+  "attnsim [0-9]+\\.[0-9]+\\.[0-9]+\ncommit: ([0-9a-f]+(-dirty)?|unknown)\nschedule families: blackflash, explicit, fa2_sm80, fa3_sm90, fa4_sm100\nkernels: (none|fa2_sm80, fa3_sm90 \\([0-9]+ instances, sm_90a\\))\nGPU architectures: "
   ARGS --version)
 # cmake --install into a temporary prefix; the installed binary, run from elsewhere, finds its data.
 add_test(NAME install.prefix_run_outside_tree

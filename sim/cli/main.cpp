@@ -4,23 +4,33 @@
 // 130 explore interrupted, 1 anything else.
 #include <CLI/CLI.hpp>
 #include <iostream>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/git_commit.hpp"
 #include "cli/version.hpp"
 #include "core/engine.hpp"
 #include "model/hardware.hpp"
 #include "model/json_reader.hpp"
 #include "lower/schedule.hpp"
+#include "sm90/fa3_api.h"  // compiled_kernels() (plain C++; defined only with CUDA)
 
 namespace {
 /// What --version prints: version, commit, the schedule families and GPU architectures compiled
 /// in, and where configs/ and schedules/ are read from.
 std::string version_text() {
+  std::string kernels = "none";
+#if ATTNSIM_WITH_SM90
+  std::set<std::string> families;  // the families with kernels compiled into this build
+  for (const auto& k : attnsim::sm90::compiled_kernels()) families.insert(attnsim::kernel_family(k.knobs));
+  kernels = fmt::format("{} ({} instances, {})", fmt::join(families, ", "), attnsim::sm90::compiled_kernels().size(),
+                        ATTNSIM_GPU_ARCHS);
+#endif
   return fmt::format(
-      "attnsim {}\ncommit: {}\nschedule families: {}\nGPU architectures: {}\nconfigs and schedules: {}",
-      ATTNSIM_VERSION, ATTNSIM_GIT_COMMIT, fmt::join(attnsim::schedule_families(), ", "), ATTNSIM_GPU_ARCHS,
+      "attnsim {}\ncommit: {}\nschedule families: {}\nkernels: {}\nGPU architectures: {}\nconfigs and schedules: {}",
+      ATTNSIM_VERSION, ATTNSIM_GIT_COMMIT, fmt::join(attnsim::schedule_families(), ", "), kernels, ATTNSIM_GPU_ARCHS,
       attnsim::describe_project_root());
 }
 }  // namespace
