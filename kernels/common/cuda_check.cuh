@@ -3,9 +3,9 @@
 
 #include <cuda_runtime.h>
 
-namespace attnsim::sm90 {
+namespace attnsim {
 
 /// Throws std::runtime_error naming `what` when `e` is an error (defined in kernels/sm90/runner.cu).
 void cuda_check(cudaError_t e, const char* what);
 
-}  // namespace attnsim::sm90
+}  // namespace attnsim

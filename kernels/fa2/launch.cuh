@@ -9,18 +9,18 @@
 #include <string>
 
 #include "common/cuda_check.cuh"
+#include "common/launch_abi.h"
 #include "fa2/fa2_kernel.cuh"
-#include "sm90/fa3_api.h"
 
 namespace attnsim::fa2 {
 
-/// Launches fa2_forward<T> asynchronously on `stream`; the LaunchFn of kernels/sm90/fa3_api.h.
+/// Launches fa2_forward<T> asynchronously on `stream`; a LaunchFn (kernels/common/launch_abi.h).
 /// `persistent` is ignored (the grid is one CTA per (batch, head)); there is no traced build yet.
 /// Throws std::invalid_argument when the shape does not fit the kernel, std::runtime_error on
 /// CUDA errors.
 template <class T>
-void launch(const sm90::Shape& sh, const sm90::Tensors& t, bool /*persistent*/, const sm90::TraceBuffers* trace,
-            void* stream, sm90::LaunchInfo* info) {
+void launch(const Shape& sh, const Tensors& t, bool /*persistent*/, const TraceBuffers* trace, void* stream,
+            LaunchInfo* info) {
   if (sh.head_dim != T::kHeadDim)
     throw std::invalid_argument("kernel compiled for head_dim " + std::to_string(T::kHeadDim) + ", problem has " +
                                 std::to_string(sh.head_dim));
@@ -45,13 +45,13 @@ void launch(const sm90::Shape& sh, const sm90::Tensors& t, bool /*persistent*/, 
   constexpr int smem = T::kSmem.bytes;
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
-    sm90::cuda_check(cudaFuncSetAttribute(fa2_forward<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
+    cuda_check(cudaFuncSetAttribute(fa2_forward<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
                      "cudaFuncSetAttribute(max dynamic shared memory)");
     configured = true;
   }
   fa2_forward<T><<<grid, kThreads, smem, static_cast<cudaStream_t>(stream)>>>(p);
-  sm90::cuda_check(cudaGetLastError(), "launching fa2_forward");
-  if (info) *info = sm90::LaunchInfo{grid, kThreads, kWarps, smem, p.m_tiles * grid};
+  cuda_check(cudaGetLastError(), "launching fa2_forward");
+  if (info) *info = LaunchInfo{grid, kThreads, kWarps, smem, p.m_tiles * grid};
 }
 
 }  // namespace attnsim::fa2

@@ -9,41 +9,21 @@
 #include <string>
 #include <vector>
 
-#include "common/kernel_knobs.h"
+#include "common/launch_abi.h"
 #include "common/trace_record.h"
+#include "sm90/kernel_knobs.h"
 
 namespace attnsim::sm90 {
 
-/// Attention shape. Q, O: (batch, seqlen_q, heads, head_dim); K, V: (batch, seqlen_k, kv_heads,
-/// head_dim); bf16 with head_dim contiguous. LSE: (batch, heads, seqlen_q) fp32.
-struct Shape {
-  int batch = 1, heads = 1, kv_heads = 1, seqlen_q = 1, seqlen_k = 1, head_dim = 128;
-  bool causal = false;  ///< bottom-right aligned: row r sees keys <= r + seqlen_k - seqlen_q
-  /// FLOP as FlashAttention counts them: 4 * b * h * sq * sk * d, halved when causal.
-  double flops() const {
-    const double f = 4.0 * batch * heads * static_cast<double>(seqlen_q) * seqlen_k * head_dim;
-    return causal ? f / 2 : f;
-  }
-  /// "b2 h16/16 sq8192 sk8192 d128 causal".
-  std::string describe() const {
-    char b[160];
-    std::snprintf(b, sizeof b, "b%d h%d/%d sq%d sk%d d%d%s", batch, heads, kv_heads, seqlen_q, seqlen_k, head_dim,
-                  causal ? " causal" : "");
-    return b;
-  }
-};
+// The launch ABI every family's launcher implements (kernels/common/launch_abi.h).
+using attnsim::kTraceWarpsAll;
+using attnsim::kTraceWarpsFirst;
+using attnsim::LaunchFn;
+using attnsim::LaunchInfo;
+using attnsim::Shape;
+using attnsim::Tensors;
+using attnsim::TraceBuffers;
 
-/// Device pointers of one problem's tensors.
-struct Tensors {
-  const void *q = nullptr, *k = nullptr, *v = nullptr;
-  void* o = nullptr;
-  float* lse = nullptr;
-};
-
-/// Which warps of a CTA record spans (bit w: lane 0 of warp w): by default one per warpgroup,
-/// the load warp (0) and the first warp of each consumer warpgroup (4, 8, 12).
-constexpr uint32_t kTraceWarpsFirst = 0x1111u;
-constexpr uint32_t kTraceWarpsAll = 0xffffffffu;
 /// Parses --trace-warps: "first", "all", "none" or comma-separated warp indices ("0,4,5").
 /// Throws std::invalid_argument otherwise.
 inline uint32_t parse_trace_warps(const std::string& s) {
@@ -65,27 +45,6 @@ inline uint32_t parse_trace_warps(const std::string& s) {
   if (s.empty() || s.back() == ',') throw std::invalid_argument("--trace-warps: empty warp list");
   return m;
 }
-
-/// Device buffers a traced launch writes ([CTA][warp][cap] records, [CTA] clocks, [CTA][warp]
-/// counts) and which warps record.
-struct TraceBuffers {
-  attnsim_trace_record* records = nullptr;
-  attnsim_cta_clock* ctas = nullptr;
-  uint32_t* counts = nullptr;  ///< records written
-  uint32_t* spans = nullptr;   ///< spans run (> counts: the rest did not fit in cap)
-  uint32_t cap = 0;
-  uint32_t warps = kTraceWarpsFirst;
-};
-
-/// Launch geometry of one kernel on one shape.
-struct LaunchInfo {
-  int grid = 0, threads = 0, warps = 0, smem_bytes = 0, num_tiles = 0;
-};
-
-/// Launches one kernel asynchronously on `stream` (a cudaStream_t). Throws std::invalid_argument
-/// when the shape does not fit the kernel (head_dim, GQA) and std::runtime_error on CUDA errors.
-using LaunchFn = void (*)(const Shape&, const Tensors&, bool persistent, const TraceBuffers* trace, void* stream,
-                          LaunchInfo* info);
 
 /// A kernel compiled into this build: its knobs, plain and traced launchers, and the schedules
 /// (file and variant) that resolve to it.

@@ -11,9 +11,9 @@
 #include <stdexcept>
 #include <vector>
 
-namespace attnsim::sm90 {
+#include "common/cuda_check.cuh"
 
-void cuda_check(cudaError_t e, const char* what);  // runner.cu
+namespace attnsim::sm90 {
 
 namespace {
 

@@ -12,15 +12,16 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/cuda_check.cuh"
 #include "fa3_api.h"
 #include "launch.cuh"
 #include "reference.cuh"
 
-namespace attnsim::sm90 {
-
-void cuda_check(cudaError_t e, const char* what) {
+void attnsim::cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
+
+namespace attnsim::sm90 {
 
 CUtensorMap make_tensor_map(const void* base, int head_dim, int seqlen, int heads, int batch, int box_rows) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;

@@ -16,7 +16,7 @@
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
 #include "plan/grid_plan.hpp"
-#include "common/kernel_knobs.h"
+#include "sm90/kernel_knobs.h"
 
 namespace attnsim {
 

@@ -1,4 +1,4 @@
-// The compile-time knobs of a real kernel of any family, as the schedules resolve them
+// The compile-time knobs of a real kernel of any family (with the kernel registry, fa3_api.h), as the schedules resolve them
 // (Schedule::real_kernel) and the build instantiates them (attnsim_kernelgen). Plain C++.
 #pragma once
 
