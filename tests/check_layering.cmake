@@ -1,7 +1,8 @@
-# Checks that the folders of sim/ include one another in one direction only (cmake -P, with
-# -DSIM=<path to sim/>): a file may include headers of its own folder, of lower layers, and of
-# kernels/ (common/ and the families' plain-C++ headers shared with the kernels). Exits with an error
-# listing every include that goes up or sideways.
+# Checks that the folders of sim/ and of kernels/ include one another in one direction only
+# (cmake -P, with -DSIM=<path to sim/> -DKERNELS=<path to kernels/>): a file may include headers of
+# its own folder and of lower layers; sim/ may also include kernels/ headers (common/ and the
+# families' plain-C++ headers shared with the kernels), which sit below all of sim/. Exits with an
+# error listing every include that goes up or sideways.
 cmake_minimum_required(VERSION 3.20)
 set(_rank_model 0)
 set(_rank_core 1)
@@ -17,30 +18,50 @@ set(_rank_cli 7)
 set(_rank_tools 7)
 set(_shared common sm90 fa2)  # kernels/ headers (common, each family's plain-C++ ones): below every layer
 
-file(GLOB_RECURSE _files RELATIVE ${SIM} ${SIM}/*.cpp ${SIM}/*.hpp)
-set(_bad "")
-foreach(f ${_files})
-  string(REGEX MATCH "^[^/]+" _from "${f}")
-  if(NOT DEFINED _rank_${_from})
-    list(APPEND _bad "${f}: folder ${_from} has no layer in tests/check_layering.cmake")
-    continue()
-  endif()
-  file(STRINGS ${SIM}/${f} _incs REGEX "^#include \"[^\"/]+/")
-  foreach(line ${_incs})
-    string(REGEX REPLACE "^#include \"([^\"/]+)/.*" "\\1" _to "${line}")
-    if(_to IN_LIST _shared OR _to STREQUAL _from)
+# Appends to _bad the includes of the files under `dir` that go against the layer ranks _rank_<prefix><folder>;
+# folders listed in `shared` may be included from anywhere.
+function(check_tree dir prefix shared)
+  file(GLOB_RECURSE files RELATIVE ${dir} ${dir}/*.cpp ${dir}/*.hpp ${dir}/*.h ${dir}/*.cuh ${dir}/*.cu)
+  set(bad ${_bad})
+  foreach(f ${files})
+    string(REGEX MATCH "^[^/]+" from "${f}")
+    if(NOT DEFINED _rank_${prefix}${from})
+      list(APPEND bad "${f}: folder ${from} has no layer in tests/check_layering.cmake")
       continue()
     endif()
-    if(NOT DEFINED _rank_${_to})
-      list(APPEND _bad "${f}: includes ${_to}/, which is not a layer")
-    elseif(NOT _rank_${_to} LESS _rank_${_from})
-      list(APPEND _bad "${f}: ${_from}/ (layer ${_rank_${_from}}) includes ${_to}/ (layer ${_rank_${_to}})")
-    endif()
+    file(STRINGS ${dir}/${f} incs REGEX "^#include \"[^\"/]+/")
+    foreach(line ${incs})
+      string(REGEX REPLACE "^#include \"([^\"/]+)/.*" "\\1" to "${line}")
+      if(to STREQUAL from OR (to IN_LIST shared AND NOT DEFINED _rank_${prefix}${to}))
+        continue()
+      endif()
+      if(NOT DEFINED _rank_${prefix}${to})
+        list(APPEND bad "${f}: includes ${to}/, which is not a layer")
+      elseif(NOT _rank_${prefix}${to} LESS _rank_${prefix}${from})
+        list(APPEND bad "${f}: ${from}/ (layer ${_rank_${prefix}${from}}) includes ${to}/ (layer ${_rank_${prefix}${to}})")
+      endif()
+    endforeach()
   endforeach()
-endforeach()
+  list(LENGTH files n)
+  math(EXPR total "${_files_checked} + ${n}")
+  set(_files_checked ${total} PARENT_SCOPE)
+  set(_bad ${bad} PARENT_SCOPE)
+endfunction()
+
+# kernels/: common below the families; the SM90 folder holds the kernel registry, which spans families.
+set(_rank_k_common 0)
+set(_rank_k_fa2 1)
+set(_rank_k_microbench 1)
+set(_rank_k_sm90 2)
+
+set(_bad "")
+set(_files_checked 0)
+check_tree(${SIM} "" "${_shared}")
+if(KERNELS)
+  check_tree(${KERNELS} "k_" "")
+endif()
 if(_bad)
   list(JOIN _bad "\n  " _msg)
   message(FATAL_ERROR "includes against the layering:\n  ${_msg}")
 endif()
-list(LENGTH _files _n)
-message(STATUS "layering: ${_n} files of sim/ include only their own folder, lower layers and kernels/")
+message(STATUS "layering: ${_files_checked} files of sim/ and kernels/ include only their own folder and lower layers")
