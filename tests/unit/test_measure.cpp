@@ -262,4 +262,6 @@ TEST_CASE("fa2_sm80 resolves to the kernels/fa2 knobs - CuFlash tiles per head_d
   CHECK_THAT(load_schedule(fa2, {}, "mma_sync")->real_kernel(h100(), hd(64)).why_not,
              Catch::Contains("mma_sync is modelled but not implemented"));
   CHECK_THAT(s->real_kernel(h100(), hd(256)).why_not, Catch::Contains("head_dim 256"));
+  CHECK_THAT(load_schedule(fa2, {"/block={\"Br\":128,\"Bc\":64}"})->real_kernel(h100(), hd(64)).why_not,
+             Catch::Contains("Br 128"));
 }

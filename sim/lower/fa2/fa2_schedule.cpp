@@ -170,6 +170,10 @@ class Fa2Schedule : public Schedule {
       return c;
     }
     const Resolved k = resolve(hw, p);
+    if (k.br != 64) {
+      c.why_not = fmt::format("Br {}: kernels/fa2 is built for Br = 64 (16 rows per warp)", k.br);
+      return c;
+    }
     c.supported = true;
     c.knobs = fa2::KernelKnobs{p.head_dim, k.br, k.bc};
     return c;
