@@ -25,7 +25,6 @@ struct Fa2Traits {
   static constexpr int kScoresPerLane = kRows * kBc / 32;        // S elements each lane computes
   static constexpr int kOutPerLane = kHeadDim / 32;              // O columns each lane owns, per row
   static constexpr SmemLayout kSmem = smem_layout(kBr, kBc, kHeadDim, kHeadDim, 2);
-  static constexpr int kVec = 8;                                 // bf16 per 16-byte load
   static_assert(kRows == 16, "Br = 64: the softmax gives two lanes to each of a warp's 16 rows");
   static_assert(kHeadDim % 32 == 0 && kHeadDim <= 128, "head_dim: 32, 64, 96 or 128");
   static_assert((kRows * kBc) % 32 == 0 && kBc % 2 == 0, "Bc: even, and a warp's S tile a multiple of 32");
