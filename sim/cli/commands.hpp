@@ -37,6 +37,17 @@ struct BudgetFlags {
   PredictOptions apply(PredictOptions o) const;
 };
 
+/// How `run`, `validate` and `bench` time a kernel (and cuDNN, in `bench`): --warmup untimed
+/// launches, then the median per-launch time of --reps repetitions of --launches back-to-back
+/// launches between one CUDA event pair (README, "How a time is measured").
+struct TimingFlags {
+  int warmup = 5, reps = 20, launches = 10;
+
+  /// Registers --warmup, --reps (at least `min_reps`) and --launches on `app`; the members'
+  /// values are the defaults.
+  void add(CLI::App* app, int min_reps = 1);
+};
+
 /// A subcommand: registers its options, then runs once parsed. run() returns the exit code.
 struct Command {
   virtual ~Command() = default;
