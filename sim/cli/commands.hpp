@@ -66,6 +66,8 @@ std::unique_ptr<Command> add_calibrate(CLI::App& app, CLI::App*& sub);
 std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub);
 /// `validate`: predicted against measured times over schedules x problems (or a sweep).
 std::unique_ptr<Command> add_validate(CLI::App& app, CLI::App*& sub);
+/// `bench`: our SM90 kernel beside cuDNN, timed in the same run, over a problem set.
+std::unique_ptr<Command> add_bench(CLI::App& app, CLI::App*& sub);
 /// `sass-costs`: critical paths of the compute spans in the SASS of the traced SM90 kernels.
 std::unique_ptr<Command> add_sass_costs(CLI::App& app, CLI::App*& sub);
 /// `fidelity`: the committed validation measurements re-predicted, checked against their baseline.
