@@ -2,12 +2,15 @@
 """Times cuDNN's fused attention (PyTorch SDPA, cuDNN backend) on a GPU machine.
 
 Validation data for attnsim: end-to-end timings of another kernel, never used to fit the
-model. Timed as `attnsim run` times ours: after warm-up, 20 repetitions of 10 back-to-back calls
-between one CUDA event pair, enqueued without host syncs; the median per-launch time. Random
-N(0,1) bf16 inputs, the same buffers every call; writes JSON.
-Usage: python3 scripts/bench_cudnn_sdpa.py OUT.json [SHAPES.json]
-SHAPES.json (written by `attnsim validate --cudnn`): a list of {"batch", "heads", "seqlen_q",
-"seqlen_k", "head_dim", "causal"}; without it, the built-in SHAPES below.
+model. Timed as `attnsim run` times ours: after WARMUP calls (5), REPS (20) repetitions of
+LAUNCHES (10) back-to-back calls between one CUDA event pair, enqueued without host syncs; the
+median per-launch time. Random N(0,1) bf16 inputs, the same buffers every call; writes JSON.
+Usage: python3 scripts/bench_cudnn_sdpa.py OUT.json [SHAPES.json [WARMUP REPS LAUNCHES]]
+SHAPES.json (written by `attnsim validate --cudnn` and `attnsim bench`): a list of {"batch",
+"heads", "kv_heads" (optional, default heads), "seqlen_q", "seqlen_k", "head_dim", "causal"};
+without it, the built-in SHAPES below. A GQA shape (kv_heads < heads) is timed with K/V of
+kv_heads heads (enable_gqa) when the cuDNN backend takes it, else with K/V of `heads` heads; each
+result row says which in "kv_heads_timed". A shape cuDNN refuses gets "error" instead of "time_us".
 """
 import datetime
 import json
@@ -43,29 +46,40 @@ def time_ms(fn, warmup=5, reps=20, launches=10):
 
 
 def main():
+    warmup, reps, launches = (int(x) for x in sys.argv[3:6]) if len(sys.argv) > 5 else (5, 20, 10)
     out = {"benchmark": "cudnn_sdpa", "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "cudnn": torch.backends.cudnn.version(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+           "warmup": warmup, "reps": reps, "launches": launches,
            "method": "torch.nn.functional.scaled_dot_product_attention under sdpa_kernel(CUDNN_ATTENTION), "
-                     "bf16 N(0,1) inputs (batch, heads, seqlen, head_dim); median over 20 repetitions of the per-launch "
-                     "time of 10 back-to-back calls between one CUDA event pair (enqueued without host syncs), after "
-                     "5 warm-up calls; same input buffers every call (K/V exceed L2)",
+                     f"bf16 N(0,1) inputs (batch, heads, seqlen, head_dim); median over {reps} repetitions of the "
+                     f"per-launch time of {launches} back-to-back calls between one CUDA event pair (enqueued without "
+                     f"host syncs), after {warmup} warm-up calls; same input buffers every call (K/V exceed L2)",
            "results": []}
-    shapes = [(b, h, s, s, d, c) for b, h, s, d, c in SHAPES]
+    shapes = [(b, h, h, s, s, d, c) for b, h, s, d, c in SHAPES]
     if len(sys.argv) > 2:
         with open(sys.argv[2]) as f:
-            shapes = [(x["batch"], x["heads"], x["seqlen_q"], x["seqlen_k"], x["head_dim"], x["causal"])
-                      for x in json.load(f)]
-    for b, h, sq, sk, d, causal in shapes:
+            shapes = [(x["batch"], x["heads"], x.get("kv_heads", x["heads"]), x["seqlen_q"], x["seqlen_k"],
+                       x["head_dim"], x["causal"]) for x in json.load(f)]
+    for b, h, hk, sq, sk, d, causal in shapes:
         q = torch.randn(b, h, sq, d, device="cuda", dtype=torch.bfloat16)
-        k, v = (torch.randn(b, h, sk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-        row = {"batch": b, "heads": h, "seqlen": sq, "seqlen_q": sq, "seqlen_k": sk, "head_dim": d, "causal": causal}
-        try:
-            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                ms = time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal))
-            f = 4.0 * b * h * sq * sk * d / (2 if causal else 1)
-            row.update(time_us=ms * 1e3, tflops=f / (ms * 1e-3) / 1e12)
-        except Exception as e:  # a shape the backend refuses is recorded, not fatal
-            row["error"] = str(e)[:200]
+        row = {"batch": b, "heads": h, "kv_heads": hk, "seqlen": sq, "seqlen_q": sq, "seqlen_k": sk, "head_dim": d,
+               "causal": causal}
+        # GQA: K/V with kv_heads heads first; if the backend refuses them, K/V expanded to every head.
+        for kvh in ([hk, h] if hk != h else [h]):
+            k, v = (torch.randn(b, kvh, sk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+            extra = {"enable_gqa": True} if kvh != h else {}
+            try:
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    ms = time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(
+                        q, k, v, is_causal=causal, **extra), warmup, reps, launches)
+                f = 4.0 * b * h * sq * sk * d / (2 if causal else 1)
+                row.update(time_us=ms * 1e3, tflops=f / (ms * 1e-3) / 1e12, kv_heads_timed=kvh)
+                row.pop("error", None)
+                break
+            except Exception as e:  # a shape the backend refuses is recorded, not fatal
+                row["error"] = str(e)[:200]
+            finally:
+                del k, v
         print(row, flush=True)
         out["results"].append(row)
     with open(sys.argv[1], "w") as f:

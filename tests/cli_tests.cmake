@@ -152,6 +152,31 @@ else()
   attnsim_cli_test(run_without_cuda 2 "built without a CUDA compiler" ARGS run ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json)
 endif()
 
+# bench (our SM90 kernel beside cuDNN). Inputs are checked before the GPU is looked for; without a
+# GPU (or built without CUDA) it exits 77 with the reason. CUDA_VISIBLE_DEVICES= hides any GPU, so
+# the skip path is tested on GPU machines too.
+set(BENCH_SKIP "SKIPPED: 48 problems to benchmark, but no GPU to run them on: ")
+if(ATTNSIM_HAVE_CUDA)
+  string(APPEND BENCH_SKIP "(no usable CUDA driver or device|no CUDA device)")
+else()
+  string(APPEND BENCH_SKIP "this attnsim was built without a CUDA compiler, so it has no kernels and no GPU access")
+endif()
+add_test(NAME cli.bench_no_gpu
+         COMMAND ${CMAKE_COMMAND} "-DCMD=${CMAKE_COMMAND}|-E|env|CUDA_VISIBLE_DEVICES=|${ATTNSIM_BIN}|bench|--csv|${OUTDIR}/bench_skip/out.csv"
+                 -DEXPECT_RC=77 "-DEXPECT_REGEX=^${BENCH_SKIP}" -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake)
+attnsim_cli_test(bench_bad_problem_set 2 "default.json: /problems: expected a non-empty array of problems"
+  ARGS bench --problems ${PROJECT_SOURCE_DIR}/configs/problems/default.json)
+attnsim_cli_test(bench_unknown_variant 2 "fa3_sm90.json: .*no_such_variant"
+  ARGS bench --variant no_such_variant)
+attnsim_cli_test(bench_bad_reps 2 "--reps: Value 0 not in range"
+  ARGS bench --reps 0)
+if(ATTNSIM_HAVE_CUDA)
+  attnsim_cli_test(bench_gpu 0 "attnsim bench: fa3_sm90 against cuDNN on .*hd128 s2k b2 +2 +16/16 +2048 +128 +no +[0-9.]+ +[0-9.]+.*hd96 s1k b2 .* ours: .*(geomean ours/cuDNN|ours/cuDNN: no problem)" GPU
+    ARGS bench --problems ${CMAKE_CURRENT_SOURCE_DIR}/data/bench_small.json --reps 3 --launches 2 --warmup 1
+         --out ${OUTDIR}/bench_gpu --csv ${OUTDIR}/bench_gpu/bench.csv
+    FILE ${OUTDIR}/bench_gpu/bench.csv)
+endif()
+
 # fidelity: the committed validation measurements (configs/validation/<gpu>/fa3_sm90_validate)
 # re-predicted with the current model and checked against the baseline committed beside them
 # (fidelity.json): fails when MAPE or max |error| grows by more than 0.05 points or Spearman drops

@@ -37,6 +37,17 @@ struct BudgetFlags {
   PredictOptions apply(PredictOptions o) const;
 };
 
+/// How `run`, `validate` and `bench` time a kernel (and cuDNN, in `bench`): --warmup untimed
+/// launches, then the median per-launch time of --reps repetitions of --launches back-to-back
+/// launches between one CUDA event pair (README, "How a time is measured").
+struct TimingFlags {
+  int warmup = 5, reps = 20, launches = 10;
+
+  /// Registers --warmup, --reps (at least `min_reps`) and --launches on `app`; the members'
+  /// values are the defaults.
+  void add(CLI::App* app, int min_reps = 1);
+};
+
 /// A subcommand: registers its options, then runs once parsed. run() returns the exit code.
 struct Command {
   virtual ~Command() = default;
@@ -55,6 +66,8 @@ std::unique_ptr<Command> add_calibrate(CLI::App& app, CLI::App*& sub);
 std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub);
 /// `validate`: predicted against measured times over schedules x problems (or a sweep).
 std::unique_ptr<Command> add_validate(CLI::App& app, CLI::App*& sub);
+/// `bench`: our SM90 kernel beside cuDNN, timed in the same run, over a problem set.
+std::unique_ptr<Command> add_bench(CLI::App& app, CLI::App*& sub);
 /// `sass-costs`: critical paths of the compute spans in the SASS of the traced SM90 kernels.
 std::unique_ptr<Command> add_sass_costs(CLI::App& app, CLI::App*& sub);
 /// `fidelity`: the committed validation measurements re-predicted, checked against their baseline.

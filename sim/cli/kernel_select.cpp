@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
+
 #include "measure/cudnn.hpp"
 #include "lower/schedule.hpp"
 #include "model/json_reader.hpp"
@@ -50,6 +52,13 @@ Hardware hardware_for(const sm90::GpuInfo& gpu, const std::string& requested) {
     throw InputError("", "",
                      fmt::format("no hardware config in configs/hw for the GPU {}; pass --hw NAME", gpu.name), "hw");
   return load_hardware(resolve_hardware_path(name));
+}
+
+std::string today_utc() {
+  const std::time_t t = std::time(nullptr);
+  char b[32];
+  std::strftime(b, sizeof b, "%Y-%m-%d", std::gmtime(&t));
+  return b;
 }
 
 }  // namespace attnsim::cli

@@ -1,4 +1,4 @@
-// The bridge from a schedule to a compiled SM90 kernel, shared by `run` and `validate`.
+// The bridge from a schedule to a compiled SM90 kernel, shared by `run`, `validate` and `bench`.
 #pragma once
 #include <string>
 
@@ -9,7 +9,7 @@
 
 namespace attnsim::cli {
 
-/// Exit code of `run` / `validate` when this machine has no usable GPU (ctest: skipped).
+/// Exit code of `run` / `validate` / `bench` when this machine has no usable GPU (ctest: skipped).
 constexpr int kNoGpuExit = 77;
 
 /// The compiled kernel `schedule` (read from `file`, with `variant`) resolves to for `problem`,
@@ -25,5 +25,8 @@ sm90::Shape to_shape(const Problem& p);
 /// The hardware config for the GPU at hand (`requested` if not empty); throws InputError when the
 /// GPU has no config.
 Hardware hardware_for(const sm90::GpuInfo& gpu, const std::string& requested);
+
+/// Today's UTC date, YYYY-MM-DD, for a measurement's metadata.
+std::string today_utc();
 
 }  // namespace attnsim::cli

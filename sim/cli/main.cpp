@@ -1,6 +1,6 @@
 // attnsim command line; subcommands live in sim/cli/*_cmd.cpp. Exit codes: 0 ok, 2 bad
 // input (file, JSON path and what was expected on stderr), 3 the schedule deadlocks or
-// breaks a barrier rule (report on stderr), 77 run/validate found no usable GPU (skipped),
+// breaks a barrier rule (report on stderr), 77 run/validate/bench found no usable GPU (skipped),
 // 130 explore interrupted, 1 anything else.
 #include <CLI/CLI.hpp>
 #include <iostream>
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, std::unique_ptr<cli::Command>>> commands;
   for (auto add : {cli::add_simulate, cli::add_explore, cli::add_explain, cli::add_calibrate, cli::add_run, cli::add_validate,
-                    cli::add_fidelity, cli::add_sass_costs}) {
+                    cli::add_bench, cli::add_fidelity, cli::add_sass_costs}) {
     CLI::App* sub = nullptr;
     auto c = add(app, sub);
     commands.emplace_back(sub, std::move(c));

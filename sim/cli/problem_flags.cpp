@@ -1,4 +1,4 @@
-// Problem and budget flags shared by the subcommands.
+// Problem, timing and budget flags shared by the subcommands.
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -21,6 +21,18 @@ void ProblemFlags::add(CLI::App* app) {
   app->add_option("--dtype", dtype, "bf16 | fp16");
   app->add_option("--rescale-rate", rescale_rate,
                   "fraction of (warp, KV block) steps that rescale O (default: from random N(0,1) scores)");
+}
+
+void TimingFlags::add(CLI::App* app, int min_reps) {
+  app->add_option("--reps", reps,
+                  fmt::format("timed repetitions (median of their per-launch times; default {}{})", reps,
+                              min_reps > 1 ? fmt::format(", at least {}", min_reps) : ""))
+      ->check(CLI::Range(min_reps, 100000));
+  app->add_option("--launches", launches,
+                  fmt::format("back-to-back launches per repetition, between one CUDA event pair (default {})", launches))
+      ->check(CLI::Range(1, 100000));
+  app->add_option("--warmup", warmup, fmt::format("untimed launches first (default {})", warmup))
+      ->check(CLI::Range(0, 100000));
 }
 
 void BudgetFlags::add(CLI::App* app) {

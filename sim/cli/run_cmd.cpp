@@ -21,7 +21,8 @@ struct Run : Command {
   std::string schedule, variant, hw, trace, predicted_trace, trace_warps = "first";
   std::vector<std::string> sets;
   ProblemFlags pf;
-  int reps = 20, warmup = 5, launches = 10, ctas = 4;
+  TimingFlags timing;
+  int ctas = 4;
   unsigned cap = 16384;
   bool check = false, list = false, full_trace = false;
 
@@ -66,7 +67,8 @@ struct Run : Command {
                                r.max_lse_err, r.pass ? "" : " - " + r.detail);
       if (!r.pass) return 1;
     }
-    const sm90::TimingOptions topt{.warmup = warmup, .reps = reps, .launches = launches, .trace_warps = warps};
+    const sm90::TimingOptions topt{
+        .warmup = timing.warmup, .reps = timing.reps, .launches = timing.launches, .trace_warps = warps};
     // With --trace, the plain and the traced kernel are timed with their repetitions interleaved.
     sm90::TimingPair tp;
     if (trace.empty())
@@ -79,7 +81,7 @@ struct Run : Command {
     std::cout << fmt::format(
         "  measured   {:9.1f} us  {:6.1f} TFLOPS  (median of {} x {} back-to-back launches, min {:.1f} max {:.1f} us; {} "
         "CTAs)\n",
-        us, problem.flops() / (us * 1e6), reps, launches, t.min_ms * 1e3, t.max_ms * 1e3, t.launch.grid);
+        us, problem.flops() / (us * 1e6), timing.reps, timing.launches, t.min_ms * 1e3, t.max_ms * 1e3, t.launch.grid);
     std::cout << fmt::format("  predicted  {:9.1f} us  {:6.1f} TFLOPS  ({}: {:+.1f}%)\n", pred.time_us, pred.tflops,
                              hardware.name, 100 * (pred.time_us - us) / us);
     if (!trace.empty()) {
@@ -123,11 +125,7 @@ std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
   sub->add_option("--set", c->sets, "override a schedule field: /json/pointer=value (repeatable)");
   c->pf.add(sub);
   sub->add_option("--hw", c->hw, "hardware config for the prediction (default: the one matching the GPU)");
-  sub->add_option("--reps", c->reps, "timed repetitions (median of their per-launch times reported)")
-      ->check(CLI::Range(1, 100000));
-  sub->add_option("--launches", c->launches, "back-to-back launches per repetition, between one CUDA event pair")
-      ->check(CLI::Range(1, 100000));
-  sub->add_option("--warmup", c->warmup, "untimed launches first")->check(CLI::Range(0, 100000));
+  c->timing.add(sub);
   sub->add_flag("--check", c->check, "check O and LSE against a reference first");
   sub->add_option("--trace", c->trace, "write the measured per-warp timeline as a Chrome trace");
   sub->add_option("--predicted-trace", c->predicted_trace, "write the simulator's trace of the same problem");

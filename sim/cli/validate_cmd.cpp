@@ -10,7 +10,6 @@
 #include <algorithm>
 
 #include <cmath>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -38,38 +37,10 @@ struct Pending {
   std::string candidate;  ///< sweep candidate label ("" for schedule files)
 };
 
-/// Problems of a validation problem file: {"problems": [{"label", ...problem fields}]}.
-std::vector<std::pair<std::string, Problem>> load_problem_set(const std::string& file) {
-  const nlohmann::json j = load_json_file(file);
-  if (!j.is_object() || !j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
-    throw InputError(file, "/problems", "expected a non-empty array of problems", "input");
-  std::vector<std::pair<std::string, Problem>> out;
-  for (size_t i = 0; i < j["problems"].size(); ++i) {
-    nlohmann::json p = j["problems"][i];
-    const std::string path = fmt::format("/problems/{}", i);
-    if (!p.is_object() || !p.contains("label") || !p["label"].is_string())
-      throw InputError(file, path + "/label", "expected a string label for each problem", "input");
-    const std::string label = p["label"];
-    p.erase("label");
-    out.emplace_back(label, problem_from_json(p, file, path));
-  }
-  return out;
-}
-
-#if ATTNSIM_WITH_SM90
-/// Today's UTC date, YYYY-MM-DD, for the measurement's metadata.
-std::string today() {
-  const std::time_t t = std::time(nullptr);
-  char b[32];
-  std::strftime(b, sizeof b, "%Y-%m-%d", std::gmtime(&t));
-  return b;
-}
-#endif
-
 struct Validate : Command {
   std::vector<std::string> schedules;
   std::string variants = "all", problems_file, sweep, out_dir = "validate_out", hw, trace_warps = "first";
-  int reps = 10, warmup = 3, launches = 10;
+  TimingFlags timing{.warmup = 3, .reps = 10};
   unsigned cap = 4096;
   bool cudnn = false, no_ops = false;
 
@@ -162,7 +133,8 @@ struct Validate : Command {
       c.kernel = describe(k->knobs);
       const Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
       sm90::DeviceProblem dev(to_shape(c.problem), 2026 + i);
-      const sm90::TimingOptions topt{.warmup = warmup, .reps = reps, .launches = launches, .trace_warps = warps};
+      const sm90::TimingOptions topt{
+          .warmup = timing.warmup, .reps = timing.reps, .launches = timing.launches, .trace_warps = warps};
       // Unless --no-ops, the instrumented kernel too, its repetitions interleaved with the plain
       // kernel's: its overhead per case.
       sm90::TimingPair tp;
@@ -176,7 +148,7 @@ struct Validate : Command {
       c.measured_us = t.median_ms * 1e3;
       c.measured_min_us = t.min_ms * 1e3;
       c.measured_max_us = t.max_ms * 1e3;
-      c.runs = reps;
+      c.runs = timing.reps;
       if (!no_ops) {
         const sm90::MeasuredTrace rec = sm90::trace_kernel(*k, dev, persistent, cap, warps);
         std::vector<MeasuredCta> ctas;
@@ -208,8 +180,8 @@ struct Validate : Command {
     std::vector<ValidationCase> cases;
     for (auto& x : pending) cases.push_back(std::move(x.c));
     nlohmann::json meta = {{"gpu", gpu.name}, {"sm_count", gpu.sm_count}, {"hardware_config", hardware.name},
-                           {"date", today()}, {"timed_runs", reps}, {"warmup_runs", warmup},
-                           {"launches_per_run", launches}, {"trace_warps", trace_warps},
+                           {"date", today_utc()}, {"timed_runs", timing.reps}, {"warmup_runs", timing.warmup},
+                           {"launches_per_run", timing.launches}, {"trace_warps", trace_warps},
                            {"method", "measured: median over --reps repetitions of the per-launch time of --launches "
                                       "back-to-back launches between one CUDA event pair (enqueued without host syncs, "
                                       "after warm-up), random N(0,1) bf16 inputs, the same buffers every launch; traced: "
@@ -305,11 +277,7 @@ std::unique_ptr<Command> add_validate(CLI::App& app, CLI::App*& sub) {
   sub->add_option("--sweep", c->sweep, "a sweep file (configs/sweeps/*.json): its candidates x its problems");
   sub->add_option("--out", c->out_dir, "output folder (results.csv, ops.csv, results.json, traces)");
   sub->add_option("--hw", c->hw, "hardware config for predictions (default: the one matching the GPU)");
-  sub->add_option("--reps", c->reps, "timed repetitions per case (median of their per-launch times; at least 10)")
-      ->check(CLI::Range(10, 100000));
-  sub->add_option("--launches", c->launches, "back-to-back launches per repetition, between one CUDA event pair")
-      ->check(CLI::Range(1, 100000));
-  sub->add_option("--warmup", c->warmup, "untimed launches first")->check(CLI::Range(0, 100000));
+  c->timing.add(sub, 10);
   sub->add_option("--trace-cap", c->cap, "spans recorded per warp for the per-op table (0: all)")
       ->check(CLI::Range(0, 1 << 28));
   sub->add_option("--trace-warps", c->trace_warps,

@@ -4,15 +4,11 @@
 
 #include <algorithm>
 
+#include "report/csv.hpp"
+
 namespace attnsim {
 
 namespace {
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
 std::string short_pointer(const std::string& p) { return p.size() > 1 ? p.substr(1) : p; }
 }  // namespace
 

@@ -38,6 +38,23 @@ Problem problem_from_json(const nlohmann::json& j, const std::string& file, cons
 
 Problem load_problem(const std::string& file) { return problem_from_json(load_json_file(file), file); }
 
+std::vector<LabeledProblem> load_problem_set(const std::string& file) {
+  const nlohmann::json j = load_json_file(file);
+  if (!j.is_object() || !j.contains("problems") || !j["problems"].is_array() || j["problems"].empty())
+    throw InputError(file, "/problems", "expected a non-empty array of problems", "input");
+  std::vector<LabeledProblem> out;
+  for (size_t i = 0; i < j["problems"].size(); ++i) {
+    nlohmann::json p = j["problems"][i];
+    const std::string path = fmt::format("/problems/{}", i);
+    if (!p.is_object() || !p.contains("label") || !p["label"].is_string())
+      throw InputError(file, path + "/label", "expected a string label for each problem", "input");
+    const std::string label = p["label"];
+    p.erase("label");
+    out.push_back({label, problem_from_json(p, file, path)});
+  }
+  return out;
+}
+
 void validate_problem(const Problem& p, const std::string& origin) {
   if (p.heads % p.kv_heads != 0)
     throw InputError(origin, "/kv_heads", fmt::format("expected a divisor of heads ({}), got {}", p.heads, p.kv_heads));

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace attnsim {
 
@@ -32,6 +33,16 @@ struct Problem {
 Problem problem_from_json(const nlohmann::json& j, const std::string& file, const std::string& path = "");
 /// Reads configs/problems/*.json; throws InputError with file and path.
 Problem load_problem(const std::string& file);
+/// A problem of a problem set, with its label ("hd128 s8k b2").
+struct LabeledProblem {
+  std::string label;
+  Problem problem;
+};
+/// Reads a problem-set file (configs/validation/problems_sm90.json, configs/bench/*.json):
+/// {"description": ..., "problems": [{"label": "...", ...problem fields}, ...]}, in file order.
+/// Throws InputError with file and JSON path when the list is missing or empty, a label is not
+/// a string, or a problem is invalid.
+std::vector<LabeledProblem> load_problem_set(const std::string& file);
 /// Checks ranges and relations (kv_heads divides heads, ...); throws InputError naming `origin`.
 void validate_problem(const Problem& p, const std::string& origin);
 
