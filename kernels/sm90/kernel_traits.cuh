@@ -16,7 +16,7 @@ namespace attnsim::sm90 {
 /// Knobs of one compiled kernel. kMBlock = 64 rows per consumer warpgroup; kNBlock: keys per
 /// KV block (wgmma N of S = Q K^T); kKvStage: K and V ring depth; kPingpong: the two consumer
 /// warpgroups take turns issuing GEMMs (named barriers); kOverlap: the PV wgmma of block j+1
-/// runs under the softmax of block j; kRegConsumer/kRegProducer: setmaxnreg budgets; kTrace:
+/// is issued with the QK of block j, in one pingpong turn (both finish before block j's softmax); kRegConsumer/kRegProducer: setmaxnreg budgets; kTrace:
 /// the warps selected at run time (Params::trace_warps) record their spans.
 template <int kHeadDim_, int kMBlock_, int kNBlock_, int kKvStage_, bool kPingpong_, bool kOverlap_, int kRegConsumer_,
           int kRegProducer_, bool kTrace_>

@@ -1,10 +1,10 @@
 // Consumer warpgroups (64 query rows each; every warp runs this program for its 16 rows).
 // Per KV block j (descending): S = Q K_j^T (wgmma, SMEM operands), softmax in registers,
 // O = O * alpha + P V_j (wgmma, P from registers). With intra-warpgroup overlap the PV of
-// block j+1 is issued right after the QK of block j and runs under block j's softmax
-// (wgmma.wait_group 1, then 0). With pingpong, named barriers make the two warpgroups take
-// turns issuing their GEMMs, so one's softmax runs while the other's GEMMs hold the tensor
-// cores. Without warp specialization, warp 0 of warpgroup 0 also issues the TMA loads,
+// block j+1 is issued right after the QK of block j, in the same turn, and both finish before
+// block j's softmax (wgmma.wait_group 1, then 0), as in kernels/sm90/consumer.cuh. With
+// pingpong, named barriers make the two warpgroups take turns issuing their GEMMs, so one's
+// softmax runs while the other's GEMMs hold the tensor cores. Without warp specialization, warp 0 of warpgroup 0 also issues the TMA loads,
 // prefetching the next block.
 #include "lower/fa3/fa3_schedule.hpp"
 
@@ -113,12 +113,12 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         qk(j, tile);
         pv(j + 1, tile);
         turn_end();
-        w.wait_mma(1);  // QK(j) done; PV(j+1) still running under this softmax
+        w.wait_mma(1);  // QK(j) done: K_j's stage is free
         w.consumer_release(c.k_pipe.ids, k_rel, release);
-        softmax(j, tile, j >= first_masked);
-        w.wait_mma(0);  // PV(j+1) done: O may be rescaled for block j
+        w.wait_mma(0);  // PV(j+1) done before the softmax (the kernel's order, and why, there)
         w.consumer_release(c.v_pipe.ids, v_rel, release);
         if (loader && j > 0) load_kv(j - 1, tile);  // the stages of block j+1 are free now
+        softmax(j, tile, j >= first_masked);
         w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain);
       }
       turn_start();
