@@ -36,3 +36,13 @@ ATTNSIM_HD int attnsim_kv_blocks(int row0, int rows, int n_block, int seqlen_q, 
   const int n = last_key / n_block + 1;
   return n < n_total ? n : n_total;
 }
+/// First of a tile's n_blocks KV blocks whose scores need a mask for some row of [row0, ...):
+/// keys past seqlen_k or, when causal, keys right of the diagonal (bottom-right aligned). The
+/// blocks before it need none, so the kernel runs them without the mask test (and the simulator
+/// charges mask work only from it on). n_blocks: attnsim_kv_blocks of the same rows.
+ATTNSIM_HD int attnsim_first_masked_block(int row0, int n_block, int n_blocks, int seqlen_q, int seqlen_k,
+                                          bool causal) {
+  int first = causal ? (row0 + seqlen_k - seqlen_q) / n_block : (seqlen_k % n_block ? n_blocks - 1 : n_blocks);
+  first = first < 0 ? 0 : first;
+  return first < n_blocks ? first : n_blocks;
+}

@@ -93,10 +93,12 @@ struct Consumer {
   __device__ void release(uint64_t* empty, int stage) {
     if (lane == 0) arrive(&empty[stage]);
   }
+  /// Online softmax of block j; kMask: the block is at or past the tile's first_masked, so its
+  /// scores are masked (a per-element test, exact for every row).
+  template <bool kMask>
   __device__ void softmax(int j, int tile, int row0, RowStats& st, float (&alpha)[2]) {
     uint32_t t0 = tr.now();
-    const bool masked = (j + 1) * N > p.seqlen_k || (p.causal && (j + 1) * N - 1 > row0 + p.seqlen_k - p.seqlen_q);
-    if (masked) mask_scores<N>(sacc, j, row0, p);
+    if constexpr (kMask) mask_scores<N>(sacc, j, row0, p);
     row_max<N>(sacc, st, p.scale_log2, alpha);
     uint32_t t1 = tr.now();
     tr.span(ATTNSIM_OP_SOFTMAX_MAX, t0, t1, j, tile);
@@ -109,6 +111,47 @@ struct Consumer {
     if (rescale_o) rescale<D>(o, alpha);
     pack_p<N>(sacc, pr);
     tr.span(ATTNSIM_OP_RESCALE_O, t0, tr.now(), j, tile);
+  }
+
+  /// One KV block j < n-1 with intra-warpgroup overlap: QK(j) and PV(j+1) in one turn, then
+  /// block j's softmax and the O rescale.
+  template <bool kMask>
+  __device__ void overlap_step(int j, int n, int local, int row0, RowStats& st, float (&alpha)[2]) {
+    turn_start(j, local);
+    issue_qk(j, local);
+    issue_pv(j + 1, local, j + 1 < n - 1);
+    turn_end();
+    wait_mma<1>(j, local);  // QK(j) done: K_j's stage is free
+    release(s.k_empty, k_read.index);
+    k_read.advance();
+    // PV(j+1) done before the softmax, not under it: a softmax under its own warpgroup's
+    // register-A wgmma runs slower (pipes_under_mma), and with the softmax first ptxas
+    // hoisted this wait above it anyway; an order pinned the other way measured 4.5-7%
+    // slower at hd64/hd128 (kernels/sm90/README.md). Waiting here also gives the traced
+    // build, whose clock reads keep source order, the plain kernel's order.
+    wait_mma<0>(j, local);  // its P registers and V stage are free
+    release(s.v_empty, v_read.index);
+    v_read.advance();
+    softmax<kMask>(j, local, row0, st, alpha);
+    rescale_and_pack(j, local, alpha, true);
+  }
+  /// One KV block j without overlap: QK(j), softmax, PV(j), each waited for.
+  template <bool kMask>
+  __device__ void sequential_step(int j, int n, int local, int row0, RowStats& st, float (&alpha)[2]) {
+    turn_start(j, local);
+    issue_qk(j, local);
+    turn_end();
+    wait_mma<0>(j, local);
+    release(s.k_empty, k_read.index);
+    k_read.advance();
+    softmax<kMask>(j, local, row0, st, alpha);
+    rescale_and_pack(j, local, alpha, j < n - 1);
+    turn_start(j, local);
+    issue_pv(j, local, j < n - 1);
+    turn_end();
+    wait_mma<0>(j, local);
+    release(s.v_empty, v_read.index);
+    v_read.advance();
   }
 
   __device__ void run() {
@@ -133,27 +176,17 @@ struct Consumer {
         wait_mma<0>(n - 1, local);
         release(s.k_empty, k_read.index);
         k_read.advance();
-        softmax(n - 1, local, row0, st, alpha);
+        if (n - 1 >= c.first_masked)
+          softmax<true>(n - 1, local, row0, st, alpha);
+        else
+          softmax<false>(n - 1, local, row0, st, alpha);
         rescale_and_pack(n - 1, local, alpha, false);
-        for (int j = n - 2; j >= 0; --j) {
-          turn_start(j, local);
-          issue_qk(j, local);
-          issue_pv(j + 1, local, j + 1 < n - 1);
-          turn_end();
-          wait_mma<1>(j, local);  // QK(j) done: K_j's stage is free
-          release(s.k_empty, k_read.index);
-          k_read.advance();
-          // PV(j+1) done before the softmax, not under it: a softmax under its own warpgroup's
-          // register-A wgmma runs slower (pipes_under_mma), and with the softmax first ptxas
-          // hoisted this wait above it anyway; an order pinned the other way measured 4.5-7%
-          // slower at hd64/hd128 (kernels/sm90/README.md). Waiting here also gives the traced
-          // build, whose clock reads keep source order, the plain kernel's order.
-          wait_mma<0>(j, local);  // its P registers and V stage are free
-          release(s.v_empty, v_read.index);
-          v_read.advance();
-          softmax(j, local, row0, st, alpha);
-          rescale_and_pack(j, local, alpha, true);
-        }
+        // The blocks that need the mask come first (j descends), then the hot loop without the
+        // mask test: a test per block (a parameter load, two branches and a reconvergence) took
+        // about a quarter of softmax_max's PC samples (ncu, H100, 2026-11-23).
+        int j = n - 2;
+        for (; j >= c.first_masked; --j) overlap_step<true>(j, n, local, row0, st, alpha);
+        for (; j >= 0; --j) overlap_step<false>(j, n, local, row0, st, alpha);
         turn_start(0, local);
         issue_pv(0, local, n > 1);
         turn_end();
@@ -161,22 +194,9 @@ struct Consumer {
         release(s.v_empty, v_read.index);
         v_read.advance();
       } else {
-        for (int j = n - 1; j >= 0; --j) {
-          turn_start(j, local);
-          issue_qk(j, local);
-          turn_end();
-          wait_mma<0>(j, local);
-          release(s.k_empty, k_read.index);
-          k_read.advance();
-          softmax(j, local, row0, st, alpha);
-          rescale_and_pack(j, local, alpha, j < n - 1);
-          turn_start(j, local);
-          issue_pv(j, local, j < n - 1);
-          turn_end();
-          wait_mma<0>(j, local);
-          release(s.v_empty, v_read.index);
-          v_read.advance();
-        }
+        int j = n - 1;
+        for (; j >= c.first_masked; --j) sequential_step<true>(j, n, local, row0, st, alpha);
+        for (; j >= 0; --j) sequential_step<false>(j, n, local, row0, st, alpha);
       }
       epilogue<T>(p, s, tr, c, group, warp, lane, o, st, local);
       if (lane == 0) arrive(s.q_empty);  // Q's buffer (which held O) may be refilled

@@ -74,7 +74,8 @@ struct Params {
 /// One work tile: a block of m_block query rows of one (batch, head).
 struct Tile {
   int m, head, batch;
-  int n_blocks;  // KV blocks it visits (causal: up to the diagonal)
+  int n_blocks;      // KV blocks it visits (causal: up to the diagonal)
+  int first_masked;  // blocks [first_masked, n_blocks) need the mask; those below it none
 };
 
 /// The tile with linear index t, in the simulator's order (kernels/common/tile_order.h).
@@ -85,6 +86,7 @@ __device__ __forceinline__ Tile tile_at(const Params& p, int t, int m_block, int
   c.head = static_cast<int>(bh % p.heads);
   c.batch = static_cast<int>(bh / p.heads);
   c.n_blocks = attnsim_kv_blocks(c.m * m_block, m_block, n_block, p.seqlen_q, p.seqlen_k, p.causal);
+  c.first_masked = attnsim_first_masked_block(c.m * m_block, n_block, c.n_blocks, p.seqlen_q, p.seqlen_k, p.causal);
   return c;
 }
 

@@ -14,13 +14,8 @@ TileWork tile_at(const Problem& p, const TilingSpec& spec, int m) {
   const int row0 = m * rows;
   t.rows = std::min(rows, p.seqlen_q - row0);
   t.n_blocks = attnsim_kv_blocks(row0, rows, spec.n_block, p.seqlen_q, p.seqlen_k, p.causal);
-  if (p.causal) {
-    // Bottom-right aligned: row r sees keys <= r + (seqlen_k - seqlen_q).
-    const int first_masked = std::max(0, (row0 + p.seqlen_k - p.seqlen_q) / spec.n_block);
-    t.masked_blocks = t.n_blocks - std::min(first_masked, t.n_blocks);
-  } else {
-    t.masked_blocks = p.seqlen_k % spec.n_block ? 1 : 0;
-  }
+  t.masked_blocks = t.n_blocks - attnsim_first_masked_block(row0, spec.n_block, t.n_blocks, p.seqlen_q, p.seqlen_k,
+                                                              p.causal);
   return t;
 }
 
