@@ -4,8 +4,8 @@
 // block j+1 is issued right after the QK of block j, in the same turn, and both finish before
 // block j's softmax (wgmma.wait_group 1, then 0), as in kernels/sm90/consumer.cuh. With
 // pingpong, named barriers make the two warpgroups take turns issuing their GEMMs, so one's
-// softmax runs while the other's GEMMs hold the tensor cores. Without warp specialization, warp 0 of warpgroup 0 also issues the TMA loads,
-// prefetching the next block.
+// softmax runs while the other's GEMMs hold the tensor cores. Without warp specialization,
+// warp 0 of warpgroup 0 also issues the TMA loads, prefetching the next block.
 #include "lower/fa3/fa3_schedule.hpp"
 
 namespace attnsim::fa3 {
