@@ -57,7 +57,8 @@ struct Consumer {
 
   /// Waits for K_j and issues S = Q K_j^T (one commit group).
   __device__ void issue_qk(int j, int tile) {
-    const uint32_t t0 = tr.wait(&s.k_full[k_read.index], k_read.phase, ATTNSIM_WAIT_K_FULL, k_read.index, j, tile);
+    const uint32_t t0 =
+        traced_wait(tr, &s.k_full[k_read.index], k_read.phase, ATTNSIM_WAIT_K_FULL, k_read.index, j, tile);
     fence_regs(sacc);
     wgmma_fence();
 #pragma unroll
@@ -68,7 +69,8 @@ struct Consumer {
   }
   /// Waits for V_j and issues O (+)= P V_j (one commit group); accumulate = false overwrites O.
   __device__ void issue_pv(int j, int tile, bool accumulate) {
-    const uint32_t t0 = tr.wait(&s.v_full[v_read.index], v_read.phase, ATTNSIM_WAIT_V_FULL, v_read.index, j, tile);
+    const uint32_t t0 =
+        traced_wait(tr, &s.v_full[v_read.index], v_read.phase, ATTNSIM_WAIT_V_FULL, v_read.index, j, tile);
     fence_regs(o);
     wgmma_fence();
 #pragma unroll
@@ -166,8 +168,8 @@ struct Consumer {
       const int row0 = c.m * T::kMBlock + group * 64 + 16 * warp + lane / 4;
       RowStats st;
       float alpha[2];
-      tr.tile(p, s.trace, n);
-      tr.wait(&s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
+      tr.tile(p, s.trace, trace_spans_per_tile(n));
+      traced_wait(tr, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
       q_read.advance();
       if constexpr (T::kOverlap) {
         turn_start(n - 1, local);

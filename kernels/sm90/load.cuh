@@ -18,9 +18,9 @@ __device__ __forceinline__ void load_warp(const Params& p, const Smem<T>& s, Tra
   for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
     const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
     const int kv_head = c.head / p.group;
-    tr.tile(p, s.trace, c.n_blocks);
+    tr.tile(p, s.trace, trace_spans_per_tile(c.n_blocks));
     // Q's buffer is free once every consumer warp has finished the previous tile's epilogue.
-    tr.wait(&s.q_empty[q_write.index], q_write.phase, ATTNSIM_WAIT_Q_EMPTY, 0, -1, local);
+    traced_wait(tr, &s.q_empty[q_write.index], q_write.phase, ATTNSIM_WAIT_Q_EMPTY, 0, -1, local);
     tr.start();
     cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                          s.q_full, T::kQBytes);
@@ -33,7 +33,7 @@ __device__ __forceinline__ void load_warp(const Params& p, const Smem<T>& s, Tra
     auto load_tile = [&](const CUtensorMap* tmap, uint8_t* dst, uint64_t* full, uint64_t* empty, int wait_on, int op,
                          int j) {
       const int stage = kv_write.index;
-      tr.wait(&empty[stage], kv_write.phase, wait_on, stage, j, local);
+      traced_wait(tr, &empty[stage], kv_write.phase, wait_on, stage, j, local);
       tr.start();
       cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                            &full[stage], T::kKBytes);
