@@ -1,4 +1,4 @@
-// Measured-timeline records written by instrumented kernels (kernels/sm90, built with tracing on)
+// Measured-timeline records written by instrumented kernels (kernels/sm90, kernels/fa2, built with tracing on)
 // and read by `attnsim run` / `attnsim validate` (sim/measure). One format on both sides, plain
 // C so nvcc and g++ read it. Op ids come from op_names.h; waits name what they waited on with the
 // same pipeline and barrier names the simulator uses in its traces.
@@ -6,7 +6,8 @@
 #include <stdint.h>
 
 /// What a WAIT span waited on. X(ENUM, "name as in simulator traces"); mbarrier waits are
-/// printed as "<name>[stage] phase <parity>", named barriers as "<name>[index]".
+/// printed as "<name>[stage] phase <parity>", named barriers as "<name>[index]" (bar.syncthreads,
+/// the fa2 kernel's __syncthreads, as "<name>"). New targets go at the end: ids are stored.
 #define ATTNSIM_WAIT_LIST(X)              \
   X(NONE, "")                             \
   X(Q_FULL, "pipeline_q.full")            \
@@ -17,7 +18,9 @@
   X(V_EMPTY, "pipeline_v.empty")          \
   X(PINGPONG, "bar.pingpong")             \
   X(EPILOGUE, "bar.epilogue")             \
-  X(WGMMA, "wgmma.wait_group")
+  X(WGMMA, "wgmma.wait_group")            \
+  X(SYNCTHREADS, "bar.syncthreads")       \
+  X(CP_ASYNC, "cp.async.wait_group")
 
 /// Wait-target ids (ATTNSIM_WAIT_LIST).
 enum attnsim_wait_on {

@@ -15,9 +15,10 @@
 namespace attnsim::fa2 {
 
 /// Launches fa2_forward<T> asynchronously on `stream`; a LaunchFn (kernels/common/launch_abi.h).
-/// `persistent` is ignored (the grid is one CTA per (batch, head)); there is no traced build yet.
-/// Throws std::invalid_argument when the shape does not fit the kernel, std::runtime_error on
-/// CUDA errors.
+/// `persistent` is ignored (the grid is one CTA per (batch, head)). A traced kernel (T::kTrace)
+/// needs `trace` (buffers for kWarps warps per CTA); a plain one ignores it, as the SM90
+/// launcher does. Throws std::invalid_argument when the shape does not fit the kernel,
+/// std::runtime_error on CUDA errors.
 template <class T>
 void launch(const Shape& sh, const Tensors& t, bool /*persistent*/, const TraceBuffers* trace, void* stream,
             LaunchInfo* info) {
@@ -27,7 +28,7 @@ void launch(const Shape& sh, const Tensors& t, bool /*persistent*/, const TraceB
   if (sh.kv_heads < 1 || sh.heads % sh.kv_heads) throw std::invalid_argument("kv_heads must divide heads");
   if (sh.batch < 1 || sh.heads < 1 || sh.seqlen_q < 1 || sh.seqlen_k < 1)
     throw std::invalid_argument("batch, heads and seqlens must be positive");
-  if (trace) throw std::invalid_argument("the fa2_sm80 kernels have no instrumented build yet");
+  if (T::kTrace && !trace) throw std::invalid_argument("traced kernel launched without trace buffers");
   Fa2Params p{};
   p.q = static_cast<const __nv_bfloat16*>(t.q);
   p.k = static_cast<const __nv_bfloat16*>(t.k);
@@ -41,12 +42,20 @@ void launch(const Shape& sh, const Tensors& t, bool /*persistent*/, const TraceB
   p.causal = sh.causal;
   p.scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(sh.head_dim));
   p.m_tiles = (sh.seqlen_q + T::kBr - 1) / T::kBr;
+  if (trace) {
+    p.trace = trace->records;
+    p.cta_clock = trace->ctas;
+    p.trace_count = trace->counts;
+    p.trace_spans = trace->spans;
+    p.trace_cap = trace->cap;
+    p.trace_warps = trace->warps;
+  }
   const int grid = sh.batch * sh.heads;
   constexpr int smem = T::kSmem.bytes;
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
     cuda_check(cudaFuncSetAttribute(fa2_forward<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem),
-                     "cudaFuncSetAttribute(max dynamic shared memory)");
+               "cudaFuncSetAttribute(max dynamic shared memory)");
     configured = true;
   }
   fa2_forward<T><<<grid, kThreads, smem, static_cast<cudaStream_t>(stream)>>>(p);

@@ -21,6 +21,11 @@ inline std::string kernel_family(const AnyKernelKnobs& k) {
 inline std::string describe(const AnyKernelKnobs& k) {
   return kernel_family(k) + " " + std::visit([](const auto& x) { return x.describe(); }, k);
 }
+/// The role name of warp `warp` of a kernel of these knobs, as the simulator's timelines print it
+/// (sm90: "load", "idle", "consumer<g>"; fa2: "worker").
+inline std::string kernel_warp_role(const AnyKernelKnobs& k, int warp) {
+  return std::holds_alternative<sm90::KernelKnobs>(k) ? sm90::warp_role_name(warp) : std::string(fa2::kWarpRole);
+}
 /// The head_dim a kernel is compiled for.
 inline int kernel_head_dim(const AnyKernelKnobs& k) {
   return std::visit([](const auto& x) { return x.head_dim; }, k);

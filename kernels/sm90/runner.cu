@@ -158,24 +158,30 @@ LaunchInfo probe(const CompiledKernel& k, DeviceProblem& prob, bool persistent) 
   return info;
 }
 
-/// Records per warp that hold every span of a launch: the most any CTA's tiles can produce
-/// (trace_spans_per_tile summed over the tiles it runs, in the kernel's tile order).
+/// Records per warp that hold every span of a launch: the most any CTA's tiles can produce (the
+/// family's span bound per tile, summed over the tiles the CTA runs in the kernel's tile order).
 uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchInfo& li, bool persistent) {
-  const auto* kk = std::get_if<KernelKnobs>(&k.knobs);
-  if (!kk) throw std::invalid_argument(describe(k.knobs) + ": only the SM90 kernels record traces");
-  const int m_tiles = (sh.seqlen_q + kk->m_block - 1) / kk->m_block;
-  const long long bh = static_cast<long long>(sh.batch) * sh.heads;
   uint64_t most = 0;
-  for (int c = 0; c < li.grid; ++c) {
-    uint64_t n = 0;
-    for (long long t = c; t < li.num_tiles; t += li.grid) {
-      int m = 0;
-      long long b = 0;
-      attnsim_tile_coords(t, persistent, m_tiles, bh, &m, &b);
-      n += trace_spans_per_tile(
-          attnsim_kv_blocks(m * kk->m_block, kk->m_block, kk->n_block, sh.seqlen_q, sh.seqlen_k, sh.causal));
+  if (const auto* f = std::get_if<fa2::KernelKnobs>(&k.knobs)) {
+    // One CTA per (batch, head), each walking every Q tile: every CTA runs the same tiles.
+    const int m_tiles = (sh.seqlen_q + f->br - 1) / f->br;
+    for (int m = 0; m < m_tiles; ++m)
+      most += fa2::trace_spans_per_tile(attnsim_kv_blocks(m * f->br, f->br, f->bc, sh.seqlen_q, sh.seqlen_k, sh.causal));
+  } else {
+    const auto& kk = std::get<KernelKnobs>(k.knobs);
+    const int m_tiles = (sh.seqlen_q + kk.m_block - 1) / kk.m_block;
+    const long long bh = static_cast<long long>(sh.batch) * sh.heads;
+    for (int c = 0; c < li.grid; ++c) {
+      uint64_t n = 0;
+      for (long long t = c; t < li.num_tiles; t += li.grid) {
+        int m = 0;
+        long long b = 0;
+        attnsim_tile_coords(t, persistent, m_tiles, bh, &m, &b);
+        n += trace_spans_per_tile(
+            attnsim_kv_blocks(m * kk.m_block, kk.m_block, kk.n_block, sh.seqlen_q, sh.seqlen_k, sh.causal));
+      }
+      most = std::max(most, n);
     }
-    most = std::max(most, n);
   }
   if (most > (1u << 28)) throw std::runtime_error("trace: more than 2^28 spans per warp");
   return static_cast<uint32_t>(most);
@@ -314,12 +320,12 @@ MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool pe
   if (cap == 0) cap = full_trace_cap(k, prob.shape(), m.launch, persistent);
   TraceAlloc buf(m.launch.grid, m.launch.warps, cap, trace_warps);
   k.launch_traced(prob.shape(), prob.tensors(), persistent, &buf.b, nullptr, nullptr);  // warm-up
-  cuda_check(cudaDeviceSynchronize(), "fa3_forward (traced warm-up)");
+  cuda_check(cudaDeviceSynchronize(), "traced kernel (warm-up)");
   Event a, b;
   cuda_check(cudaEventRecord(a.e), "cudaEventRecord");
   k.launch_traced(prob.shape(), prob.tensors(), persistent, &buf.b, nullptr, nullptr);
   cuda_check(cudaEventRecord(b.e), "cudaEventRecord");
-  cuda_check(cudaEventSynchronize(b.e), "fa3_forward (traced)");
+  cuda_check(cudaEventSynchronize(b.e), "traced kernel");
   m.kernel_ms = elapsed_ms(a, b);
   m.records = to_host<attnsim_trace_record>(buf.b.records, buf.n_records);
   m.counts = to_host<uint32_t>(buf.b.counts, buf.n_warps);
@@ -328,6 +334,7 @@ MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool pe
   m.warps_per_cta = m.launch.warps;
   m.cap = cap;
   m.trace_warps = trace_warps;
+  m.knobs = k.knobs;
   rebase_stamps(m);
   return m;
 }

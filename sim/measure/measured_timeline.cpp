@@ -81,7 +81,7 @@ MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallbac
     WarpTrack t;
     t.warp = w;
     t.smsp = w % 4;
-    t.role = sm90::warp_role_name(w);  // the simulator names them the same (kernels/sm90/structure.h)
+    t.role = kernel_warp_role(rec.knobs, w);  // as the simulator names them (the family's structure.h)
     for (uint32_t i = 0; i < kept; ++i) {
       const attnsim_trace_record& r = rec.records.at(slot * rec.cap + i);
       Span s;

@@ -47,8 +47,9 @@ std::string registry_entry(const AnyKernelKnobs& any, const std::string& origins
                        k->reg_producer, traits(*k, false), traits(*k, true), origins);
   const auto& f = std::get<fa2::KernelKnobs>(any);
   return fmt::format("  out.push_back({{AnyKernelKnobs{{fa2::KernelKnobs{{{}, {}, {}}}}},\n"
-                     "                 &fa2::launch<fa2::Fa2Traits<{}, {}, {}>>, nullptr, \"{}\"}});\n",
-                     f.head_dim, f.br, f.bc, f.head_dim, f.br, f.bc, origins);
+                     "                 &fa2::launch<fa2::Fa2Traits<{}, {}, {}, false>>,\n"
+                     "                 &fa2::launch<fa2::Fa2Traits<{}, {}, {}, true>>, \"{}\"}});\n",
+                     f.head_dim, f.br, f.bc, f.head_dim, f.br, f.bc, f.head_dim, f.br, f.bc, origins);
 }
 
 }  // namespace

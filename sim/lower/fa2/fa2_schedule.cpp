@@ -116,7 +116,7 @@ class Fa2Schedule : public Schedule {
     const Work rescale_w = costs_.work("rescale_o", per_thread_out, 0);
     const Work final_w = costs_.work("final_o", per_thread_out, rows / 32.0 * 2);
     for (int wi = 0; wi < kWarps; ++wi) {
-      WarpBuilder w = cta.warp(wi, "worker");
+      WarpBuilder w = cta.warp(wi, fa2::kWarpRole);
       for (size_t t = 0; t < tiles.size(); ++t) {
         const int tile = static_cast<int>(t), n = tiles[t].n_blocks;
         w.tags(-1, -1, tile);
@@ -154,7 +154,7 @@ class Fa2Schedule : public Schedule {
         k.br, k.bc, br_ ? "" : " (auto)", gemm_ == "fma" ? "the CUDA cores (FFMA)" : "mma.sync m16n8k16", k.smem_bytes,
         k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
   }
-  std::vector<std::string> roles() const override { return {"worker"}; }
+  std::vector<std::string> roles() const override { return {fa2::kWarpRole}; }
   KernelChoice real_kernel(const Hardware& hw, const Problem& p) const override {
     KernelChoice c;
     if (gemm_ != "fma") {
