@@ -265,3 +265,34 @@ TEST_CASE("fa2_sm80 resolves to the kernels/fa2 knobs - CuFlash tiles per head_d
   CHECK_THAT(load_schedule(fa2, {"/block={\"Br\":128,\"Bc\":64}"})->real_kernel(h100(), hd(64)).why_not,
              Catch::Contains("Br 128"));
 }
+
+TEST_CASE("fa2 measured records carry the simulator's fa2 roles and per-op keys", "[measure]") {
+  // A traced fa2_sm80 launch as sm90::trace_kernel returns it: one CTA of 4 warps, warp 0 recording.
+  sm90::MeasuredTrace t;
+  t.knobs = fa2::KernelKnobs{128, 64, 32};
+  t.warps_per_cta = fa2::kWarps;
+  t.cap = 8;
+  t.records.assign(fa2::kWarps * 8, attnsim_trace_record{});
+  t.counts.assign(fa2::kWarps, 0);
+  const std::vector<attnsim_trace_record> rs = {
+      rec(ATTNSIM_OP_WAIT, 0, 50, ATTNSIM_WAIT_CP_ASYNC), rec(ATTNSIM_OP_WAIT, 50, 90, ATTNSIM_WAIT_CP_ASYNC, 0xff, 0xff, 0),
+      rec(ATTNSIM_OP_WAIT, 90, 100, ATTNSIM_WAIT_SYNCTHREADS, 0xff, 0xff, 0),
+      rec(ATTNSIM_OP_MMA_QK, 100, 300, ATTNSIM_WAIT_NONE, 0xff, 0xff, 0)};
+  for (size_t i = 0; i < rs.size(); ++i) t.records[i] = rs[i];
+  t.counts[0] = static_cast<uint32_t>(rs.size());
+  t.ctas = {attnsim_cta_clock{0, 40000, 0, 20000, 3, 1}};
+  const MeasuredCta m = measured_cta(t, 0, 1.5);
+  REQUIRE(m.timeline.warps.size() == 1);
+  CHECK(m.timeline.warps[0].role == "worker");
+  CHECK(m.timeline.label_of(m.timeline.warps[0].spans[2]) == "bar.syncthreads");
+  const auto measured = op_means(m.timeline);
+  // Every measured key is one the simulator's fa2 timeline has for the warps validate compares.
+  const auto s = load_schedule(test::root() + "/schedules/fa2_sm80.json");
+  const Prediction pred = predict(*s, h100(), hd(128));
+  const auto predicted = op_means_first_warps(pred.critical.timeline);
+  for (const char* key : {"wait cp.async.wait_group", "wait bar.syncthreads", "mma_qk"}) {
+    CHECK(measured.count(key) == 1);
+    CHECK(predicted.count(key) == 1);
+  }
+  CHECK(pred.critical.timeline.warps.at(0).role == "worker");
+}
