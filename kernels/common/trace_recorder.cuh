@@ -22,7 +22,8 @@ __device__ __forceinline__ unsigned long long globaltimer() {
 
 /// Thread 0 of a traced CTA, before the CTA's first barrier (so that every span starts after
 /// it): the start anchor of `c` (clock64, %globaltimer, %smid). Records carry raw 32-bit clock
-/// stamps, which the host places relative to this clk0.
+/// stamps, which the host places relative to this clk0. (kernels/fa2; the SM90 kernel writes the
+/// same fields inline: through these helpers its traced SASS changed.)
 __device__ __forceinline__ void cta_clock_begin(attnsim_cta_clock* c) {
   c->clk0 = clock64();
   c->ns0 = globaltimer();
@@ -81,16 +82,18 @@ struct TraceRecorder {
       if (lane == 0) static_cast<Slot*>(slots)[warp] = Slot{ptr, ptr + p.trace_cap};
     }
   }
-  /// Starts a work tile whose spans number at most `max_spans` (the family's bound, e.g.
-  /// sm90::trace_spans_per_tile): recording stops for good, and the records written so far are
-  /// counted, when they might not fit.
-  template <class P>
-  __device__ __forceinline__ void tile(const P& p, const void* slots, uint32_t max_spans) {
+  /// Starts a work tile of `n_blocks` KV blocks, whose spans number at most
+  /// `spans_per_tile(n_blocks)` (the family's bound: sm90::trace_spans_per_tile,
+  /// fa2::trace_spans_per_tile): recording stops for good, and the records written so far are
+  /// counted, when they might not fit. The bound is computed here, inside the recording warp's
+  /// branch (computed by the caller, ptxas hoisted it and the traced SM90 kernel's SASS changed).
+  template <class P, class SpansPerTile>
+  __device__ __forceinline__ void tile(const P& p, const void* slots, int n_blocks, SpansPerTile spans_per_tile) {
     if constexpr (kOn) {
       if (on) {
         const int warp = warp_index();
         const Slot sl = static_cast<const Slot*>(slots)[warp];
-        if (ptr + max_spans > sl.end) {
+        if (ptr + spans_per_tile(n_blocks) > sl.end) {
           p.trace_count[index(warp)] = static_cast<uint32_t>(ptr - sl.base);
           on = 0;
         }
@@ -157,18 +160,16 @@ struct TraceRecorder {
       return 0;
     }
   }
-  /// The first two words of a record (little-endian attnsim_trace_record layout), from values.
-  __device__ __forceinline__ static uint32_t word0(int op, int wait_on, int stage, int phase) {
-    return (op & 0xff) | ((wait_on & 0xff) << 8) | ((stage & 0xff) << 16) | (static_cast<uint32_t>(phase & 0xff) << 24);
-  }
-  __device__ __forceinline__ static uint32_t word1(int block, int tile) {
-    return (block & 0xffff) | (static_cast<uint32_t>(tile & 0xffff) << 16);
-  }
   /// Appends one span [t0, t1).
   __device__ __forceinline__ void span(int op, uint32_t t0, uint32_t t1, int block = -1, int tile = -1,
                                        int wait_on = ATTNSIM_WAIT_NONE, int stage = 0xff, int phase = 0xff) {
     if constexpr (kOn) {
-      store4(word0(op, wait_on, stage, phase), word1(block, tile), t0, t1);
+      // The record's words (little-endian attnsim_trace_record layout), built from values.
+      // (Written out here, not in a helper: with helpers the traced SM90 kernel's SASS changed.)
+      const uint32_t w0 = (op & 0xff) | ((wait_on & 0xff) << 8) | ((stage & 0xff) << 16) |
+                          (static_cast<uint32_t>(phase & 0xff) << 24);
+      const uint32_t w1 = (block & 0xffff) | (static_cast<uint32_t>(tile & 0xffff) << 16);
+      store4(w0, w1, t0, t1);
       ++ptr;
     }
   }
@@ -179,7 +180,10 @@ struct TraceRecorder {
                                           int wait_on = ATTNSIM_WAIT_NONE, int stage = 0xff, int phase = 0xff) {
     if constexpr (kOn) {
       const uint32_t c = cond ? 1u : 0u;
-      store4_if(on & c, word0(op, wait_on, stage, phase), word1(block, tile), t0, t1);
+      const uint32_t w0 = (op & 0xff) | ((wait_on & 0xff) << 8) | ((stage & 0xff) << 16) |
+                          (static_cast<uint32_t>(phase & 0xff) << 24);
+      const uint32_t w1 = (block & 0xffff) | (static_cast<uint32_t>(tile & 0xffff) << 16);
+      store4_if(on & c, w0, w1, t0, t1);
       ptr += c;
     }
   }

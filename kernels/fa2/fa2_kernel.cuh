@@ -117,7 +117,7 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const Fa2Params p) {
   for (int m = 0; m < p.m_tiles; ++m) {
     const int row0 = m * BR, warp_row0 = row0 + warp * R;
     if constexpr (T::kTrace)  // (n is computed below where the plain kernel always had it)
-      tr.tile(p, slots, trace_spans_per_tile(attnsim_kv_blocks(row0, BR, BC, p.seqlen_q, p.seqlen_k, p.causal)));
+      tr.tile(p, slots, attnsim_kv_blocks(row0, BR, BC, p.seqlen_q, p.seqlen_k, p.causal), trace_spans_per_tile);
     // Each warp loads its own Q rows (only it reads them).
     const uint32_t q0 = tr.now();
     copy_rows<D>(sq + warp * R * D, qg + warp_row0 * q_stride, q_stride, R, p.seqlen_q - warp_row0, lane, 32);

@@ -168,7 +168,7 @@ struct Consumer {
       const int row0 = c.m * T::kMBlock + group * 64 + 16 * warp + lane / 4;
       RowStats st;
       float alpha[2];
-      tr.tile(p, s.trace, trace_spans_per_tile(n));
+      tr.tile(p, s.trace, n, trace_spans_per_tile);
       traced_wait(tr, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
       q_read.advance();
       if constexpr (T::kOverlap) {

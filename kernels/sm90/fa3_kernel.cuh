@@ -30,7 +30,11 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
     if constexpr (T::kTrace) {
       // The CTA's anchor, read before the barrier so that every span starts after it: records
       // carry raw 32-bit clock stamps, which the host places relative to this clk0.
-      cta_clock_begin(&p.cta_clock[blockIdx.x]);
+      p.cta_clock[blockIdx.x].clk0 = clock64();
+      p.cta_clock[blockIdx.x].ns0 = globaltimer();
+      unsigned sm;
+      asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+      p.cta_clock[blockIdx.x].smid = sm;
     }
   }
   // One recorder per thread, set up before the role branches and closed after them: ptxas keeps
@@ -52,7 +56,8 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
   if constexpr (T::kTrace) {
     __syncthreads();
     if (threadIdx.x == 0) {
-      cta_clock_end(&p.cta_clock[blockIdx.x]);
+      p.cta_clock[blockIdx.x].ns1 = globaltimer();
+      p.cta_clock[blockIdx.x].clk1 = clock64();
       int tiles = 0;
       for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) ++tiles;
       p.cta_clock[blockIdx.x].tiles = tiles;

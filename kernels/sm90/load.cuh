@@ -18,7 +18,7 @@ __device__ __forceinline__ void load_warp(const Params& p, const Smem<T>& s, Tra
   for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
     const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
     const int kv_head = c.head / p.group;
-    tr.tile(p, s.trace, trace_spans_per_tile(c.n_blocks));
+    tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
     // Q's buffer is free once every consumer warp has finished the previous tile's epilogue.
     traced_wait(tr, &s.q_empty[q_write.index], q_write.phase, ATTNSIM_WAIT_Q_EMPTY, 0, -1, local);
     tr.start();
