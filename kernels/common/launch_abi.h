@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 
 #include "common/trace_record.h"
@@ -57,6 +58,32 @@ struct TraceBuffers {
 struct LaunchInfo {
   int grid = 0, threads = 0, warps = 0, smem_bytes = 0, num_tiles = 0;
 };
+
+/// The checks every launcher makes before it builds its parameters: the kernel was compiled for
+/// `head_dim`, kv_heads divides heads, every extent is positive, and a traced kernel (`traced`)
+/// gets trace buffers. Throws std::invalid_argument naming what does not fit.
+inline void check_launch(const Shape& sh, int head_dim, bool traced, const TraceBuffers* trace) {
+  if (sh.head_dim != head_dim)
+    throw std::invalid_argument("kernel compiled for head_dim " + std::to_string(head_dim) + ", problem has " +
+                                std::to_string(sh.head_dim));
+  if (sh.kv_heads < 1 || sh.heads % sh.kv_heads) throw std::invalid_argument("kv_heads must divide heads");
+  if (sh.batch < 1 || sh.heads < 1 || sh.seqlen_q < 1 || sh.seqlen_k < 1)
+    throw std::invalid_argument("batch, heads and seqlens must be positive");
+  if (traced && !trace) throw std::invalid_argument("traced kernel launched without trace buffers");
+}
+
+/// Copies the trace buffers into a family's kernel parameters `P` (its fields trace, cta_clock,
+/// trace_count, trace_spans, trace_cap, trace_warps); nothing when `trace` is null.
+template <class P>
+void set_trace_params(P& p, const TraceBuffers* trace) {
+  if (!trace) return;
+  p.trace = trace->records;
+  p.cta_clock = trace->ctas;
+  p.trace_count = trace->counts;
+  p.trace_spans = trace->spans;
+  p.trace_cap = trace->cap;
+  p.trace_warps = trace->warps;
+}
 
 /// Launches one kernel asynchronously on `stream` (a cudaStream_t). Throws std::invalid_argument
 /// when the shape does not fit the kernel (head_dim, GQA) and std::runtime_error on CUDA errors.

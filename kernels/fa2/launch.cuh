@@ -22,13 +22,7 @@ namespace attnsim::fa2 {
 template <class T>
 void launch(const Shape& sh, const Tensors& t, bool /*persistent*/, const TraceBuffers* trace, void* stream,
             LaunchInfo* info) {
-  if (sh.head_dim != T::kHeadDim)
-    throw std::invalid_argument("kernel compiled for head_dim " + std::to_string(T::kHeadDim) + ", problem has " +
-                                std::to_string(sh.head_dim));
-  if (sh.kv_heads < 1 || sh.heads % sh.kv_heads) throw std::invalid_argument("kv_heads must divide heads");
-  if (sh.batch < 1 || sh.heads < 1 || sh.seqlen_q < 1 || sh.seqlen_k < 1)
-    throw std::invalid_argument("batch, heads and seqlens must be positive");
-  if (T::kTrace && !trace) throw std::invalid_argument("traced kernel launched without trace buffers");
+  check_launch(sh, T::kHeadDim, T::kTrace, trace);
   Fa2Params p{};
   p.q = static_cast<const __nv_bfloat16*>(t.q);
   p.k = static_cast<const __nv_bfloat16*>(t.k);
@@ -42,14 +36,7 @@ void launch(const Shape& sh, const Tensors& t, bool /*persistent*/, const TraceB
   p.causal = sh.causal;
   p.scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(sh.head_dim));
   p.m_tiles = (sh.seqlen_q + T::kBr - 1) / T::kBr;
-  if (trace) {
-    p.trace = trace->records;
-    p.cta_clock = trace->ctas;
-    p.trace_count = trace->counts;
-    p.trace_spans = trace->spans;
-    p.trace_cap = trace->cap;
-    p.trace_warps = trace->warps;
-  }
+  set_trace_params(p, trace);
   const int grid = sh.batch * sh.heads;
   constexpr int smem = T::kSmem.bytes;
   static bool configured = false;  // one attribute call per instantiation

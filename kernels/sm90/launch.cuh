@@ -25,14 +25,7 @@ int sm_count();
 template <class T>
 void launch(const Shape& sh, const Tensors& t, bool persistent, const TraceBuffers* trace, void* stream,
             LaunchInfo* info) {
-  if (sh.head_dim != T::kHeadDim)
-    throw std::invalid_argument("kernel compiled for head_dim " + std::to_string(T::kHeadDim) + ", problem has " +
-                                std::to_string(sh.head_dim));
-  if (sh.kv_heads < 1 || sh.heads % sh.kv_heads)
-    throw std::invalid_argument("kv_heads must divide heads");
-  if (sh.batch < 1 || sh.heads < 1 || sh.seqlen_q < 1 || sh.seqlen_k < 1)
-    throw std::invalid_argument("batch, heads and seqlens must be positive");
-  if (T::kTrace && !trace) throw std::invalid_argument("traced kernel launched without trace buffers");
+  check_launch(sh, T::kHeadDim, T::kTrace, trace);
   Params p{};
   p.tm_q = make_tensor_map(t.q, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, T::kMBlock);
   p.tm_k = make_tensor_map(t.k, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, T::kNBlock);
@@ -50,14 +43,7 @@ void launch(const Shape& sh, const Tensors& t, bool persistent, const TraceBuffe
   p.m_tiles = (sh.seqlen_q + T::kMBlock - 1) / T::kMBlock;
   p.num_tiles = p.m_tiles * sh.batch * sh.heads;
   p.persistent = persistent;
-  if (trace) {
-    p.trace = trace->records;
-    p.cta_clock = trace->ctas;
-    p.trace_count = trace->counts;
-    p.trace_spans = trace->spans;
-    p.trace_cap = trace->cap;
-    p.trace_warps = trace->warps;
-  }
+  set_trace_params(p, trace);
   const int grid = persistent ? std::min(p.num_tiles, sm_count()) : p.num_tiles;
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
