@@ -21,9 +21,7 @@ void attnsim::cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-namespace attnsim::sm90 {
-
-CUtensorMap make_tensor_map(const void* base, int head_dim, int seqlen, int heads, int batch, int box_rows) {
+CUtensorMap attnsim::make_tensor_map(const void* base, int head_dim, int seqlen, int heads, int batch, int box_rows) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   if (!encode) {
     cudaDriverEntryPointQueryResult q{};
@@ -45,6 +43,8 @@ CUtensorMap make_tensor_map(const void* base, int head_dim, int seqlen, int head
   if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled failed: error " + std::to_string(r));
   return m;
 }
+
+namespace attnsim::sm90 {
 
 int sm_count() {
   static int n = 0;
