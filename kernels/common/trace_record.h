@@ -1,13 +1,15 @@
-// Measured-timeline records written by instrumented kernels (kernels/sm90, kernels/fa2, built with tracing on)
-// and read by `attnsim run` / `attnsim validate` (sim/measure). One format on both sides, plain
-// C so nvcc and g++ read it. Op ids come from op_names.h; waits name what they waited on with the
-// same pipeline and barrier names the simulator uses in its traces.
+// Measured-timeline records written by instrumented kernels (kernels/sm90, kernels/fa2 and
+// kernels/blackflash, built with tracing on) and read by `attnsim run` / `attnsim validate`
+// (sim/measure). One format on both sides, plain C so nvcc and g++ read it. Op ids come from
+// op_names.h; waits name what they waited on with the same pipeline and barrier names the
+// simulator uses in its traces.
 #pragma once
 #include <stdint.h>
 
 /// What a WAIT span waited on. X(ENUM, "name as in simulator traces"); mbarrier waits are
 /// printed as "<name>[stage] phase <parity>", named barriers as "<name>[index]" (bar.syncthreads,
-/// the fa2 kernel's __syncthreads, as "<name>"). New targets go at the end: ids are stored.
+/// the fa2 kernel's __syncthreads and the blackflash consumers' bar.sync 1, 256, as "<name>").
+/// New targets go at the end: ids are stored.
 #define ATTNSIM_WAIT_LIST(X)              \
   X(NONE, "")                             \
   X(Q_FULL, "pipeline_q.full")            \
@@ -20,7 +22,11 @@
   X(EPILOGUE, "bar.epilogue")             \
   X(WGMMA, "wgmma.wait_group")            \
   X(SYNCTHREADS, "bar.syncthreads")       \
-  X(CP_ASYNC, "cp.async.wait_group")
+  X(CP_ASYNC, "cp.async.wait_group")      \
+  X(MBAR_Q_FULL, "mbar_q.full")           \
+  X(MBAR_KV_FULL, "mbar_kv.full")         \
+  X(MBAR_KV_EMPTY, "mbar_kv.empty")       \
+  X(BAR_CONSUMERS, "bar.consumers")
 
 /// Wait-target ids (ATTNSIM_WAIT_LIST).
 enum attnsim_wait_on {
@@ -41,8 +47,11 @@ static inline const char* attnsim_wait_name(int id) {
 }
 
 /// True for wait targets that are mbarriers (printed with stage and phase), false for named
-/// barriers and wgmma.wait_group.
-static inline int attnsim_wait_is_mbarrier(int id) { return id >= ATTNSIM_WAIT_Q_FULL && id <= ATTNSIM_WAIT_V_EMPTY; }
+/// barriers, wgmma.wait_group and cp.async.wait_group.
+static inline int attnsim_wait_is_mbarrier(int id) {
+  return (id >= ATTNSIM_WAIT_Q_FULL && id <= ATTNSIM_WAIT_V_EMPTY) ||
+         (id >= ATTNSIM_WAIT_MBAR_Q_FULL && id <= ATTNSIM_WAIT_MBAR_KV_EMPTY);
+}
 
 /// One span of one warp, recorded by its lane 0. 16 bytes (one vector store).
 /// t0/t1: SM cycles since the CTA's clk0 (attnsim_cta_clock). The kernel stores the raw 32-bit
