@@ -167,6 +167,14 @@ uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchIn
     const int m_tiles = (sh.seqlen_q + f->br - 1) / f->br;
     for (int m = 0; m < m_tiles; ++m)
       most += fa2::trace_spans_per_tile(attnsim_kv_blocks(m * f->br, f->br, f->bc, sh.seqlen_q, sh.seqlen_k, sh.causal));
+  } else if (std::holds_alternative<blackflash::KernelKnobs>(k.knobs)) {
+    // One CTA per Q tile: the longest tile bounds every CTA's spans.
+    const int m_tiles = (sh.seqlen_q + blackflash::kTile - 1) / blackflash::kTile;
+    for (int m = 0; m < m_tiles; ++m)
+      most = std::max<uint64_t>(
+          most, blackflash::trace_spans_per_tile(attnsim_kv_blocks(m * blackflash::kTile, blackflash::kTile,
+                                                                   blackflash::kTile, sh.seqlen_q, sh.seqlen_k,
+                                                                   sh.causal)));
   } else {
     const auto& kk = std::get<KernelKnobs>(k.knobs);
     const int m_tiles = (sh.seqlen_q + kk.m_block - 1) / kk.m_block;

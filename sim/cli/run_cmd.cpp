@@ -1,7 +1,8 @@
-// `attnsim run SCHEDULE [problem]`: runs the real SM90 kernel the schedule resolves to (kernels/sm90)
-// on the GPU at hand: measured time (median per-launch time of back-to-back launches) beside the
-// simulator's prediction, optionally a correctness check and a measured Chrome trace with the same
-// tracks and span names as `simulate --trace`. Exits 77 with the reason when there is no usable GPU.
+// `attnsim run SCHEDULE [problem]`: runs the real kernel the schedule resolves to (kernels/sm90,
+// kernels/fa2, kernels/blackflash) on the GPU at hand: measured time (median per-launch time of
+// back-to-back launches) beside the simulator's prediction, optionally a correctness check and a
+// measured Chrome trace with the same tracks and span names as `simulate --trace`. Exits 77 with
+// the reason when there is no usable GPU.
 #include <fmt/format.h>
 
 #include <fstream>
@@ -28,7 +29,7 @@ struct Run : Command {
 
   int list_kernels() const {
 #if ATTNSIM_WITH_SM90
-    std::cout << fmt::format("{} kernels compiled into this build (kernels/sm90, kernels/fa2; from schedules/*.json):\n",
+    std::cout << fmt::format("{} kernels compiled into this build (kernels/sm90, kernels/fa2, kernels/blackflash; from schedules/*.json):\n",
                              sm90::compiled_kernels().size());
     for (const auto& k : sm90::compiled_kernels())
       std::cout << fmt::format("  {:<57} {}\n", describe(k.knobs), k.origin);
@@ -119,8 +120,8 @@ struct Run : Command {
 
 std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
   auto c = std::make_unique<Run>();
-  sub = app.add_subcommand("run", "run the real SM90 kernel a schedule resolves to, beside its prediction");
-  sub->add_option("schedule", c->schedule, "schedule JSON (an fa3_sm90 family schedule)");
+  sub = app.add_subcommand("run", "run the real kernel a schedule resolves to, beside its prediction");
+  sub->add_option("schedule", c->schedule, "schedule JSON (a fa3_sm90, fa2_sm80 or blackflash schedule)");
   sub->add_option("--variant", c->variant, "apply a variant the schedule file declares");
   sub->add_option("--set", c->sets, "override a schedule field: /json/pointer=value (repeatable)");
   c->pf.add(sub);

@@ -1,8 +1,10 @@
-// attnsim_kernel_tests: every compiled kernel (kernels/sm90, kernels/fa2) against a reference, on the
-// GPU. For each kernel: causal and non-causal x a set of shapes with ragged sequence lengths
-// (not multiples of the tile), GQA, sq != sk, rows that see no key, and one large shape checked
-// on sampled rows by the GPU reference. Exits 0 when all pass, 1 on a failure, and 77 (ctest:
-// skipped) with a message when this machine has no usable GPU.
+// attnsim_kernel_tests [--quick] [--family NAME]: every compiled kernel (kernels/sm90, kernels/fa2,
+// kernels/blackflash) against a reference, on the GPU. For each kernel: causal and non-causal x
+// a set of shapes with ragged sequence lengths (not multiples of the tile), GQA, sq != sk, rows
+// that see no key, and one large shape checked on sampled rows by the GPU reference (not with
+// --quick). --family (fa3_sm90, fa2_sm80, blackflash) keeps the kernels of one family. Exits 0
+// when all pass, 1 on a failure, 2 on bad arguments, and 77 (ctest: skipped) with a message when
+// this machine has no usable GPU.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -18,10 +20,31 @@ int main(int argc, char** argv) {
     std::printf("SKIPPED: %s\n", gpu.why.c_str());
     return 77;
   }
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  std::printf("GPU: %s (%d SMs); %zu compiled kernels\n", gpu.name.c_str(), gpu.sm_count, compiled_kernels().size());
+  bool quick = false;
+  std::string family;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") {
+      quick = true;
+    } else if (a == "--family" && i + 1 < argc) {
+      family = argv[++i];
+    } else {
+      std::printf("usage: attnsim_kernel_tests [--quick] [--family fa3_sm90|fa2_sm80|blackflash]; got \"%s\"\n",
+                  a.c_str());
+      return 2;
+    }
+  }
+  int selected = 0;
+  for (const CompiledKernel& k : compiled_kernels()) selected += family.empty() || attnsim::kernel_family(k.knobs) == family;
+  std::printf("GPU: %s (%d SMs); %zu compiled kernels, %d selected%s%s\n", gpu.name.c_str(), gpu.sm_count,
+              compiled_kernels().size(), selected, family.empty() ? "" : " of family ", family.c_str());
+  if (selected == 0) {
+    std::printf("FAIL: no compiled kernel of family \"%s\" (`attnsim run --list` shows them)\n", family.c_str());
+    return 1;
+  }
   int failures = 0, runs = 0;
   for (const CompiledKernel& k : compiled_kernels()) {
+    if (!family.empty() && attnsim::kernel_family(k.knobs) != family) continue;
     const int d = attnsim::kernel_head_dim(k.knobs);
     // batch, heads, kv_heads, seqlen_q, seqlen_k (causal added below).
     std::vector<Shape> shapes = {
