@@ -31,9 +31,10 @@ template <class T>
 __device__ __forceinline__ void consumer_warp(const Params& p, const Smem<T>& s, const Tile& c, int consumer, int lane,
                                               TraceRecorder<T::kTrace>& tr) {
   const int pair = consumer / 2, half = consumer % 2, other = 1 - half;
-  const int r0 = kRowsPerPair * pair;   // first tile row of the warp
-  const int g = lane / 4, q4 = lane % 4;  // mma.sync fragment: rows g and g + 8, columns 2 q4 + {0, 1}
-  const int row_a = c.m * kTile + r0 + g;  // sequence positions of the thread's two rows
+  const int r0 = kRowsPerPair * pair;  // first tile row of the warp
+  // The thread's accumulator elements (fragments.h): rows g and g + 8 of the warp's 16, columns
+  // 2 q4 and 2 q4 + 1 of each n-tile of 8.
+  const int g = acc_elem(lane, 0).row, q4 = lane % 4;
   const int diag = p.seqlen_k - p.seqlen_q;  // causal: row r sees keys <= r + diag
   tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
   traced_wait(tr, s.q_full, 0, ATTNSIM_WAIT_MBAR_Q_FULL, 0, -1, 0);
@@ -57,14 +58,14 @@ __device__ __forceinline__ void consumer_warp(const Params& p, const Smem<T>& s,
       for (int e = 0; e < 4; ++e) sc[nt][e] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
-      uint32_t qa[4];  // A: rows r0 + lane % 16, columns 16 kk + 8 (lane / 16)
-      ldmatrix_x4(qa, sq + swizzled(r0 + lane % 16, 16 * kk + 8 * (lane / 16)));
+      uint32_t qa[4];
+      const RowCol a = ldsm_a(lane, r0, 16 * kk);
+      ldmatrix_x4(qa, sq + swizzled(a.row, a.col));
 #pragma unroll
       for (int np = 0; np < 2; ++np) {
-        // B of n-tiles 2 np, 2 np + 1: matrices (keys +0..7, k lo), (+0..7, k hi), (+8..15, lo), (+8..15, hi).
-        uint32_t kb[4];
-        ldmatrix_x4(kb, sk + swizzled(kColsPerHalf * half + 16 * np + lane % 8 + 8 * (lane / 16),
-                                      16 * kk + 8 * ((lane / 8) % 2)));
+        uint32_t kb[4];  // B of n-tiles 2 np and 2 np + 1 (keys 32 half + 16 np ..)
+        const RowCol b = ldsm_b_nk(lane, kColsPerHalf * half + 16 * np, 16 * kk);
+        ldmatrix_x4(kb, sk + swizzled(b.row, b.col));
         mma_bf16(sc[2 * np], qa, kb[0], kb[1]);
         mma_bf16(sc[2 * np + 1], qa, kb[2], kb[3]);
       }
@@ -73,7 +74,7 @@ __device__ __forceinline__ void consumer_warp(const Params& p, const Smem<T>& s,
     tr.span(ATTNSIM_OP_MMA_QK, t_qk, t_max, j, 0);
     // ---- Scale, mask, this half's row max.
     const bool mask = j >= c.first_masked;
-    const int key0 = j * kTile + kColsPerHalf * half + 2 * q4;
+    const int key0 = j * kTile + kColsPerHalf * half, row0 = c.m * kTile + r0;
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt)
@@ -81,7 +82,8 @@ __device__ __forceinline__ void consumer_warp(const Params& p, const Smem<T>& s,
       for (int e = 0; e < 4; ++e) {
         float x = sc[nt][e] * p.scale_log2;
         if (mask) {
-          const int key = key0 + 8 * nt + (e & 1), row = row_a + 8 * (e >> 1);
+          const RowCol at = acc_elem(lane, e);
+          const int key = key0 + 8 * nt + at.col, row = row0 + at.row;
           if (key >= p.seqlen_k || (p.causal && key > row + diag)) x = -INFINITY;
         }
         sc[nt][e] = x;
@@ -111,11 +113,12 @@ __device__ __forceinline__ void consumer_warp(const Params& p, const Smem<T>& s,
       const float p2 = exp2_approx(sc[nt][2] - base[1]), p3 = exp2_approx(sc[nt][3] - base[1]);
       sum[0] += p0 + p1;
       sum[1] += p2 + p3;
-      // P[row][key]: key column 32 half + 8 nt + 2 q4, in 16-byte chunk 4 half + nt, bytes 4 q4.
+      // P[row][key] in the layout ldsm_a reads: elements (0, 1) and (2, 3) are key pairs of rows g, g + 8.
+      const RowCol e0 = acc_elem(lane, 0), e2 = acc_elem(lane, 2);
       const int col = kColsPerHalf * half + 8 * nt;
-      asm volatile("st.shared.b32 [%0], %1;" ::"r"(sp + swizzled(r0 + g, col, 4 * q4)), "r"(pack_bf16x2(p0, p1))
+      asm volatile("st.shared.b32 [%0], %1;" ::"r"(sp + swizzled(r0 + e0.row, col + e0.col)), "r"(pack_bf16x2(p0, p1))
                    : "memory");
-      asm volatile("st.shared.b32 [%0], %1;" ::"r"(sp + swizzled(r0 + g + 8, col, 4 * q4)), "r"(pack_bf16x2(p2, p3))
+      asm volatile("st.shared.b32 [%0], %1;" ::"r"(sp + swizzled(r0 + e2.row, col + e2.col)), "r"(pack_bf16x2(p2, p3))
                    : "memory");
     }
 #pragma unroll
@@ -141,14 +144,13 @@ __device__ __forceinline__ void consumer_warp(const Params& p, const Smem<T>& s,
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
       uint32_t pa[4];
-      ldmatrix_x4(pa, sp + swizzled(r0 + lane % 16, 16 * kk + 8 * (lane / 16)));
+      const RowCol a = ldsm_a(lane, r0, 16 * kk);
+      ldmatrix_x4(pa, sp + swizzled(a.row, a.col));
 #pragma unroll
       for (int np = 0; np < 2; ++np) {
-        // V is k-major ([key][dim]): transposed matrices (keys lo, dims +0..7), (keys hi, +0..7),
-        // (keys lo, +8..15), (keys hi, +8..15) are B of n-tiles 2 np, 2 np + 1.
-        uint32_t vb[4];
-        ldmatrix_x4_trans(vb, sv + swizzled(16 * kk + lane % 8 + 8 * ((lane / 8) % 2),
-                                            kColsPerHalf * half + 16 * np + 8 * (lane / 16)));
+        uint32_t vb[4];  // V is [key][dim]: B of n-tiles 2 np, 2 np + 1 (dims 32 half + 16 np ..), transposed
+        const RowCol b = ldsm_b_kn_trans(lane, 16 * kk, kColsPerHalf * half + 16 * np);
+        ldmatrix_x4_trans(vb, sv + swizzled(b.row, b.col));
         mma_bf16(o[2 * np], pa, vb[0], vb[1]);
         mma_bf16(o[2 * np + 1], pa, vb[2], vb[3]);
       }

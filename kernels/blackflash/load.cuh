@@ -15,8 +15,8 @@ __device__ __forceinline__ void load_warp(const Params& p, const Smem<T>& s, con
   const int kv_head = c.head / p.group;
   tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
   tr.start();
-  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                       s.q_full, kTileBytes);
+  cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, s.q_full,
+                                       kTileBytes);
   tma_load(&p.tm_q, s.q(), 0, c.m * kTile, c.head, c.batch, s.q_full);
   tr.finish(ATTNSIM_OP_LOAD_Q, -1, 0);
   // Every stage starts free: the first pass through the ring does not wait.

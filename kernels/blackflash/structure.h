@@ -19,10 +19,10 @@ namespace attnsim::blackflash {
 /// The knobs a kernel is compiled with (template parameters of BfTraits in blackflash_kernel.cuh),
 /// as BlackFlashSchedule::real_kernel resolves them from schedules/blackflash.json.
 struct KernelKnobs {
-  int head_dim = 64;       ///< Br = Bc = d = 64 is the only shape (the seed's)
-  int kv_stage = 2;        ///< K/V ring depth ("kv_stage"; the seed: 2, double buffering)
-  bool p_over_k = true;    ///< P written over the stage's K tile ("p_over_k"; false: its own SMEM tile)
-  int registers = 128;     ///< registers per thread, the kernel's __maxnreg__ ("registers_per_thread")
+  int head_dim = 64;     ///< Br = Bc = d = 64 is the only shape (the seed's)
+  int kv_stage = 2;      ///< K/V ring depth ("kv_stage"; the seed: 2, double buffering)
+  bool p_over_k = true;  ///< P written over the stage's K tile ("p_over_k"; false: its own SMEM tile)
+  int registers = 128;   ///< registers per thread, the kernel's __maxnreg__ ("registers_per_thread")
 
   bool operator==(const KernelKnobs&) const = default;
   /// "hd64 kv2 p_over_k reg 128".
@@ -34,13 +34,13 @@ struct KernelKnobs {
   }
 };
 
-inline constexpr int kTile = 64;           ///< Br = Bc = d
-inline constexpr int kConsumerWarps = 8;   ///< 4 row pairs x 2 column halves
+inline constexpr int kTile = 64;          ///< Br = Bc = d
+inline constexpr int kConsumerWarps = 8;  ///< 4 row pairs x 2 column halves
 inline constexpr int kWarps = 1 + kConsumerWarps;
 inline constexpr int kThreads = 32 * kWarps;
 inline constexpr int kConsumerThreads = 32 * kConsumerWarps;  ///< bar.sync 1, 256 and the empty arrive count
 inline constexpr int kLoadWarp = 0;
-inline constexpr int kRowsPerPair = 16;    ///< mma.sync M
+inline constexpr int kRowsPerPair = 16;  ///< mma.sync M
 inline constexpr int kColsPerHalf = kTile / 2;
 /// The named barrier of the 256 consumer threads (0 is __syncthreads).
 inline constexpr int kConsumerBarrier = 1;

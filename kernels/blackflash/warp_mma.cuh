@@ -1,23 +1,15 @@
-// Warp-level tensor-core helpers of the BlackFlash kernel: the 128B-swizzled address of a
-// 64 x 64 bf16 tile (the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B, and the layout the
-// kernel writes P in), ldmatrix (x4, x4.trans) and mma.sync.m16n8k16 (bf16 in, fp32 accumulate).
-// Fragment layouts as the PTX ISA documents them ("Matrix Fragments for mma.m16n8k16",
-// "ldmatrix"). CUDA only (nvcc); sm_80 and later.
+// Warp-level tensor-core instructions of the BlackFlash kernel: ldmatrix (x4, x4.trans) and
+// mma.sync.m16n8k16 (bf16 in, fp32 accumulate), bf16 packing and ex2. Which addresses the lanes
+// give them is fragments.h's. CUDA only (nvcc); sm_80 and later.
 #pragma once
 
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
-namespace attnsim::blackflash {
+#include "blackflash/fragments.h"
 
-/// Byte offset of the 16-byte chunk holding columns [col, col + 8) of row `row` in a 64 x 64
-/// bf16 tile whose rows are 128 bytes, 128B-swizzled: within each 1024-byte group of 8 rows the
-/// chunk index c is stored at c ^ (row % 8) (CUTLASS's Swizzle<3, 4, 3>; the tile's base is
-/// 1024-byte aligned). `col` is a multiple of 8; `byte_in_chunk` adds 0-15.
-__device__ __forceinline__ uint32_t swizzled(int row, int col, int byte_in_chunk = 0) {
-  return static_cast<uint32_t>(row * 128 + ((((col >> 3) ^ row) & 7) << 4) + byte_in_chunk);
-}
+namespace attnsim::blackflash {
 
 /// ldmatrix.sync.aligned.m8n8.x4.shared.b16: lanes 8i..8i+7 give the row addresses of matrix i;
 /// each lane gets element pairs of the four matrices in r[0..3].

@@ -161,13 +161,13 @@ int main(int argc, char** argv) {
     for (int s = 0; s < shards; ++s) {
       std::vector<size_t> mine;
       for (size_t k = s; k < shared.size(); k += shards) mine.push_back(shared[k]);
-      const std::string t = header + "#include \"fa2/launch.cuh\"\n#include \"launch.cuh\"\n\nnamespace attnsim::sm90 {\n\n" +
-                            add_function(fmt::format("add_kernels_{}", s), mine);
+      const std::string t = header + "#include \"fa2/launch.cuh\"\n#include \"launch.cuh\"\n\n" +
+                            "namespace attnsim::sm90 {\n\n" + add_function(fmt::format("add_kernels_{}", s), mine);
       write_if_changed(std::filesystem::path(out_dir) / fmt::format("instances_{}.cu", s), t);
     }
     write_if_changed(std::filesystem::path(out_dir) / "instances_blackflash.cu",
-                     header + "#include \"blackflash/launch.cuh\"\n#include \"fa3_api.h\"\n\nnamespace attnsim::sm90 {\n\n" +
-                         add_function("add_kernels_blackflash", own));
+                     header + "#include \"blackflash/launch.cuh\"\n#include \"fa3_api.h\"\n\n" +
+                         "namespace attnsim::sm90 {\n\n" + add_function("add_kernels_blackflash", own));
     // The limits the kernels' static_asserts check (kernel_traits.cuh): from the hardware config,
     // so that the kernel and the simulator's check() hold one value each.
     write_if_changed(std::filesystem::path(out_dir) / "sm90_limits.h",

@@ -134,8 +134,8 @@ std::map<std::string, double> BlackFlashSchedule::resources(const Hardware& hw, 
 KernelChoice BlackFlashSchedule::real_kernel(const Hardware& hw, const Problem& p) const {
   KernelChoice c;
   if (p.head_dim != kTile || p.head_dim_v != kTile || p.dtype != "bf16") {
-    c.why_not = fmt::format("kernels/blackflash implements bf16 with head_dim = head_dim_v = 64 only (got {})",
-                            p.describe());
+    c.why_not =
+        fmt::format("kernels/blackflash implements bf16 with head_dim = head_dim_v = 64 only (got {})", p.describe());
     return c;
   }
   const Resolved k = resolve(hw, p);

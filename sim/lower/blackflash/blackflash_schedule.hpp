@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "blackflash/structure.h"
 #include "lower/costs.hpp"
 #include "lower/pipeline_decl.hpp"
-#include "blackflash/structure.h"
 #include "lower/schedule.hpp"
 
 namespace attnsim::blackflash {

@@ -63,7 +63,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int index) {
     }
     w.tags(index / 2, -1, tile);
     w.compute(ATTNSIM_OP_FINAL_O, final_w, c.costs.latency("final_o"));
-    w.bar_sync(c.consumers_bar, 32);          // O staged in sQ by every warp
+    w.bar_sync(c.consumers_bar, 32);         // O staged in sQ by every warp
     w.compute(ATTNSIM_OP_STORE_O, store_w);  // a 1/8 share of the tile, 8-byte stores
   }
 }
