@@ -325,7 +325,10 @@ MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool pe
   if (!k.launch_traced) throw std::invalid_argument(describe(k.knobs) + " has no instrumented build");
   MeasuredTrace m;
   m.launch = probe(k, prob, persistent);
-  if (cap == 0) cap = full_trace_cap(k, prob.shape(), m.launch, persistent);
+  // No more records per warp than the launch can write: a one-tile-per-CTA grid (blackflash: up
+  // to thousands of CTAs) would otherwise allocate gigabytes for --trace-cap's default.
+  const uint32_t full = full_trace_cap(k, prob.shape(), m.launch, persistent);
+  if (cap == 0 || cap > full) cap = full;
   TraceAlloc buf(m.launch.grid, m.launch.warps, cap, trace_warps);
   k.launch_traced(prob.shape(), prob.tensors(), persistent, &buf.b, nullptr, nullptr);  // warm-up
   cuda_check(cudaDeviceSynchronize(), "traced kernel (warm-up)");
