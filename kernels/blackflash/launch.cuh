@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 #include "blackflash/blackflash_kernel.cuh"
 #include "common/cuda_check.cuh"
@@ -16,14 +17,17 @@
 namespace attnsim::blackflash {
 
 /// Launches blackflash_forward<T> asynchronously on `stream`; a LaunchFn
-/// (kernels/common/launch_abi.h). `persistent` is ignored (one CTA per tile, longest first, as
-/// the simulator plans it). A traced kernel (T::kTrace) needs `trace` (buffers for kWarps warps
+/// (kernels/common/launch_abi.h). One CTA per tile, longest first, as the simulator plans it:
+/// `sched` must be TileScheduler::Lpt. A traced kernel (T::kTrace) needs `trace` (buffers for kWarps warps
 /// per CTA). Throws std::invalid_argument when the shape does not fit (head_dim 64 only, GQA),
 /// std::runtime_error on CUDA errors.
 template <class T>
-void launch(const Shape& sh, const Tensors& t, bool /*persistent*/, const TraceBuffers* trace, void* stream,
+void launch(const Shape& sh, const Tensors& t, TileScheduler sched, const TraceBuffers* trace, void* stream,
             LaunchInfo* info) {
   check_launch(sh, T::kHeadDim, T::kTrace, trace);
+  if (sched != TileScheduler::Lpt)
+    throw std::invalid_argument(std::string("blackflash runs one CTA per tile (lpt), launched with ") +
+                                tile_scheduler_name(sched));
   Params p{};
   p.tm_q = make_tensor_map(t.q, kTile, sh.seqlen_q, sh.heads, sh.batch, kTile);
   p.tm_k = make_tensor_map(t.k, kTile, sh.seqlen_k, sh.kv_heads, sh.batch, kTile);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <queue>
 #include <stdexcept>
 #include <string>
 
@@ -50,6 +51,15 @@ int sm_count() {
   static int n = 0;
   if (!n) cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0), "multiprocessor count");
   return n;
+}
+
+int* tile_counter() {
+  static int* c = nullptr;
+  if (!c) {
+    cuda_check(cudaMalloc(&c, 2 * sizeof(int)), "cudaMalloc(tile counter)");
+    cuda_check(cudaMemset(c, 0, 2 * sizeof(int)), "cudaMemset(tile counter)");
+  }
+  return c;
 }
 
 const CompiledKernel* find_kernel(const AnyKernelKnobs& k) {
@@ -151,16 +161,16 @@ struct TraceAlloc {
 
 /// Launch geometry (grid, warps) of a kernel on a problem, from one untimed launch: the launcher
 /// is the only place that knows it, and the run doubles as a warm-up.
-LaunchInfo probe(const CompiledKernel& k, DeviceProblem& prob, bool persistent) {
+LaunchInfo probe(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched) {
   LaunchInfo info;
-  k.launch(prob.shape(), prob.tensors(), persistent, nullptr, nullptr, &info);
+  k.launch(prob.shape(), prob.tensors(), sched, nullptr, nullptr, &info);
   cuda_check(cudaDeviceSynchronize(), "probe run");
   return info;
 }
 
 /// Records per warp that hold every span of a launch: the most any CTA's tiles can produce (the
 /// family's span bound per tile, summed over the tiles the CTA runs in the kernel's tile order).
-uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchInfo& li, bool persistent) {
+uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchInfo& li, TileScheduler sched) {
   uint64_t most = 0;
   if (const auto* f = std::get_if<fa2::KernelKnobs>(&k.knobs)) {
     // One CTA per (batch, head), each walking every Q tile: every CTA runs the same tiles.
@@ -179,16 +189,31 @@ uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchIn
     const auto& kk = std::get<KernelKnobs>(k.knobs);
     const int m_tiles = (sh.seqlen_q + kk.m_block - 1) / kk.m_block;
     const long long bh = static_cast<long long>(sh.batch) * sh.heads;
-    for (int c = 0; c < li.grid; ++c) {
-      uint64_t n = 0;
-      for (long long t = c; t < li.num_tiles; t += li.grid) {
-        int m = 0;
-        long long b = 0;
-        attnsim_tile_coords(t, persistent, m_tiles, bh, &m, &b);
-        n += trace_spans_per_tile(
-            attnsim_kv_blocks(m * kk.m_block, kk.m_block, kk.n_block, sh.seqlen_q, sh.seqlen_k, sh.causal));
+    auto blocks_of = [&](long long t) {
+      int m = 0;
+      long long b = 0;
+      attnsim_tile_coords(t, sched == TileScheduler::StaticPersistent, m_tiles, bh, &m, &b);
+      return attnsim_kv_blocks(m * kk.m_block, kk.m_block, kk.n_block, sh.seqlen_q, sh.seqlen_k, sh.causal);
+    };
+    if (sched == TileScheduler::DynamicLpt) {
+      // Which tiles a CTA takes depends on timing: list-schedule them with a KV block as the unit
+      // of time (plus one for a tile's fixed work) and allow twice the busiest CTA's spans; spans
+      // past the cap are dropped and reported.
+      std::priority_queue<std::pair<uint64_t, uint64_t>, std::vector<std::pair<uint64_t, uint64_t>>, std::greater<>> q;
+      for (int c = 0; c < li.grid; ++c) q.push({0, 0});  // (busy until, spans)
+      for (long long t = 0; t < li.num_tiles; ++t) {
+        auto [busy, n] = q.top();
+        q.pop();
+        const int blocks = blocks_of(t);
+        q.push({busy + blocks + 1, n + trace_spans_per_tile(blocks)});
       }
-      most = std::max(most, n);
+      for (; !q.empty(); q.pop()) most = std::max(most, 2 * q.top().second);
+    } else {
+      for (int c = 0; c < li.grid; ++c) {
+        uint64_t n = 0;
+        for (long long t = c; t < li.num_tiles; t += li.grid) n += trace_spans_per_tile(blocks_of(t));
+        most = std::max(most, n);
+      }
     }
   }
   if (most > (1u << 28)) throw std::runtime_error("trace: more than 2^28 spans per warp");
@@ -257,13 +282,13 @@ void summarize(Timing& t) {
 
 /// Times the plain kernel, and the traced one when `both`, their repetitions interleaved (plain,
 /// traced, plain, ...) so that clock or temperature drift during the run affects both alike.
-std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& prob, bool persistent,
+std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched,
                                      const TimingOptions& o, bool plain, bool traced) {
   if (o.reps < 1 || o.launches < 1) throw std::invalid_argument("time_kernel: reps and launches must be >= 1");
-  const LaunchInfo li = probe(k, prob, persistent);
+  const LaunchInfo li = probe(k, prob, sched);
   std::unique_ptr<TraceAlloc> scratch;
   if (traced)  // every span fits: the traced time is that of a full trace
-    scratch = std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, persistent),
+    scratch = std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, sched),
                                            o.trace_warps);
   struct Series {
     LaunchFn fn;
@@ -272,7 +297,7 @@ std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& pro
   std::vector<Series> series;
   if (plain) series.push_back({k.launch, nullptr});
   if (traced) series.push_back({k.launch_traced, &scratch->b});
-  auto launch = [&](const Series& x) { x.fn(prob.shape(), prob.tensors(), persistent, x.tb, nullptr, nullptr); };
+  auto launch = [&](const Series& x) { x.fn(prob.shape(), prob.tensors(), sched, x.tb, nullptr, nullptr); };
   for (const auto& x : series)
     for (int i = 0; i < o.warmup; ++i) launch(x);
   cuda_check(cudaDeviceSynchronize(), "fa3_forward (warm-up)");
@@ -304,37 +329,38 @@ std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& pro
 
 }  // namespace
 
-Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, const TimingOptions& o) {
-  return time_interleaved(k, prob, persistent, o, !o.traced, o.traced).front();
+Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, const TimingOptions& o) {
+  return time_interleaved(k, prob, sched, o, !o.traced, o.traced).front();
 }
 
-TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, bool persistent, const TimingOptions& o) {
-  std::vector<Timing> t = time_interleaved(k, prob, persistent, o, true, true);
+TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, const TimingOptions& o) {
+  std::vector<Timing> t = time_interleaved(k, prob, sched, o, true, true);
   return TimingPair{t[0], t[1]};
 }
 
-CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, int sample_rows) {
+CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, int sample_rows) {
   cuda_check(cudaMemset(prob.tensors().o, 0xFF, q_elems(prob.shape()) * 2), "cudaMemset O (NaN poison)");
-  k.launch(prob.shape(), prob.tensors(), persistent, nullptr, nullptr, nullptr);
+  k.launch(prob.shape(), prob.tensors(), sched, nullptr, nullptr, nullptr);
   cuda_check(cudaDeviceSynchronize(), "kernel run");
   return compare_with_reference(prob, sample_rows);
 }
 
-MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, uint32_t cap,
+MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, uint32_t cap,
                            uint32_t trace_warps) {
   if (!k.launch_traced) throw std::invalid_argument(describe(k.knobs) + " has no instrumented build");
   MeasuredTrace m;
-  m.launch = probe(k, prob, persistent);
+  m.launch = probe(k, prob, sched);
   // No more records per warp than the launch can write: a one-tile-per-CTA grid (blackflash: up
-  // to thousands of CTAs) would otherwise allocate gigabytes for --trace-cap's default.
-  const uint32_t full = full_trace_cap(k, prob.shape(), m.launch, persistent);
-  if (cap == 0 || cap > full) cap = full;
+  // to thousands of CTAs) would otherwise allocate gigabytes for --trace-cap's default. (Under
+  // dynamic_lpt the bound is an estimate: a larger cap asked for is kept.)
+  const uint32_t full = full_trace_cap(k, prob.shape(), m.launch, sched);
+  if (cap == 0 || (cap > full && sched != TileScheduler::DynamicLpt)) cap = full;
   TraceAlloc buf(m.launch.grid, m.launch.warps, cap, trace_warps);
-  k.launch_traced(prob.shape(), prob.tensors(), persistent, &buf.b, nullptr, nullptr);  // warm-up
+  k.launch_traced(prob.shape(), prob.tensors(), sched, &buf.b, nullptr, nullptr);  // warm-up
   cuda_check(cudaDeviceSynchronize(), "traced kernel (warm-up)");
   Event a, b;
   cuda_check(cudaEventRecord(a.e), "cudaEventRecord");
-  k.launch_traced(prob.shape(), prob.tensors(), persistent, &buf.b, nullptr, nullptr);
+  k.launch_traced(prob.shape(), prob.tensors(), sched, &buf.b, nullptr, nullptr);
   cuda_check(cudaEventRecord(b.e), "cudaEventRecord");
   cuda_check(cudaEventSynchronize(b.e), "traced kernel");
   m.kernel_ms = elapsed_ms(a, b);

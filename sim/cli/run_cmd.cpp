@@ -50,8 +50,8 @@ struct Run : Command {
     const sm90::GpuInfo gpu = sm90::gpu_info();
     // Resolve and find the kernel first: "not compiled" is reported with or without a GPU.
     const Hardware resolve_hw = load_hardware(resolve_hardware_path(hw.empty() ? "h100_sxm" : hw));
-    bool persistent = false;
-    const sm90::CompiledKernel& k = select_kernel(*s, schedule, variant, resolve_hw, problem, &persistent);
+    TileScheduler sched = TileScheduler::Lpt;
+    const sm90::CompiledKernel& k = select_kernel(*s, schedule, variant, resolve_hw, problem, &sched);
     if (!gpu.usable) {
       std::cout << fmt::format("SKIPPED: no GPU to run on: {}\n", gpu.why);
       return kNoGpuExit;
@@ -59,10 +59,10 @@ struct Run : Command {
     const Hardware hardware = hardware_for(gpu, hw);
     std::cout << fmt::format("attnsim run: {} on {} ({} SMs) - {}\n  kernel [{}], {} grid\n", s->name(), gpu.name,
                              gpu.sm_count, problem.describe(), describe(k.knobs),
-                             persistent ? "static persistent" : "one tile per CTA, longest first");
+                             tile_scheduler_label(sched));
     sm90::DeviceProblem dev(to_shape(problem), 2026);
     if (check) {
-      const sm90::CheckResult r = sm90::check_kernel(k, dev, persistent);
+      const sm90::CheckResult r = sm90::check_kernel(k, dev, sched);
       std::cout << fmt::format("  correctness ({} reference, {} rows): {} - max |err| {:.4f}, rel RMS {:.4f}, LSE {:.1e}{}\n",
                                r.reference, r.rows_checked, r.pass ? "pass" : "FAIL", r.max_abs_err, r.max_rel_rms,
                                r.max_lse_err, r.pass ? "" : " - " + r.detail);
@@ -73,9 +73,9 @@ struct Run : Command {
     // With --trace, the plain and the traced kernel are timed with their repetitions interleaved.
     sm90::TimingPair tp;
     if (trace.empty())
-      tp.plain = sm90::time_kernel(k, dev, persistent, topt);
+      tp.plain = sm90::time_kernel(k, dev, sched, topt);
     else
-      tp = sm90::time_plain_and_traced(k, dev, persistent, topt);
+      tp = sm90::time_plain_and_traced(k, dev, sched, topt);
     const sm90::Timing& t = tp.plain;
     const Prediction pred = predict(*s, hardware, problem);
     const double us = t.median_ms * 1e3;
@@ -87,7 +87,7 @@ struct Run : Command {
                              hardware.name, 100 * (pred.time_us - us) / us);
     if (!trace.empty()) {
       const sm90::Timing& tt = tp.traced;
-      const sm90::MeasuredTrace rec = sm90::trace_kernel(k, dev, persistent, cap, warps);
+      const sm90::MeasuredTrace rec = sm90::trace_kernel(k, dev, sched, cap, warps);
       const uint64_t dropped = dropped_spans(rec);
       std::ofstream out(trace);
       if (!out) throw std::runtime_error("cannot write " + trace);

@@ -35,17 +35,17 @@ void write_if_changed(const std::filesystem::path& path, const std::string& text
 }
 
 std::string traits(const sm90::KernelKnobs& k, bool trace) {
-  return fmt::format("Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}>", k.head_dim, k.m_block, k.n_block, k.kv_stage,
-                     k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, trace);
+  return fmt::format("Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", k.head_dim, k.m_block, k.n_block, k.kv_stage,
+                     k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, trace, k.dynamic);
 }
 
 /// One registry entry: the knobs as C++, the plain and the traced launcher (nullptr: none).
 std::string registry_entry(const AnyKernelKnobs& any, const std::string& origins) {
   if (const auto* k = std::get_if<sm90::KernelKnobs>(&any))
-    return fmt::format("  out.push_back({{AnyKernelKnobs{{KernelKnobs{{{}, {}, {}, {}, {}, {}, {}, {}}}}}, &launch<{}>,\n"
+    return fmt::format("  out.push_back({{AnyKernelKnobs{{KernelKnobs{{{}, {}, {}, {}, {}, {}, {}, {}, {}}}}}, &launch<{}>,\n"
                        "                 &launch<{}>, \"{}\"}});\n",
                        k->head_dim, k->m_block, k->n_block, k->kv_stage, k->pingpong, k->overlap, k->reg_consumer,
-                       k->reg_producer, traits(*k, false), traits(*k, true), origins);
+                       k->reg_producer, k->dynamic, traits(*k, false), traits(*k, true), origins);
   if (const auto* b = std::get_if<blackflash::KernelKnobs>(&any)) {
     auto t = [&](bool trace) {
       return fmt::format("blackflash::BfTraits<{}, {}, {}, {}>", b->kv_stage, b->p_over_k, b->registers, trace);

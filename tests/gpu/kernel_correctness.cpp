@@ -1,10 +1,11 @@
 // attnsim_kernel_tests [--quick] [--family NAME]: every compiled kernel (kernels/sm90, kernels/fa2,
 // kernels/blackflash) against a reference, on the GPU. For each kernel: causal and non-causal x
 // a set of shapes with ragged sequence lengths (not multiples of the tile), GQA, sq != sk, rows
-// that see no key, and one large shape checked on sampled rows by the GPU reference (not with
-// --quick). --family (fa3_sm90, fa2_sm80, blackflash) keeps the kernels of one family. Exits 0
-// when all pass, 1 on a failure, 2 on bad arguments, and 77 (ctest: skipped) with a message when
-// this machine has no usable GPU.
+// that see no key, more tiles than SMs, and one large shape checked on sampled rows by the GPU
+// reference (not with --quick); each under every tile scheduler it runs with (the dynamic one's
+// counter must be back at 0 after each launch, or the next run fails). --family (fa3_sm90,
+// fa2_sm80, blackflash) keeps the kernels of one family. Exits 0 when all pass, 1 on a failure, 2
+// on bad arguments, and 77 (ctest: skipped) with a message when this machine has no usable GPU.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -13,6 +14,18 @@
 #include "sm90/fa3_api.h"
 
 using namespace attnsim::sm90;
+
+namespace {
+/// The tile schedulers a kernel runs under: the dynamic one's kernels only under it, the other
+/// sm90 kernels under static persistent and one-tile-per-CTA grids; fa2 (which ignores the
+/// choice) and blackflash (one CTA per tile only) once, Lpt.
+std::vector<TileScheduler> schedulers_of(const CompiledKernel& k) {
+  const auto* s = std::get_if<KernelKnobs>(&k.knobs);
+  if (!s) return {TileScheduler::Lpt};
+  if (s->dynamic) return {TileScheduler::DynamicLpt};
+  return {TileScheduler::StaticPersistent, TileScheduler::Lpt};
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   bool quick = false;
@@ -54,21 +67,20 @@ int main(int argc, char** argv) {
         {1, 3, 1, 200, 77, d, false},     // MQA, sq > sk: with causal, rows below the diagonal see nothing
         {1, 2, 2, 517, 517, d, false},    // several m-blocks, ragged
         {1, 4, 2, 256, 256, d, false},    // whole tiles only (no tail mask), GQA 2:1
+        {4, 12, 3, 700, 650, d, false},   // more tiles than SMs: persistent CTAs run several, GQA 4:1
     };
     if (!quick) shapes.push_back({1, 4, 4, 2100, 2100, d, false});  // GPU reference, sampled rows
     for (bool causal : {false, true})
       for (Shape s : shapes) {
         s.causal = causal;
-        for (bool persistent : {true, false}) {
-          // Only kernels/sm90 has a persistent grid; the other launchers ignore the flag.
-          if (persistent && attnsim::kernel_family(k.knobs) != "fa3_sm90") continue;
+        for (TileScheduler sched : schedulers_of(k)) {
           ++runs;
           try {
             DeviceProblem prob(s, 1234 + runs);
-            const CheckResult r = check_kernel(k, prob, persistent);
-            std::printf("%-4s %-46s %-34s %-10s %s rows %lld max|err| %.4f rel-rms %.4f lse %.2e%s%s\n",
+            const CheckResult r = check_kernel(k, prob, sched);
+            std::printf("%-4s %-46s %-34s %-17s %s rows %lld max|err| %.4f rel-rms %.4f lse %.2e%s%s\n",
                         r.pass ? "ok" : "FAIL", attnsim::describe(k.knobs).c_str(), s.describe().c_str(),
-                        persistent ? "persistent" : "per-tile", r.reference.c_str(), r.rows_checked, r.max_abs_err,
+                        attnsim::tile_scheduler_name(sched), r.reference.c_str(), r.rows_checked, r.max_abs_err,
                         r.max_rel_rms, r.max_lse_err, r.pass ? "" : "  ", r.detail.c_str());
             if (!r.pass) ++failures;
           } catch (const std::exception& e) {

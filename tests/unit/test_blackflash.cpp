@@ -55,7 +55,7 @@ TEST_CASE("blackflash resolves to the kernels/blackflash knobs", "[blackflash][m
   const KernelChoice k = s->real_kernel(h100(), hd64());
   REQUIRE(k.supported);
   CHECK(k.knobs == AnyKernelKnobs{blackflash::KernelKnobs{64, 2, true, 128}});
-  CHECK_FALSE(k.persistent);  // one CTA per Q tile, longest first
+  CHECK(k.scheduler == TileScheduler::Lpt);  // one CTA per Q tile, longest first
   CHECK(describe(k.knobs) == "blackflash hd64 kv2 p_over_k reg 128");
   CHECK(kernel_family(k.knobs) == "blackflash");
   CHECK(std::get<blackflash::KernelKnobs>(load_schedule(bf(), {}, "single_buffer")->real_kernel(h100(), hd64()).knobs)

@@ -87,7 +87,7 @@ GridPlan BlackFlashSchedule::plan_grid(const Hardware& hw, const Problem& p, lon
   TilingSpec t;
   t.rows_per_cta = kTile;
   t.n_block = kTile;
-  t.persistent = false;
+  t.scheduler = TileScheduler::Lpt;
   t.ctas_per_sm = k.ctas_per_sm;
   return plan_tiles(hw, p, t, max_tiles);
 }
@@ -141,7 +141,7 @@ KernelChoice BlackFlashSchedule::real_kernel(const Hardware& hw, const Problem& 
   const Resolved k = resolve(hw, p);
   c.supported = true;
   c.knobs = KernelKnobs{kTile, k.kv_stage, k.p_over_k, k.registers};
-  c.persistent = false;  // one CTA per Q tile, longest first
+  c.scheduler = TileScheduler::Lpt;  // one CTA per Q tile, longest first
   return c;
 }
 
