@@ -112,12 +112,6 @@ __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-/// Upper bound of the spans one warp records in a work tile of `n_blocks` KV blocks: per block at
-/// most 6 spans per Q stage (2 stages) plus the tile's prologue and epilogue.
-__host__ __device__ constexpr uint32_t trace_spans_per_tile(int n_blocks) {
-  return 16u * static_cast<uint32_t>(n_blocks) + 32u;
-}
-
 /// Waits on an mbarrier phase, recorded as a WAIT span of `tr`.
 template <bool kOn>
 __device__ __forceinline__ void traced_wait(TraceRecorder<kOn>& tr, uint64_t* bar, uint32_t parity, int wait_on,

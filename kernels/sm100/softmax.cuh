@@ -48,11 +48,11 @@ __device__ __forceinline__ void softmax_warpgroup(const Params& p, const Smem<T>
 #pragma unroll
       for (int e = 0; e < kNBlock; ++e) x[e] = __uint_as_float(raw[e]);
       if (j >= c.first_masked) {  // blocks on the causal diagonal or over the seqlen_k tail
+        // Column e of this block is key j * 128 + e: visible up to the last key of the row, one
+        // scalar bound (per-element key tests kept 128 predicates live and spilled).
+        const int last = (p.tiles.causal ? min(diag, p.tiles.seqlen_k - 1) : p.tiles.seqlen_k - 1) - j * kNBlock;
 #pragma unroll
-        for (int e = 0; e < kNBlock; ++e) {
-          const int key = j * kNBlock + e;
-          if (key >= p.tiles.seqlen_k || (p.tiles.causal && key > diag)) x[e] = -INFINITY;
-        }
+        for (int e = 0; e < kNBlock; ++e) x[e] = e > last ? -INFINITY : x[e];
       }
       float mx = x[0];
 #pragma unroll

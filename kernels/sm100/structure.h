@@ -35,14 +35,19 @@ struct KernelKnobs {
   int tmem_alloc = 512;  ///< columns tcgen05.alloc takes (a power of two, 32..512)
 
   bool operator==(const KernelKnobs&) const = default;
-  /// "hd128 q2 kv3 cg1 splitP96 emu16/4/1 rescale>8 corrwg reg 192/72/56 tmem512".
+  /// "hd128 q2 kv3 cg1 splitP96 emu16/4/1 rescale>8.000 corrwg reg 192/72/56 tmem512".
   std::string describe() const {
-    char b[256];
+    char split[32], rescale[32], b[256];
+    if (split_columns < 128)
+      std::snprintf(split, sizeof split, "splitP%d", split_columns);
+    else
+      std::snprintf(split, sizeof split, "nosplitP");
+    if (conditional_rescale)
+      std::snprintf(rescale, sizeof rescale, "rescale>%.3g", rescale_threshold_milli / 1000.0);
+    else
+      std::snprintf(rescale, sizeof rescale, "rescale-always");
     std::snprintf(b, sizeof b, "hd%d q%d kv%d cg%d %s emu%d/%d/%d %s%s%s reg %d/%d/%d tmem%d", head_dim, q_stage,
-                  kv_stage, cta_group, split_columns < 128 ? ("splitP" + std::to_string(split_columns)).c_str() : "nosplitP",
-                  emu_freq, emu_res, emu_start_frg,
-                  conditional_rescale ? ("rescale>" + std::to_string(rescale_threshold_milli / 1000.0).substr(0, 4)).c_str()
-                                      : "rescale-always",
+                  kv_stage, cta_group, split, emu_freq, emu_res, emu_start_frg, rescale,
                   correction_warpgroup ? " corrwg" : " nocorrwg", exp_order_barrier ? " exporder" : "", reg_softmax,
                   reg_correction, reg_other, tmem_alloc);
     return b;
@@ -75,7 +80,7 @@ ATTNSIM_HD constexpr Role warp_role(int warp) {
 /// The role's name as the simulator's fa4 timelines print it ("softmax1", "mma").
 inline std::string warp_role_name(int warp) {
   switch (warp_role(warp)) {
-    case Role::Softmax: return "softmax" + std::to_string(warp / 4);
+    case Role::Softmax: return warp < 4 ? "softmax0" : "softmax1";
     case Role::Correction: return "correction";
     case Role::Mma: return "mma";
     case Role::Epilogue: return "epilogue";
@@ -119,6 +124,12 @@ inline constexpr int kStatsThreads = 64;
 /// exp_order: stage s waits on its id before its exp2 and the other stage arrives (256 threads), ids 9..10.
 ATTNSIM_HD constexpr int order_barrier(int stage) { return 9 + stage; }
 inline constexpr int kOrderThreads = 256;
+
+// ---- Tracing -----------------------------------------------------------------------------------
+/// Upper bound of the spans one warp records in a work tile of `n_blocks` KV blocks (at most 6
+/// per block and Q stage, two stages, plus the tile's prologue and final O); the trace recorder
+/// checks capacity against it once per tile.
+ATTNSIM_HD constexpr uint32_t trace_spans_per_tile(int n_blocks) { return 16u * static_cast<uint32_t>(n_blocks) + 32u; }
 
 // ---- Shared memory ------------------------------------------------------------------------------
 /// The region the simulator reserves for mbarriers and small state (Fa4Schedule::resolve:
