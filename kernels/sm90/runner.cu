@@ -16,6 +16,7 @@
 #include "fa3_api.h"
 #include "launch.cuh"
 #include "reference.cuh"
+#include "sm100/tile_scheduler.h"
 
 void attnsim::cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
@@ -82,6 +83,15 @@ GpuInfo gpu_info() {
     g.why = g.name + " is compute capability " + std::to_string(p.major) + "." + std::to_string(p.minor) +
             "; these kernels are built for sm_90a (H100/H200) only";
   return g;
+}
+
+std::string kernel_unrunnable(const AnyKernelKnobs& k, const GpuInfo& gpu) {
+  if (gpu.name.empty()) return gpu.why;  // no device at all
+  const int major = kernel_cc_major(k);
+  if (gpu.cc_major == major && gpu.cc_minor == 0) return "";
+  return gpu.name + " is compute capability " + std::to_string(gpu.cc_major) + "." + std::to_string(gpu.cc_minor) +
+         "; " + kernel_family(k) + " kernels are built for " + kernel_arch(k) + " (compute capability " +
+         std::to_string(major) + ".0" + (major == 10 ? ", e.g. a B200" : ", an H100/H200") + ")";
 }
 
 namespace {
@@ -162,7 +172,17 @@ LaunchInfo probe(const CompiledKernel& k, DeviceProblem& prob, bool persistent) 
 /// family's span bound per tile, summed over the tiles the CTA runs in the kernel's tile order).
 uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchInfo& li, bool persistent) {
   uint64_t most = 0;
-  if (const auto* f = std::get_if<fa2::KernelKnobs>(&k.knobs)) {
+  if (const auto* b = std::get_if<sm100::KernelKnobs>(&k.knobs)) {
+    // The SM100 kernel's tile order (kernels/sm100/tile_scheduler.h); every role records per tile.
+    const sm100::TileSpace ts{sh.batch,  sh.heads, sh.seqlen_q, sh.seqlen_k, b->q_stage * sm100::kMBlock,
+                              sm100::kNBlock, sh.causal, persistent};
+    for (int c = 0; c < li.grid; ++c) {
+      uint64_t n = 0;
+      for (long long t = sm100::first_tile(ts, c); t < li.num_tiles; t = sm100::next_tile(ts, t, li.grid))
+        n += sm100::trace_spans_per_tile(sm100::tile_at(ts, t).n_blocks);
+      most = std::max(most, n);
+    }
+  } else if (const auto* f = std::get_if<fa2::KernelKnobs>(&k.knobs)) {
     // One CTA per (batch, head), each walking every Q tile: every CTA runs the same tiles.
     const int m_tiles = (sh.seqlen_q + f->br - 1) / f->br;
     for (int m = 0; m < m_tiles; ++m)

@@ -1,7 +1,8 @@
-// `attnsim run SCHEDULE [problem]`: runs the real SM90 kernel the schedule resolves to (kernels/sm90)
-// on the GPU at hand: measured time (median per-launch time of back-to-back launches) beside the
+// `attnsim run SCHEDULE [problem]`: runs the real kernel the schedule resolves to (kernels/sm90 and
+// kernels/fa2 on an H100/H200, kernels/sm100 on an SM100 GPU such as a B200) on the GPU at hand: measured time (median per-launch time of back-to-back launches) beside the
 // simulator's prediction, optionally a correctness check and a measured Chrome trace with the same
-// tracks and span names as `simulate --trace`. Exits 77 with the reason when there is no usable GPU.
+// tracks and span names as `simulate --trace`. Exits 77 with the reason when the GPU at hand cannot
+// run the kernel (none, or another architecture).
 #include <fmt/format.h>
 
 #include <fstream>
@@ -28,10 +29,13 @@ struct Run : Command {
 
   int list_kernels() const {
 #if ATTNSIM_WITH_SM90
-    std::cout << fmt::format("{} kernels compiled into this build (kernels/sm90, kernels/fa2; from schedules/*.json):\n",
-                             sm90::compiled_kernels().size());
+    std::cout << fmt::format(
+        "{} kernels compiled into this build (kernels/sm90, kernels/fa2, kernels/sm100; from schedules/*.json):\n",
+        sm90::compiled_kernels().size());
     for (const auto& k : sm90::compiled_kernels())
-      std::cout << fmt::format("  {:<57} {}\n", describe(k.knobs), k.origin);
+      std::cout << fmt::format("  {:<57} needs {:<7} {}{}\n", describe(k.knobs), kernel_arch(k.knobs),
+                               kernel_cc_major(k.knobs) == 10 ? "(an SM100 GPU, e.g. B200; not yet run on one) " : "",
+                               k.origin);
     return 0;
 #else
     std::cout << "this attnsim was built without a CUDA compiler: no kernels\n";
@@ -48,11 +52,13 @@ struct Run : Command {
 #if ATTNSIM_WITH_SM90
     const sm90::GpuInfo gpu = sm90::gpu_info();
     // Resolve and find the kernel first: "not compiled" is reported with or without a GPU.
-    const Hardware resolve_hw = load_hardware(resolve_hardware_path(hw.empty() ? "h100_sxm" : hw));
+    // Schedules for SM100 (fa4_sm100) resolve on the B200 config, the others on the H100's.
+    const Hardware resolve_hw =
+        load_hardware(resolve_hardware_path(!hw.empty() ? hw : s->arch() == "sm100" ? "b200" : "h100_sxm"));
     bool persistent = false;
     const sm90::CompiledKernel& k = select_kernel(*s, schedule, variant, resolve_hw, problem, &persistent);
-    if (!gpu.usable) {
-      std::cout << fmt::format("SKIPPED: no GPU to run on: {}\n", gpu.why);
+    if (const std::string why = sm90::kernel_unrunnable(k.knobs, gpu); !why.empty()) {
+      std::cout << fmt::format("SKIPPED: no GPU to run [{}] on: {}\n", describe(k.knobs), why);
       return kNoGpuExit;
     }
     const Hardware hardware = hardware_for(gpu, hw);
@@ -119,8 +125,8 @@ struct Run : Command {
 
 std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
   auto c = std::make_unique<Run>();
-  sub = app.add_subcommand("run", "run the real SM90 kernel a schedule resolves to, beside its prediction");
-  sub->add_option("schedule", c->schedule, "schedule JSON (an fa3_sm90 family schedule)");
+  sub = app.add_subcommand("run", "run the real kernel a schedule resolves to (SM90 or SM100), beside its prediction");
+  sub->add_option("schedule", c->schedule, "schedule JSON (an fa3_sm90, fa2_sm80 or fa4_sm100 family schedule)");
   sub->add_option("--variant", c->variant, "apply a variant the schedule file declares");
   sub->add_option("--set", c->sets, "override a schedule field: /json/pointer=value (repeatable)");
   c->pf.add(sub);

@@ -1,8 +1,8 @@
-// attnsim_kernel_tests: every compiled kernel (kernels/sm90, kernels/fa2) against a reference, on the
-// GPU. For each kernel: causal and non-causal x a set of shapes with ragged sequence lengths
+// attnsim_kernel_tests: every compiled kernel (kernels/sm90, kernels/fa2, kernels/sm100) that the GPU
+// at hand can run (kernel_unrunnable: its architecture) against a reference. For each kernel: causal and non-causal x a set of shapes with ragged sequence lengths
 // (not multiples of the tile), GQA, sq != sk, rows that see no key, and one large shape checked
 // on sampled rows by the GPU reference. Exits 0 when all pass, 1 on a failure, and 77 (ctest:
-// skipped) with a message when this machine has no usable GPU.
+// skipped) with a message when this machine has no GPU or none that runs any compiled kernel.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -14,14 +14,22 @@ using namespace attnsim::sm90;
 
 int main(int argc, char** argv) {
   const GpuInfo gpu = gpu_info();
-  if (!gpu.usable) {
+  if (gpu.name.empty()) {
     std::printf("SKIPPED: %s\n", gpu.why.c_str());
     return 77;
   }
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   std::printf("GPU: %s (%d SMs); %zu compiled kernels\n", gpu.name.c_str(), gpu.sm_count, compiled_kernels().size());
-  int failures = 0, runs = 0;
+  int failures = 0, runs = 0, skipped = 0;
+  std::string skip_why;
   for (const CompiledKernel& k : compiled_kernels()) {
+    // Each kernel runs on its own architecture only (sm_90a: H100/H200; sm_100a: SM100, e.g. B200).
+    if (const std::string why = kernel_unrunnable(k.knobs, gpu); !why.empty()) {
+      ++skipped;
+      skip_why = why;
+      std::printf("skip %-46s %s\n", attnsim::describe(k.knobs).c_str(), why.c_str());
+      continue;
+    }
     const int d = attnsim::kernel_head_dim(k.knobs);
     // batch, heads, kv_heads, seqlen_q, seqlen_k (causal added below).
     std::vector<Shape> shapes = {
@@ -56,6 +64,11 @@ int main(int argc, char** argv) {
         }
       }
   }
-  std::printf("%d of %d runs passed\n", runs - failures, runs);
+  if (runs == 0) {
+    std::printf("SKIPPED: none of the %d compiled kernels runs on this GPU: %s\n", skipped, skip_why.c_str());
+    return 77;
+  }
+  std::printf("%d of %d runs passed (%d kernels skipped: built for another GPU architecture)\n", runs - failures, runs,
+              skipped);
   return failures ? 1 : 0;
 }
