@@ -31,7 +31,9 @@ __device__ __forceinline__ void mma_warp(const Params& p, const Smem<T>& s, Trac
   constexpr int kQkSteps = T::kHeadDim / 16, kPvSteps = kNBlock / 16, kSplitSteps = T::kSplit / 16;
   constexpr uint32_t kChunkBytes = kMBlock * 128;  // one [128][64] bf16 swizzle chunk
   PipelineState kv_read = PipelineState::consumer_start(T::kKvStage);
-  uint32_t spo_empty = 0, lastsplit = 0, o_acc_free = 1;  // parities, one bit per Q stage
+  // Parities, one bit per Q stage: waits for softmax/correction arrivals start at phase 0; the
+  // accumulators start free (producer side: every bit 1, the fresh barrier's previous phase).
+  uint32_t spo_empty = 0, lastsplit = 0, o_acc_free = ~0u;
   int local = 0;
   // S_s = Q_s K^T of the K block in ring stage `ks`.
   auto qk = [&](int q, int ks) {
