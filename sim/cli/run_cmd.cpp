@@ -1,10 +1,12 @@
 // `attnsim run SCHEDULE [problem]`: runs the real kernel the schedule resolves to (kernels/sm90 and
-// kernels/fa2 on an H100/H200, kernels/sm100 on an SM100 GPU such as a B200) on the GPU at hand: measured time (median per-launch time of back-to-back launches) beside the
-// simulator's prediction, optionally a correctness check and a measured Chrome trace with the same
-// tracks and span names as `simulate --trace`. Exits 77 with the reason when the GPU at hand cannot
-// run the kernel (none, or another architecture).
+// kernels/fa2 on an H100/H200, kernels/sm100 on an SM100 GPU such as a B200) on the GPU at hand:
+// measured time (median per-launch time of back-to-back launches) beside the simulator's
+// prediction, optionally a correctness check and a measured Chrome trace with the same tracks and
+// span names as `simulate --trace`. Exits 77 with the reason when the GPU at hand cannot run the
+// kernel (none, or another architecture).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
@@ -32,9 +34,11 @@ struct Run : Command {
     std::cout << fmt::format(
         "{} kernels compiled into this build (kernels/sm90, kernels/fa2, kernels/sm100; from schedules/*.json):\n",
         sm90::compiled_kernels().size());
+    size_t width = 0;
+    for (const auto& k : sm90::compiled_kernels()) width = std::max(width, describe(k.knobs).size());
     for (const auto& k : sm90::compiled_kernels())
-      std::cout << fmt::format("  {:<57} needs {:<7} {}{}\n", describe(k.knobs), kernel_arch(k.knobs),
-                               kernel_cc_major(k.knobs) == 10 ? "(an SM100 GPU, e.g. B200; not yet run on one) " : "",
+      std::cout << fmt::format("  {:<{}} needs {:<7} {}{}\n", describe(k.knobs), width, kernel_arch(k.knobs),
+                               kernel_cc_major(k.knobs) == 10 ? "(an SM100 GPU such as a B200, not yet run on one) " : "",
                                k.origin);
     return 0;
 #else

@@ -1,8 +1,9 @@
-// attnsim_kernel_tests: every compiled kernel (kernels/sm90, kernels/fa2, kernels/sm100) that the GPU
-// at hand can run (kernel_unrunnable: its architecture) against a reference. For each kernel: causal and non-causal x a set of shapes with ragged sequence lengths
-// (not multiples of the tile), GQA, sq != sk, rows that see no key, and one large shape checked
-// on sampled rows by the GPU reference. Exits 0 when all pass, 1 on a failure, and 77 (ctest:
-// skipped) with a message when this machine has no GPU or none that runs any compiled kernel.
+// attnsim_kernel_tests: every compiled kernel (kernels/sm90, kernels/fa2, kernels/sm100) that the
+// GPU at hand can run (kernel_unrunnable: its architecture) against a reference. For each kernel:
+// causal and non-causal x a set of shapes with ragged sequence lengths (not multiples of the
+// tile), GQA, sq != sk, rows that see no key, and one large shape checked on sampled rows by the
+// GPU reference. Exits 0 when all pass, 1 on a failure, and 77 (ctest: skipped) with a message
+// when this machine has no GPU or none that runs any compiled kernel.
 #include <cstdio>
 #include <exception>
 #include <string>

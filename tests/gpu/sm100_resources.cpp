@@ -17,6 +17,7 @@
 // Usage: attnsim_sm100_resources <source root> <kernelgen folder> <object folder of the kernels>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
     const Hardware hw = load_hardware((root / "configs/hw/b200.json").string());
     int instances = 0, failures = 0;
     std::cout << fmt::format("{:<72} {:>6} {:>5} {:>6} {:>11} {:>9} {:>8} {:>11} {:>14}\n", "SM100 instance (traced: +t)",
-                             "regs", "spill", "static", "dynamic", "sim SMEM", "TMEM", "setmaxnreg", "sim regs/CTA");
+                             "regs", "spill", "static", "dynamic", "sim SMEM", "TMEM", "setmaxnreg", "PTX regs/CTA");
     for (const auto& entry : manifest.at("kernels")) {
       if (entry.value("arch", "") != "sm_100a") continue;
       const std::string file = entry.at("file");
@@ -139,8 +140,9 @@ int main(int argc, char** argv) {
         p.head_dim = p.head_dim_v = prob.at("head_dim");
         p.causal = prob.value("causal", false);
         const KernelChoice c = s->real_kernel(hw, p);
+        const std::string variant = prob.at("variant").get<std::string>();
         const std::string where = fmt::format("{} {} hd{} {}", prob.at("schedule").get<std::string>(),
-                                              prob.at("variant").get<std::string>(), p.head_dim,
+                                              variant.empty() ? "(base)" : variant, p.head_dim,
                                               p.causal ? "causal" : "non-causal");
         if (!c.supported || !std::holds_alternative<sm100::KernelKnobs>(c.knobs) ||
             describe(c.knobs) != entry.at("knobs").get<std::string>() || !sm90::find_kernel(c.knobs)) {
@@ -162,14 +164,13 @@ int main(int argc, char** argv) {
           const std::string key = mangled_traits(k, traced);
           const PtxasEntry e = ptxas_entry(report, key);
           const std::multiset<std::string> nreg = setmaxnreg(ptx, key);
-          int regs_ptx[3] = {0, 0, 0};  // softmax, correction, other, as found in the PTX
-          for (const auto& n : nreg) {
-            const int v = std::stoi(n.substr(4));
-            if (v == k.reg_softmax && !regs_ptx[0]) regs_ptx[0] = v;
-            else if (v == k.reg_correction && !regs_ptx[1]) regs_ptx[1] = v;
-            else regs_ptx[2] = v;
-          }
-          const long long cta_regs = 128LL * (2 * regs_ptx[0] + regs_ptx[1] + regs_ptx[2]);
+          // The budgets the PTX sets, largest first: the largest is the softmax warpgroups' (two
+          // of them), the other two are the correction warpgroup's and the rest's.
+          std::vector<int> budgets;
+          for (const auto& n : nreg) budgets.push_back(std::stoi(n.substr(4)));
+          std::sort(budgets.rbegin(), budgets.rend());
+          budgets.resize(3, 0);
+          const long long cta_regs = 128LL * (2 * budgets[0] + budgets[1] + budgets[2]);
           std::vector<std::string> bad;
           if (!e.found) bad.push_back("no ptxas entry " + key);
           if (dynamic != sim.at("smem_bytes"))
@@ -190,7 +191,7 @@ int main(int argc, char** argv) {
           std::cout << fmt::format("{:<72} {:>6} {:>5} {:>6} {:>11} {:>9} {:>8} {:>11} {:>14}\n",
                                    describe(c.knobs) + (traced ? " +t" : ""), e.registers, e.spill_stores,
                                    e.static_smem, dynamic, sim.at("smem_bytes"), k.tmem_alloc,
-                                   fmt::format("{}/{}/{}", regs_ptx[0], regs_ptx[1], regs_ptx[2]), cta_regs);
+                                   fmt::format("{}/{}/{}", budgets[0], budgets[1], budgets[2]), cta_regs);
           std::cout << fmt::format("     from {}{}{}\n", where, bad.empty() ? "" : "\n     FAIL: ",
                                    fmt::join(bad, "; "));
           failures += !bad.empty();
@@ -201,7 +202,8 @@ int main(int argc, char** argv) {
       std::cout << "SKIPPED: this build has no SM100 kernel instances (no fa4_sm100 schedule resolves to one)\n";
       return 77;
     }
-    std::cout << fmt::format("{} instance/problem rows checked, {} mismatches\n", instances, failures);
+    std::cout << fmt::format("{} rows (instance x plain/traced x schedule problem) checked, {} mismatches\n", instances,
+                             failures);
     return failures ? 1 : 0;
   } catch (const std::exception& e) {
     std::cerr << "attnsim_sm100_resources: " << e.what() << "\n";
