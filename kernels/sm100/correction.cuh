@@ -15,17 +15,18 @@
 namespace attnsim::sm100 {
 
 /// O *= acc_scale for this thread's row of Q stage q's accumulator in TMEM (`lanes`: the warp's
-/// TMEM address at lane 32 w, column 0), in 32-column tcgen05.ld / st chunks.
+/// TMEM address at lane 32 w, column 0), in 16-column tcgen05.ld / st chunks (FA4's width: the
+/// correction warps run on 72-88 registers).
 template <class T>
 __device__ __forceinline__ void rescale_o(uint32_t lanes, int q, float acc_scale) {
 #if ATTNSIM_HAVE_TCGEN05
 #pragma unroll 1
-  for (int c = 0; c < T::kHeadDim; c += 32) {
-    uint32_t v[32];
+  for (int c = 0; c < T::kHeadDim; c += 16) {
+    uint32_t v[16];
     cuda::ptx::tcgen05_ld_32x32b(v, lanes + T::tmem_o(q) + c);
     cuda::ptx::tcgen05_wait_ld();
 #pragma unroll
-    for (int e = 0; e < 32; ++e) v[e] = __float_as_uint(__uint_as_float(v[e]) * acc_scale);
+    for (int e = 0; e < 16; ++e) v[e] = __float_as_uint(__uint_as_float(v[e]) * acc_scale);
     cuda::ptx::tcgen05_st_32x32b(lanes + T::tmem_o(q) + c, v);
   }
   cuda::ptx::tcgen05_wait_st();
@@ -52,17 +53,17 @@ __device__ __forceinline__ void final_o(const Params& p, const Smem<T>& s, Trace
   traced_wait(tr, s.bar(kOEpiEmpty, q), (fs.o_epi_free >> q) & 1, ATTNSIM_WAIT_OEPI_EMPTY, q, -1, local);
   fs.o_epi_free ^= 1u << q;
   cuda::ptx::tcgen05_fence_after_thread_sync();
-  const uint32_t t0 = tr.now();
+  tr.start();
   const float inv = final_scale(st);
   // Row r of a [128][64] chunk: 16-byte unit u at r * 128 + ((u ^ (r % 8)) * 16) (SWIZZLE_128B).
   const uint32_t row_addr = smem_u32(s.o(q)) + row * 128;
 #pragma unroll 1
-  for (int col = 0; col < T::kHeadDim; col += 32) {
-    uint32_t v[32];
+  for (int col = 0; col < T::kHeadDim; col += 16) {
+    uint32_t v[16];
     cuda::ptx::tcgen05_ld_32x32b(v, lanes + T::tmem_o(q) + col);
     cuda::ptx::tcgen05_wait_ld();
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {  // four 16-byte units of 8 bf16
+    for (int u = 0; u < 2; ++u) {  // two 16-byte units of 8 bf16
       const int unit = ((col % 64) / 8 + u) ^ (row % 8);
       const uint32_t dst = row_addr + (col / 64) * kMBlock * 128 + unit * 16;
       asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(dst),
@@ -80,7 +81,7 @@ __device__ __forceinline__ void final_o(const Params& p, const Smem<T>& s, Trace
   const int row_g = (c.m * T::kQStage + q) * kMBlock + row;
   if (row_g < p.tiles.seqlen_q)
     p.lse[(static_cast<long long>(c.batch) * p.tiles.heads + c.head) * p.tiles.seqlen_q + row_g] = row_lse(st);
-  tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, local);
+  tr.finish(ATTNSIM_OP_FINAL_O, -1, local);
 #endif
 }
 
@@ -102,15 +103,16 @@ __device__ __forceinline__ void correction_warpgroup(const Params& p, const Smem
         uint32_t t0 = tr.now();
         named_sync(stats_barrier(q, w), kStatsThreads);
         tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, local, ATTNSIM_WAIT_STATS_BAR, stats_barrier(q, w));
-        t0 = tr.now();
+        // start()/finish(): the span's start waits in its record, not in one of the 72-88 registers.
+        tr.start();
         const float acc = s.stats(q, 0)[row];
         arrive(s.bar(kSmStatsEmpty, q));  // sScale may take softmax's next value
         const bool rescale = i > 0 && (!T::kConditional || __any_sync(0xffffffffu, acc != 1.0f));
-        tr.span(ATTNSIM_OP_CORRECTION_VOTE, t0, tr.now(), j, local);
+        tr.finish(ATTNSIM_OP_CORRECTION_VOTE, j, local);
         if (rescale) {
-          t0 = tr.now();
+          tr.start();
           rescale_o<T>(lanes, q, acc);
-          tr.span(ATTNSIM_OP_RESCALE_O, t0, tr.now(), j, local);
+          tr.finish(ATTNSIM_OP_RESCALE_O, j, local);
         }
         cuda::ptx::tcgen05_fence_before_thread_sync();
         arrive(s.bar(kSpoEmpty, q));  // O rescaled: the PV of this block may accumulate

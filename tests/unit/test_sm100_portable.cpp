@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -227,4 +228,36 @@ TEST_CASE("sm100 SMEM layout equals the simulator's SMEM figure and fits its bar
       CHECK(l.barrier_used <= sm100::kBarrierRegionBytes);
       CHECK(l.bytes <= hw.smem_bytes_per_block);
     }
+}
+
+TEST_CASE("sm100 mbarrier counts equal the simulator's fa4 pipeline counts for the kernel's warp layout", "[sm100]") {
+  // The kernel's warps by role (structure.h), as the simulator's RoleDecl map.
+  std::map<std::string, RoleDecl> roles;
+  std::map<std::string, fa4::RoleId> ids;
+  for (int w = 0; w < sm100::kWarps; ++w) {
+    const std::string name = sm100::warp_role_name(w);
+    roles[name].warps.push_back(w);
+    ids[name] = *fa4::parse_role(name);
+    roles[name].q_stage = ids[name].role == fa4::Role::Softmax ? ids[name].stage : -1;
+  }
+  for (bool correction : {true, false}) {
+    const auto pipes = fa4::derived_pipelines(roles, ids, correction);
+    auto full = [&](const char* p, int s) { return arrivals_at_stage(pipes.at(p), pipes.at(p).full, s, roles); };
+    auto empty = [&](const char* p, int s) { return arrivals_at_stage(pipes.at(p), pipes.at(p).empty, s, roles); };
+    for (int s = 0; s < 2; ++s) {
+      INFO("correction warpgroup " << correction << " stage " << s);
+      CHECK(full("pipeline_q", s) == sm100::kTmaArrivals);
+      CHECK(empty("pipeline_q", s) == sm100::kCommitArrivals);
+      CHECK(full("pipeline_kv", s) == sm100::kTmaArrivals);
+      CHECK(empty("pipeline_kv", s) == sm100::kCommitArrivals);
+      CHECK(full("pipeline_s_p_o", s) == sm100::kCommitArrivals);
+      CHECK(empty("pipeline_s_p_o", s) == sm100::s_p_o_empty_arrivals(correction));
+      CHECK(full("pipeline_p_lastsplit", s) == sm100::kLastsplitArrivals);
+      CHECK(full("pipeline_o_acc", s) == sm100::kCommitArrivals);
+      CHECK(empty("pipeline_o_acc", s) == sm100::kOOwnerArrivals);
+      CHECK(full("pipeline_o_epi", s) == sm100::kOOwnerArrivals);
+      CHECK(empty("pipeline_o_epi", s) == sm100::kEpilogueArrivals);
+      if (correction) CHECK(empty("pipeline_sm_stats", s) == sm100::kSmStatsArrivals);
+    }
+  }
 }
