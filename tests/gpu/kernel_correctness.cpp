@@ -1,9 +1,11 @@
-// attnsim_kernel_tests: every compiled kernel (kernels/sm90, kernels/fa2) against a reference, on the
-// GPU. For each kernel: causal and non-causal x a set of shapes with ragged sequence lengths
-// (not multiples of the tile), GQA, sq != sk, rows that see no key, more tiles than SMs, and one
-// large shape checked on sampled rows by the GPU reference; each under every tile scheduler it
-// runs with (the dynamic one's counter must be back at 0 after each launch, or the next run fails). Exits 0 when all pass, 1 on a failure, and 77 (ctest:
-// skipped) with a message when this machine has no usable GPU.
+// attnsim_kernel_tests: every compiled kernel (kernels/sm90, kernels/fa2, kernels/sm100) that the
+// GPU at hand can run (kernel_unrunnable: its architecture) against a reference. For each kernel:
+// causal and non-causal x a set of shapes with ragged sequence lengths (not multiples of the
+// tile), GQA, sq != sk, rows that see no key, more tiles than SMs, and one large shape checked on
+// sampled rows by the GPU reference; each under every tile scheduler it runs with (the dynamic
+// one's counter must be back at 0 after each launch, or the next run fails). Exits 0 when all
+// pass, 1 on a failure, and 77 (ctest: skipped) with a message when this machine has no GPU or
+// none that runs any compiled kernel.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -25,22 +27,30 @@ std::vector<TileScheduler> schedulers_of(const CompiledKernel& k) {
 
 int main(int argc, char** argv) {
   const GpuInfo gpu = gpu_info();
-  if (!gpu.usable) {
+  if (gpu.name.empty()) {
     std::printf("SKIPPED: %s\n", gpu.why.c_str());
     return 77;
   }
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   std::printf("GPU: %s (%d SMs); %zu compiled kernels\n", gpu.name.c_str(), gpu.sm_count, compiled_kernels().size());
-  int failures = 0, runs = 0;
+  int failures = 0, runs = 0, skipped = 0;
+  std::string skip_why;
   for (const CompiledKernel& k : compiled_kernels()) {
+    // Each kernel runs on its own architecture only (sm_90a: H100/H200; sm_100a: SM100, e.g. B200).
+    if (const std::string why = kernel_unrunnable(k.knobs, gpu); !why.empty()) {
+      ++skipped;
+      skip_why = why;
+      std::printf("skip %-46s %s\n", attnsim::describe(k.knobs).c_str(), why.c_str());
+      continue;
+    }
     const int d = attnsim::kernel_head_dim(k.knobs);
     // batch, heads, kv_heads, seqlen_q, seqlen_k (causal added below).
     std::vector<Shape> shapes = {
-        {1, 2, 2, 1, 1, d, false},        // one row, one key
-        {2, 4, 2, 333, 411, d, false},    // ragged tails, GQA 2:1, sq < sk
-        {1, 3, 1, 200, 77, d, false},     // MQA, sq > sk: with causal, rows below the diagonal see nothing
-        {1, 2, 2, 517, 517, d, false},    // several m-blocks, ragged
-        {4, 12, 3, 700, 650, d, false},   // more tiles than SMs: persistent CTAs run several, GQA 4:1
+        {1, 2, 2, 1, 1, d, false},       // one row, one key
+        {2, 4, 2, 333, 411, d, false},   // ragged tails, GQA 2:1, sq < sk
+        {1, 3, 1, 200, 77, d, false},    // MQA, sq > sk: with causal, rows below the diagonal see nothing
+        {1, 2, 2, 517, 517, d, false},   // several m-blocks, ragged
+        {4, 12, 3, 700, 650, d, false},  // more tiles than SMs: persistent CTAs run several, GQA 4:1
     };
     if (!quick) shapes.push_back({1, 4, 4, 2100, 2100, d, false});  // GPU reference, sampled rows
     for (bool causal : {false, true})
@@ -57,7 +67,8 @@ int main(int argc, char** argv) {
                         r.max_rel_rms, r.max_lse_err, r.pass ? "" : "  ", r.detail.c_str());
             if (!r.pass) ++failures;
           } catch (const std::exception& e) {
-            std::printf("FAIL %-46s %-34s error: %s\n", attnsim::describe(k.knobs).c_str(), s.describe().c_str(), e.what());
+            std::printf("FAIL %-46s %-34s error: %s\n", attnsim::describe(k.knobs).c_str(), s.describe().c_str(),
+                        e.what());
             ++failures;
             if (std::string(e.what()).find("unspecified launch failure") != std::string::npos ||
                 std::string(e.what()).find("illegal") != std::string::npos) {
@@ -68,6 +79,11 @@ int main(int argc, char** argv) {
         }
       }
   }
-  std::printf("%d of %d runs passed\n", runs - failures, runs);
+  if (runs == 0) {
+    std::printf("SKIPPED: none of the %d compiled kernels runs on this GPU: %s\n", skipped, skip_why.c_str());
+    return 77;
+  }
+  std::printf("%d of %d runs passed (%d kernels skipped: built for another GPU architecture)\n", runs - failures, runs,
+              skipped);
   return failures ? 1 : 0;
 }
