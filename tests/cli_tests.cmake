@@ -124,7 +124,7 @@ attnsim_cli_test(budget_sweep_candidates 2 "small.json: /axes: expected a grid o
 
 # --version: version, commit, schedule families, kernel families compiled in, GPU architectures, data directory.
 attnsim_cli_test(version 0
-  "attnsim [0-9]+\\.[0-9]+\\.[0-9]+\ncommit: ([0-9a-f]+(-dirty)?|unknown)\nschedule families: blackflash, explicit, fa2_sm80, fa3_sm90, fa4_sm100\nkernels: (none|blackflash, fa2_sm80, fa3_sm90 \\([0-9]+ instances, sm_90a; blackflash: sm_90a(, sm_120a)?\\))\nGPU architectures: "
+  "attnsim [0-9]+\\.[0-9]+\\.[0-9]+\ncommit: ([0-9a-f]+(-dirty)?|unknown)\nschedule families: blackflash, explicit, fa2_sm80, fa3_sm90, fa4_sm100\nkernels: (none|blackflash, fa2_sm80, fa3_sm90, fa4_sm100 \\([0-9]+ instances, sm_90a, sm_100a; blackflash: sm_90a(, sm_120a)?\\))\nGPU architectures: "
   ARGS --version)
 # cmake --install into a temporary prefix; the installed binary, run from elsewhere, finds its data.
 add_test(NAME install.prefix_run_outside_tree
@@ -135,8 +135,17 @@ add_test(NAME install.prefix_run_outside_tree
 # (the GPU option below); on an H100/H200 they run the kernels. What needs no GPU is tested as usual.
 if(ATTNSIM_HAVE_CUDA)
   set(FA3 ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json)
-  attnsim_cli_test(run_list 0 "kernels compiled into this build.*hd128 m128 n128 kv2 pingpong overlap reg 240/24 +schedules/fa3_sm90.json \\(base\\) hd128"
+  attnsim_cli_test(run_list 0 "kernels compiled into this build.*hd128 m128 n128 kv2 pingpong overlap reg 240/24 +needs sm_90a +schedules/fa3_sm90.json \\(base\\) hd128.*fa4_sm100 hd128 q2 kv3 cg1 splitP96 emu16/4/1 rescale>8 corrwg reg 192/72/56 tmem512 +needs sm_100a \\(an SM100 GPU such as a B200, not yet run on one\\) schedules/fa4_sm100.json \\(base\\) hd128 causal"
     ARGS run --list)
+  # fa4_sm100 (kernels/sm100): 2-CTA MMA is refused with the reason; a compiled instance needs an
+  # SM100 GPU, so elsewhere it is skipped (77) with the reason.
+  set(FA4 ${PROJECT_SOURCE_DIR}/schedules/fa4_sm100.json)
+  attnsim_cli_test(run_fa4_two_cta 2 "fa4_sm100.json: /: fa4_sm100 has no real kernel for .*cta_group 2 \\(auto: non-causal hd128 with seqlen_q > 256\\): 2-CTA tcgen05.mma .* is not implemented in kernels/sm100.*one_cta"
+    ARGS run ${FA4} --head-dim 128 --seqlen 4096 --non-causal)
+  attnsim_cli_test(run_fa4_not_compiled 2 "fa4_sm100.json: /: fa4_sm100 variant no_split_p resolves for head_dim 128 to the SM100 kernel \\[fa4_sm100 hd128 q2 kv3 cg1 nosplitP .*ATTNSIM_SM100_VARIANTS=all"
+    ARGS run ${FA4} --variant no_split_p --head-dim 128 --seqlen 4096 --causal)
+  attnsim_cli_test(run_fa4_gpu 0 "correctness .*: pass.*measured .*TFLOPS" GPU
+    ARGS run ${FA4} --head-dim 128 --seqlen 2048 --batch 2 --causal --check)
   attnsim_cli_test(run_not_compiled 2 "fa3_sm90.json: /: fa3_sm90 resolves for head_dim 64 to the kernel \\[fa3_sm90 hd64 m192 n128 kv4 overlap reg 160/32\\], which this build did not compile.*declare it as a variant"
     ARGS run ${FA3} --head-dim 64 --set /kv_stage=4)
   attnsim_cli_test(run_smem_overflow 2 "fa3_sm90.json: /kv_stage: SMEM overflow"
@@ -151,7 +160,7 @@ if(ATTNSIM_HAVE_CUDA)
   # blackflash (kernels/blackflash): every variant is compiled and listed; its head_dim is refused
   # before the GPU is looked for; on a GPU, run checks and traces it.
   set(BF ${PROJECT_SOURCE_DIR}/schedules/blackflash.json)
-  attnsim_cli_test(run_list_blackflash 0 "blackflash hd64 kv2 p_over_k reg 128 +schedules/blackflash.json \\(base\\) hd64.*blackflash hd64 kv2 p_over_k reg 112 +schedules/blackflash.json registers_112 hd64"
+  attnsim_cli_test(run_list_blackflash 0 "blackflash hd64 kv2 p_over_k reg 128 +needs sm_90a +schedules/blackflash.json \\(base\\) hd64.*blackflash hd64 kv2 p_over_k reg 112 +needs sm_90a +schedules/blackflash.json registers_112 hd64"
     ARGS run --list)
   attnsim_cli_test(run_blackflash_head_dim 2 "blackflash.json: /family: BlackFlash is written for head_dim 64"
     ARGS run ${BF} --head-dim 128)

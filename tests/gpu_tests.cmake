@@ -43,3 +43,32 @@ set_target_properties(attnsim_softmax_math_gpu PROPERTIES CUDA_ARCHITECTURES OFF
 target_compile_options(attnsim_softmax_math_gpu PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_90a,code=sm_90a>)
 add_test(NAME gpu.softmax_math COMMAND attnsim_softmax_math_gpu)
 set_tests_properties(gpu.softmax_math PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# SM100 (kernels/sm100) checks that need no SM100 GPU.
+# gpu.sm100_resources: every SM100 instance's ptxas registers, setmaxnreg budgets (from its PTX),
+# static and dynamic SMEM and TMEM columns against the simulator's resolved schedule; runs on any
+# machine (it reads the build's ptxas reports), exits 77 when the build has no SM100 instances.
+if(TARGET attnsim_sm90)
+  add_executable(attnsim_sm100_resources ${CMAKE_CURRENT_SOURCE_DIR}/gpu/sm100_resources.cpp)
+  target_link_libraries(attnsim_sm100_resources PRIVATE attnsim_lib attnsim_sm90)
+  set_target_properties(attnsim_sm100_resources PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
+  add_test(NAME gpu.sm100_resources
+           COMMAND attnsim_sm100_resources ${PROJECT_SOURCE_DIR} ${ATTNSIM_SM100_GENERATED}
+                   ${PROJECT_BINARY_DIR}/kernels/sm90/CMakeFiles/attnsim_sm90.dir)
+  set_tests_properties(gpu.sm100_resources PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+endif()
+
+# gpu.sm100_portable: the SM100 kernel's parts that are not Blackwell-specific (conditional rescale,
+# tile scheduler; kernels/sm100/online_softmax.h, tile_scheduler.h) on whatever GPU is at hand
+# (built for sm_90a and sm_100a), against always rescaling and the simulator's grid plan. Skipped
+# (exit 77) without an H100/H200/B200.
+add_executable(attnsim_sm100_portable_gpu ${CMAKE_CURRENT_SOURCE_DIR}/gpu/sm100_portable_gpu.cu)
+target_link_libraries(attnsim_sm100_portable_gpu PRIVATE attnsim_lib)
+set_property(TARGET attnsim_sm100_portable_gpu PROPERTY COMPILE_OPTIONS "")
+set_target_properties(attnsim_sm100_portable_gpu PROPERTIES CUDA_ARCHITECTURES OFF RUNTIME_OUTPUT_DIRECTORY
+                                                                                   ${PROJECT_BINARY_DIR})
+target_compile_options(attnsim_sm100_portable_gpu PRIVATE
+  $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_90a,code=sm_90a>
+  $<$<COMPILE_LANGUAGE:CUDA>:-gencode=arch=compute_100a,code=sm_100a>)
+add_test(NAME gpu.sm100_portable COMMAND attnsim_sm100_portable_gpu)
+set_tests_properties(gpu.sm100_portable PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

@@ -1,8 +1,8 @@
-// Measured-timeline records written by instrumented kernels (kernels/sm90, kernels/fa2 and
-// kernels/blackflash, built with tracing on) and read by `attnsim run` / `attnsim validate`
-// (sim/measure). One format on both sides, plain C so nvcc and g++ read it. Op ids come from
-// op_names.h; waits name what they waited on with the same pipeline and barrier names the
-// simulator uses in its traces.
+// Measured-timeline records written by instrumented kernels (kernels/sm90, kernels/fa2,
+// kernels/sm100 and kernels/blackflash, built with tracing on) and read by `attnsim run` /
+// `attnsim validate` (sim/measure). One format on both sides, plain C so nvcc and g++ read it. Op
+// ids come from op_names.h; waits name what they waited on with the same pipeline and barrier
+// names the simulator uses in its traces.
 #pragma once
 #include <stdint.h>
 
@@ -22,7 +22,19 @@
   X(EPILOGUE, "bar.epilogue")             \
   X(WGMMA, "wgmma.wait_group")            \
   X(SYNCTHREADS, "bar.syncthreads")       \
-  X(CP_ASYNC, "cp.async.wait_group")      \
+  X(CP_ASYNC, "cp.async.wait_group")       \
+  X(KV_FULL, "pipeline_kv.full")          \
+  X(KV_EMPTY, "pipeline_kv.empty")        \
+  X(SPO_FULL, "pipeline_s_p_o.full")      \
+  X(SPO_EMPTY, "pipeline_s_p_o.empty")    \
+  X(LASTSPLIT_FULL, "pipeline_p_lastsplit.full") \
+  X(OACC_FULL, "pipeline_o_acc.full")     \
+  X(OACC_EMPTY, "pipeline_o_acc.empty")   \
+  X(SMSTATS_EMPTY, "pipeline_sm_stats.empty") \
+  X(OEPI_FULL, "pipeline_o_epi.full")     \
+  X(OEPI_EMPTY, "pipeline_o_epi.empty")   \
+  X(STATS_BAR, "bar.softmax_stats")       \
+  X(ORDER_BAR, "bar.exp_order")           \
   X(MBAR_Q_FULL, "mbar_q.full")           \
   X(MBAR_KV_FULL, "mbar_kv.full")         \
   X(MBAR_KV_EMPTY, "mbar_kv.empty")       \
@@ -50,6 +62,7 @@ static inline const char* attnsim_wait_name(int id) {
 /// barriers, wgmma.wait_group and cp.async.wait_group.
 static inline int attnsim_wait_is_mbarrier(int id) {
   return (id >= ATTNSIM_WAIT_Q_FULL && id <= ATTNSIM_WAIT_V_EMPTY) ||
+         (id >= ATTNSIM_WAIT_KV_FULL && id <= ATTNSIM_WAIT_OEPI_EMPTY) ||
          (id >= ATTNSIM_WAIT_MBAR_Q_FULL && id <= ATTNSIM_WAIT_MBAR_KV_EMPTY);
 }
 

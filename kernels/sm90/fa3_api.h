@@ -70,6 +70,10 @@ struct GpuInfo {
 };
 /// Queries device 0 (never throws; a machine without a GPU gives usable = false and why).
 GpuInfo gpu_info();
+/// Why a kernel of these knobs cannot run on `gpu` ("" when it can): no device, or a device of
+/// another architecture than the kernel's (kernel_arch: sm_90a kernels need compute capability
+/// 9.0, the sm_100a FA4-style kernels 10.0, e.g. a B200).
+std::string kernel_unrunnable(const AnyKernelKnobs& k, const GpuInfo& gpu);
 
 /// Random N(0,1) bf16 inputs of a shape on the device, with O and LSE outputs (RAII).
 class DeviceProblem {

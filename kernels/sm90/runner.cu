@@ -17,6 +17,7 @@
 #include "fa3_api.h"
 #include "launch.cuh"
 #include "reference.cuh"
+#include "sm100/tile_scheduler.h"
 
 void attnsim::cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
@@ -94,6 +95,15 @@ GpuInfo gpu_info() {
   return g;
 }
 
+std::string kernel_unrunnable(const AnyKernelKnobs& k, const GpuInfo& gpu) {
+  if (gpu.name.empty()) return gpu.why;  // no device at all
+  const int major = kernel_cc_major(k);
+  if (gpu.cc_major == major && gpu.cc_minor == 0) return "";
+  return gpu.name + " is compute capability " + std::to_string(gpu.cc_major) + "." + std::to_string(gpu.cc_minor) +
+         "; " + kernel_family(k) + " kernels are built for " + kernel_arch(k) + " (compute capability " +
+         std::to_string(major) + ".0" + (major == 10 ? ", e.g. a B200" : ", an H100/H200") + ")";
+}
+
 namespace {
 
 /// Fills `n` bf16 values with N(0,1) samples (Box-Muller on a counter hash).
@@ -146,7 +156,8 @@ struct TraceAlloc {
     n_records = n_warps * cap;
     b.cap = cap;
     b.warps = trace_warps;
-    cuda_check(cudaMalloc(&b.records, std::max<size_t>(1, n_records) * sizeof(attnsim_trace_record)), "cudaMalloc trace");
+    cuda_check(cudaMalloc(&b.records, std::max<size_t>(1, n_records) * sizeof(attnsim_trace_record)),
+               "cudaMalloc trace");
     cuda_check(cudaMalloc(&b.ctas, n_ctas * sizeof(attnsim_cta_clock)), "cudaMalloc trace clocks");
     cuda_check(cudaMalloc(&b.counts, n_warps * sizeof(uint32_t)), "cudaMalloc trace counts");
     cuda_check(cudaMalloc(&b.spans, n_warps * sizeof(uint32_t)), "cudaMalloc trace spans");
@@ -172,11 +183,28 @@ LaunchInfo probe(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sch
 /// family's span bound per tile, summed over the tiles the CTA runs in the kernel's tile order).
 uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchInfo& li, TileScheduler sched) {
   uint64_t most = 0;
-  if (const auto* f = std::get_if<fa2::KernelKnobs>(&k.knobs)) {
+  if (const auto* b = std::get_if<sm100::KernelKnobs>(&k.knobs)) {
+    // The SM100 kernel's tile order (kernels/sm100/tile_scheduler.h); every role records per tile.
+    const sm100::TileSpace ts{sh.batch,
+                              sh.heads,
+                              sh.seqlen_q,
+                              sh.seqlen_k,
+                              b->q_stage * sm100::kMBlock,
+                              sm100::kNBlock,
+                              sh.causal,
+                              sched == TileScheduler::StaticPersistent};
+    for (int c = 0; c < li.grid; ++c) {
+      uint64_t n = 0;
+      for (long long t = sm100::first_tile(ts, c); t < li.num_tiles; t = sm100::next_tile(ts, t, li.grid))
+        n += sm100::trace_spans_per_tile(sm100::tile_at(ts, t).n_blocks);
+      most = std::max(most, n);
+    }
+  } else if (const auto* f = std::get_if<fa2::KernelKnobs>(&k.knobs)) {
     // One CTA per (batch, head), each walking every Q tile: every CTA runs the same tiles.
     const int m_tiles = (sh.seqlen_q + f->br - 1) / f->br;
     for (int m = 0; m < m_tiles; ++m)
-      most += fa2::trace_spans_per_tile(attnsim_kv_blocks(m * f->br, f->br, f->bc, sh.seqlen_q, sh.seqlen_k, sh.causal));
+      most +=
+          fa2::trace_spans_per_tile(attnsim_kv_blocks(m * f->br, f->br, f->bc, sh.seqlen_q, sh.seqlen_k, sh.causal));
   } else if (std::holds_alternative<blackflash::KernelKnobs>(k.knobs)) {
     // One CTA per Q tile: the longest tile bounds every CTA's spans.
     const int m_tiles = (sh.seqlen_q + blackflash::kTile - 1) / blackflash::kTile;
@@ -288,8 +316,8 @@ std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& pro
   const LaunchInfo li = probe(k, prob, sched);
   std::unique_ptr<TraceAlloc> scratch;
   if (traced)  // every span fits: the traced time is that of a full trace
-    scratch = std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, sched),
-                                           o.trace_warps);
+    scratch =
+        std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, sched), o.trace_warps);
   struct Series {
     LaunchFn fn;
     const TraceBuffers* tb;
@@ -333,7 +361,8 @@ Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler s
   return time_interleaved(k, prob, sched, o, !o.traced, o.traced).front();
 }
 
-TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, const TimingOptions& o) {
+TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched,
+                                 const TimingOptions& o) {
   std::vector<Timing> t = time_interleaved(k, prob, sched, o, true, true);
   return TimingPair{t[0], t[1]};
 }

@@ -20,6 +20,15 @@ const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::s
     throw InputError(file, "", fmt::format("{} has no real kernel for {}: {}", what, problem.describe(), c.why_not),
                      "kernel");
   const sm90::CompiledKernel* k = sm90::find_kernel(c.knobs);
+  if (!k && schedule.family() == "fa4_sm100")
+    throw InputError(file, "",
+                     fmt::format("{} resolves for head_dim {} to the SM100 kernel [{}], which this build did not "
+                                 "compile: the build instantiates the fa4_sm100 variants in ATTNSIM_SM100_VARIANTS at "
+                                 "head_dim 64/128, causal and not; configure with -DATTNSIM_SM100_VARIANTS=all (or "
+                                 "declare the schedule as a variant) and rebuild; `attnsim run --list` shows what is "
+                                 "compiled",
+                                 what, problem.head_dim, describe(c.knobs)),
+                     "kernel");
   if (!k)
     throw InputError(
         file, "",

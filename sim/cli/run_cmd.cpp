@@ -1,10 +1,12 @@
 // `attnsim run SCHEDULE [problem]`: runs the real kernel the schedule resolves to (kernels/sm90,
-// kernels/fa2, kernels/blackflash) on the GPU at hand: measured time (median per-launch time of
-// back-to-back launches) beside the simulator's prediction, optionally a correctness check and a
-// measured Chrome trace with the same tracks and span names as `simulate --trace`. Exits 77 with
-// the reason when there is no usable GPU.
+// kernels/fa2 and kernels/blackflash on an H100/H200, kernels/sm100 on an SM100 GPU such as a
+// B200) on the GPU at hand: measured time (median per-launch time of back-to-back launches) beside
+// the simulator's prediction, optionally a correctness check and a measured Chrome trace with the
+// same tracks and span names as `simulate --trace`. Exits 77 with the reason when the GPU at hand
+// cannot run the kernel (none, or another architecture).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
@@ -29,10 +31,16 @@ struct Run : Command {
 
   int list_kernels() const {
 #if ATTNSIM_WITH_SM90
-    std::cout << fmt::format("{} kernels compiled into this build (kernels/sm90, kernels/fa2, kernels/blackflash; from schedules/*.json):\n",
-                             sm90::compiled_kernels().size());
+    std::cout << fmt::format(
+        "{} kernels compiled into this build (kernels/sm90, kernels/fa2, kernels/sm100, kernels/blackflash; from "
+        "schedules/*.json):\n",
+        sm90::compiled_kernels().size());
+    size_t width = 0;
+    for (const auto& k : sm90::compiled_kernels()) width = std::max(width, describe(k.knobs).size());
     for (const auto& k : sm90::compiled_kernels())
-      std::cout << fmt::format("  {:<57} {}\n", describe(k.knobs), k.origin);
+      std::cout << fmt::format(
+          "  {:<{}} needs {:<7} {}{}\n", describe(k.knobs), width, kernel_arch(k.knobs),
+          kernel_cc_major(k.knobs) == 10 ? "(an SM100 GPU such as a B200, not yet run on one) " : "", k.origin);
     return 0;
 #else
     std::cout << "this attnsim was built without a CUDA compiler: no kernels\n";
@@ -49,23 +57,26 @@ struct Run : Command {
 #if ATTNSIM_WITH_SM90
     const sm90::GpuInfo gpu = sm90::gpu_info();
     // Resolve and find the kernel first: "not compiled" is reported with or without a GPU.
-    const Hardware resolve_hw = load_hardware(resolve_hardware_path(hw.empty() ? "h100_sxm" : hw));
+    // Schedules for SM100 (fa4_sm100) resolve on the B200 config, the others on the H100's.
+    const Hardware resolve_hw = load_hardware(resolve_hardware_path(!hw.empty()            ? hw
+                                                                    : s->arch() == "sm100" ? "b200"
+                                                                                           : "h100_sxm"));
     TileScheduler sched = TileScheduler::Lpt;
     const sm90::CompiledKernel& k = select_kernel(*s, schedule, variant, resolve_hw, problem, &sched);
-    if (!gpu.usable) {
-      std::cout << fmt::format("SKIPPED: no GPU to run on: {}\n", gpu.why);
+    if (const std::string why = sm90::kernel_unrunnable(k.knobs, gpu); !why.empty()) {
+      std::cout << fmt::format("SKIPPED: no GPU to run [{}] on: {}\n", describe(k.knobs), why);
       return kNoGpuExit;
     }
     const Hardware hardware = hardware_for(gpu, hw);
     std::cout << fmt::format("attnsim run: {} on {} ({} SMs) - {}\n  kernel [{}], {} grid\n", s->name(), gpu.name,
-                             gpu.sm_count, problem.describe(), describe(k.knobs),
-                             tile_scheduler_label(sched));
+                             gpu.sm_count, problem.describe(), describe(k.knobs), tile_scheduler_label(sched));
     sm90::DeviceProblem dev(to_shape(problem), 2026);
     if (check) {
       const sm90::CheckResult r = sm90::check_kernel(k, dev, sched);
-      std::cout << fmt::format("  correctness ({} reference, {} rows): {} - max |err| {:.4f}, rel RMS {:.4f}, LSE {:.1e}{}\n",
-                               r.reference, r.rows_checked, r.pass ? "pass" : "FAIL", r.max_abs_err, r.max_rel_rms,
-                               r.max_lse_err, r.pass ? "" : " - " + r.detail);
+      std::cout << fmt::format(
+          "  correctness ({} reference, {} rows): {} - max |err| {:.4f}, rel RMS {:.4f}, LSE {:.1e}{}\n", r.reference,
+          r.rows_checked, r.pass ? "pass" : "FAIL", r.max_abs_err, r.max_rel_rms, r.max_lse_err,
+          r.pass ? "" : " - " + r.detail);
       if (!r.pass) return 1;
     }
     const sm90::TimingOptions topt{
@@ -80,7 +91,8 @@ struct Run : Command {
     const Prediction pred = predict(*s, hardware, problem);
     const double us = t.median_ms * 1e3;
     std::cout << fmt::format(
-        "  measured   {:9.1f} us  {:6.1f} TFLOPS  (median of {} x {} back-to-back launches, min {:.1f} max {:.1f} us; {} "
+        "  measured   {:9.1f} us  {:6.1f} TFLOPS  (median of {} x {} back-to-back launches, min {:.1f} max {:.1f} us; "
+        "{} "
         "CTAs)\n",
         us, problem.flops() / (us * 1e6), timing.reps, timing.launches, t.min_ms * 1e3, t.max_ms * 1e3, t.launch.grid);
     std::cout << fmt::format("  predicted  {:9.1f} us  {:6.1f} TFLOPS  ({}: {:+.1f}%)\n", pred.time_us, pred.tflops,
@@ -97,7 +109,8 @@ struct Run : Command {
           "repetitions interleaved){}\n",
           tt.median_ms * 1e3, 100 * (tt.median_ms / t.median_ms - 1), trace_warps,
           dropped ? fmt::format("; {} spans past --trace-cap {} per warp dropped", dropped, cap) : "");
-      std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace, std::min<size_t>(ctas, rec.ctas.size()));
+      std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace,
+                               std::min<size_t>(ctas, rec.ctas.size()));
     }
     if (!predicted_trace.empty()) {
       std::ofstream out(predicted_trace);
@@ -120,8 +133,9 @@ struct Run : Command {
 
 std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
   auto c = std::make_unique<Run>();
-  sub = app.add_subcommand("run", "run the real kernel a schedule resolves to, beside its prediction");
-  sub->add_option("schedule", c->schedule, "schedule JSON (a fa3_sm90, fa2_sm80 or blackflash schedule)");
+  sub = app.add_subcommand("run", "run the real kernel a schedule resolves to (SM90 or SM100), beside its prediction");
+  sub->add_option("schedule", c->schedule,
+                  "schedule JSON (an fa3_sm90, fa2_sm80, fa4_sm100 or blackflash family schedule)");
   sub->add_option("--variant", c->variant, "apply a variant the schedule file declares");
   sub->add_option("--set", c->sets, "override a schedule field: /json/pointer=value (repeatable)");
   c->pf.add(sub);
@@ -130,7 +144,8 @@ std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
   sub->add_flag("--check", c->check, "check O and LSE against a reference first");
   sub->add_option("--trace", c->trace, "write the measured per-warp timeline as a Chrome trace");
   sub->add_option("--predicted-trace", c->predicted_trace, "write the simulator's trace of the same problem");
-  sub->add_option("--ctas", c->ctas, "CTAs in the measured trace (the critical one first)")->check(CLI::Range(1, 100000));
+  sub->add_option("--ctas", c->ctas, "CTAs in the measured trace (the critical one first)")
+      ->check(CLI::Range(1, 100000));
   sub->add_option("--trace-cap", c->cap, "spans recorded per warp at most (0: all)")->check(CLI::Range(0, 1 << 28));
   sub->add_option("--trace-warps", c->trace_warps,
                   "warps that record: first (load warp + first warp of each consumer warpgroup; default), all, or "

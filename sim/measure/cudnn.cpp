@@ -65,6 +65,7 @@ CudnnTimes time_cudnn(const std::vector<Problem>& problems, const std::string& w
 std::string hardware_for_gpu(const std::string& gpu) {
   if (gpu.find("H200") != std::string::npos) return "h200";
   if (gpu.find("H100") != std::string::npos) return "h100_sxm";
+  if (gpu.find("B200") != std::string::npos) return "b200";
   return "";
 }
 

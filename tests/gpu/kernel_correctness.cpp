@@ -1,11 +1,13 @@
 // attnsim_kernel_tests [--quick] [--family NAME]: every compiled kernel (kernels/sm90, kernels/fa2,
-// kernels/blackflash) against a reference, on the GPU. For each kernel: causal and non-causal x
-// a set of shapes with ragged sequence lengths (not multiples of the tile), GQA, sq != sk, rows
-// that see no key, more tiles than SMs, and one large shape checked on sampled rows by the GPU
-// reference (not with --quick); each under every tile scheduler it runs with (the dynamic one's
-// counter must be back at 0 after each launch, or the next run fails). --family (fa3_sm90,
-// fa2_sm80, blackflash) keeps the kernels of one family. Exits 0 when all pass, 1 on a failure, 2
-// on bad arguments, and 77 (ctest: skipped) with a message when this machine has no usable GPU.
+// kernels/sm100, kernels/blackflash) that the GPU at hand can run (kernel_unrunnable: its
+// architecture) against a reference; --family (fa3_sm90, fa2_sm80, fa4_sm100, blackflash) keeps
+// the kernels of one family. For each kernel:
+// causal and non-causal x a set of shapes with ragged sequence lengths (not multiples of the
+// tile), GQA, sq != sk, rows that see no key, more tiles than SMs, and one large shape checked on
+// sampled rows by the GPU reference; each under every tile scheduler it runs with (the dynamic
+// one's counter must be back at 0 after each launch, or the next run fails). Exits 0 when all
+// pass, 1 on a failure, 2 on bad arguments, and 77 (ctest: skipped) with a message when this
+// machine has no GPU or none that runs any compiled kernel.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -16,13 +18,13 @@
 using namespace attnsim::sm90;
 
 namespace {
-/// The tile schedulers a kernel runs under: the dynamic one's kernels only under it, the other
-/// sm90 kernels under static persistent and one-tile-per-CTA grids; fa2 (which ignores the
-/// choice) and blackflash (one CTA per tile only) once, Lpt.
+/// The tile schedulers a kernel runs under: the dynamic one's kernels only under it, blackflash's
+/// one CTA per tile only, the others under static persistent and one-tile-per-CTA grids (fa2
+/// ignores the choice).
 std::vector<TileScheduler> schedulers_of(const CompiledKernel& k) {
+  if (std::holds_alternative<attnsim::blackflash::KernelKnobs>(k.knobs)) return {TileScheduler::Lpt};
   const auto* s = std::get_if<KernelKnobs>(&k.knobs);
-  if (!s) return {TileScheduler::Lpt};
-  if (s->dynamic) return {TileScheduler::DynamicLpt};
+  if (s && s->dynamic) return {TileScheduler::DynamicLpt};
   return {TileScheduler::StaticPersistent, TileScheduler::Lpt};
 }
 }  // namespace
@@ -37,13 +39,14 @@ int main(int argc, char** argv) {
     } else if (a == "--family" && i + 1 < argc) {
       family = argv[++i];
     } else {
-      std::printf("usage: attnsim_kernel_tests [--quick] [--family fa3_sm90|fa2_sm80|blackflash]; got \"%s\"\n",
-                  a.c_str());
+      std::printf(
+          "usage: attnsim_kernel_tests [--quick] [--family fa3_sm90|fa2_sm80|fa4_sm100|blackflash]; got \"%s\"\n",
+          a.c_str());
       return 2;
     }
   }
   const GpuInfo gpu = gpu_info();
-  if (!gpu.usable) {
+  if (gpu.name.empty()) {
     std::printf("SKIPPED: %s\n", gpu.why.c_str());
     return 77;
   }
@@ -56,18 +59,26 @@ int main(int argc, char** argv) {
     std::printf("FAIL: no compiled kernel of family \"%s\" (`attnsim run --list` shows them)\n", family.c_str());
     return 1;
   }
-  int failures = 0, runs = 0;
+  int failures = 0, runs = 0, skipped = 0;
+  std::string skip_why;
   for (const CompiledKernel& k : compiled_kernels()) {
     if (!family.empty() && attnsim::kernel_family(k.knobs) != family) continue;
+    // Each kernel runs on its own architecture only (sm_90a: H100/H200; sm_100a: SM100, e.g. B200).
+    if (const std::string why = kernel_unrunnable(k.knobs, gpu); !why.empty()) {
+      ++skipped;
+      skip_why = why;
+      std::printf("skip %-46s %s\n", attnsim::describe(k.knobs).c_str(), why.c_str());
+      continue;
+    }
     const int d = attnsim::kernel_head_dim(k.knobs);
     // batch, heads, kv_heads, seqlen_q, seqlen_k (causal added below).
     std::vector<Shape> shapes = {
-        {1, 2, 2, 1, 1, d, false},        // one row, one key
-        {2, 4, 2, 333, 411, d, false},    // ragged tails, GQA 2:1, sq < sk
-        {1, 3, 1, 200, 77, d, false},     // MQA, sq > sk: with causal, rows below the diagonal see nothing
-        {1, 2, 2, 517, 517, d, false},    // several m-blocks, ragged
-        {1, 4, 2, 256, 256, d, false},    // whole tiles only (no tail mask), GQA 2:1
-        {4, 12, 3, 700, 650, d, false},   // more tiles than SMs: persistent CTAs run several, GQA 4:1
+        {1, 2, 2, 1, 1, d, false},       // one row, one key
+        {2, 4, 2, 333, 411, d, false},   // ragged tails, GQA 2:1, sq < sk
+        {1, 3, 1, 200, 77, d, false},    // MQA, sq > sk: with causal, rows below the diagonal see nothing
+        {1, 2, 2, 517, 517, d, false},   // several m-blocks, ragged
+        {1, 4, 2, 256, 256, d, false},   // whole tiles only (no tail mask), GQA 2:1
+        {4, 12, 3, 700, 650, d, false},  // more tiles than SMs: persistent CTAs run several, GQA 4:1
     };
     if (!quick) shapes.push_back({1, 4, 4, 2100, 2100, d, false});  // GPU reference, sampled rows
     for (bool causal : {false, true})
@@ -84,7 +95,8 @@ int main(int argc, char** argv) {
                         r.max_rel_rms, r.max_lse_err, r.pass ? "" : "  ", r.detail.c_str());
             if (!r.pass) ++failures;
           } catch (const std::exception& e) {
-            std::printf("FAIL %-46s %-34s error: %s\n", attnsim::describe(k.knobs).c_str(), s.describe().c_str(), e.what());
+            std::printf("FAIL %-46s %-34s error: %s\n", attnsim::describe(k.knobs).c_str(), s.describe().c_str(),
+                        e.what());
             ++failures;
             if (std::string(e.what()).find("unspecified launch failure") != std::string::npos ||
                 std::string(e.what()).find("illegal") != std::string::npos) {
@@ -95,6 +107,11 @@ int main(int argc, char** argv) {
         }
       }
   }
-  std::printf("%d of %d runs passed\n", runs - failures, runs);
+  if (runs == 0) {
+    std::printf("SKIPPED: none of the %d compiled kernels runs on this GPU: %s\n", skipped, skip_why.c_str());
+    return 77;
+  }
+  std::printf("%d of %d runs passed (%d kernels skipped: built for another GPU architecture)\n", runs - failures, runs,
+              skipped);
   return failures ? 1 : 0;
 }

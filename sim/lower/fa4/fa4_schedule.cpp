@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -393,6 +394,62 @@ std::map<std::string, double> Fa4Schedule::resources(const Hardware& hw, const P
           {"tmem_columns", static_cast<double>(TmemAllocator::round_up(static_cast<int>(max_end)))},
           {"registers", regs},
           {"warps", warps}};
+}
+
+KernelChoice Fa4Schedule::real_kernel(const Hardware& hw, const Problem& p) const {
+  KernelChoice c;
+  const Resolved k = resolve(hw, p);
+  auto no = [&](std::string why) {
+    c.why_not = std::move(why);
+    return c;
+  };
+  if (p.head_dim != 64 && p.head_dim != 128)
+    return no(fmt::format("head_dim {}: kernels/sm100 is built for 64 and 128", p.head_dim));
+  if (p.head_dim_v != p.head_dim || p.dtype != "bf16")
+    return no("kernels/sm100 implements bf16 with head_dim_v = head_dim only");
+  if (k.cta_group != 1)
+    return no(fmt::format("cta_group {}{}: 2-CTA tcgen05.mma (cluster 2x1, M = 256) is not implemented in kernels/sm100 "
+                          "yet; with cta_group 1 it runs (variant one_cta, or --set /cta_group=1)",
+                          k.cta_group, k.cta_group_auto ? " (auto: non-causal hd128 with seqlen_q > 256)" : ""));
+  if (k.m_block != sm100::kMBlock || k.n_block != sm100::kNBlock)
+    return no(fmt::format("tile {}x{}: kernels/sm100 is built for 128x128", k.m_block, k.n_block));
+  if (k.q_stage > 2) return no(fmt::format("q_stage {}: kernels/sm100 has two softmax warpgroups", k.q_stage));
+  // The kernel's warp roles are FA4's fixed layout (kernels/sm100/structure.h warp_role).
+  for (const auto& [role, d] : roles_)
+    for (int w : d.warps) {
+      const std::string kernel_role = w < sm100::kWarps ? sm100::warp_role_name(w) : "none";
+      if (kernel_role != role)
+        return no(fmt::format("warp {} is {} here but {} in kernels/sm100 (FA4's layout: softmax0 0-3, softmax1 "
+                              "4-7, correction 8-11, mma 12, epilogue 13, load 14, empty 15)",
+                              w, role, kernel_role));
+    }
+  int max_end = 0;
+  for (const auto& [name, r] : tmem_) max_end = std::max(max_end, r.start + r.columns);
+  auto start = [&](const std::string& region, int fallback) {
+    auto it = tmem_.find(region);
+    return it == tmem_.end() ? fallback : it->second.start;
+  };
+  sm100::KernelKnobs kk;
+  kk.head_dim = p.head_dim;
+  kk.q_stage = k.q_stage;
+  kk.kv_stage = k.kv_stage;
+  kk.cta_group = k.cta_group;
+  kk.split_columns = k.split_columns;
+  kk.emu_freq = k.emu_freq, kk.emu_res = k.emu_res, kk.emu_start_frg = k.emu_start_frg;
+  kk.conditional_rescale = knobs_.conditional_rescale;
+  kk.rescale_threshold_milli = knobs_.conditional_rescale ? static_cast<int>(std::lround(knobs_.rescale_threshold_log2 * 1000))
+                                                         : 0;
+  kk.correction_warpgroup = knobs_.correction_warpgroup;
+  kk.reg_softmax = k.reg_softmax, kk.reg_correction = k.reg_correction, kk.reg_other = k.reg_other;
+  kk.exp_order_barrier = knobs_.exp_order_barrier;
+  // Stage 1's regions are unused with q_stage 1; stage 0's stand in when the map omits them.
+  kk.tmem_s0 = start("S0", 0), kk.tmem_p0 = start("P0", 0), kk.tmem_o0 = start("O0", 0);
+  kk.tmem_s1 = start("S1", kk.tmem_s0), kk.tmem_p1 = start("P1", kk.tmem_p0), kk.tmem_o1 = start("O1", kk.tmem_o0);
+  kk.tmem_alloc = TmemAllocator::round_up(max_end);
+  c.supported = true;
+  c.knobs = kk;
+  c.scheduler = k.persistent ? TileScheduler::StaticPersistent : TileScheduler::Lpt;
+  return c;
 }
 
 GridPlan Fa4Schedule::plan_grid(const Hardware& hw, const Problem& p, long long max_tiles) const {

@@ -1,0 +1,117 @@
+// MMA role (warp 12, lane 0 issues): every tcgen05.mma of the CTA, cta_group::1, M = 128.
+// S_s = Q_s K^T into TMEM (hd/16 instructions, K = 16, A and B K-major from SMEM) and
+// O_s += P_s V (8 instructions, A = P from TMEM, B = V MN-major from SMEM), in FA4's order:
+// prologue QK_0, QK_1 of block n-1; per block j: PV_0(j), QK_0(j-1), PV_1(j), QK_1(j-1); each PV
+// first acquires pipeline_s_p_o (first split of P stored, O rescaled), issues its first
+// split_columns/16 K-steps, waits on pipeline_p_lastsplit, then issues the rest. tcgen05.commit
+// signals S ready (pipeline_s_p_o.full), final O (pipeline_o_acc.full) and frees Q and K/V
+// stages. Mirrors sim/lower/fa4/mma.cpp.
+#pragma once
+
+#include "common/pipeline_state.h"
+#include "device.cuh"
+#include "kernel_traits.cuh"
+#include "smem.cuh"
+
+namespace attnsim::sm100 {
+
+/// tcgen05.commit of everything this thread issued so far to `bar` (one arrival when it completes).
+__device__ __forceinline__ void commit_to(uint64_t* bar) {
+#if ATTNSIM_HAVE_TCGEN05
+  cuda::ptx::tcgen05_commit(cuda::ptx::cta_group_1, bar);
+#endif
+}
+
+template <class T>
+__device__ __forceinline__ void mma_warp(const Params& p, const Smem<T>& s, TraceRecorder<T::kTrace>& tr,
+                                         uint32_t tmem) {
+#if ATTNSIM_HAVE_TCGEN05
+  constexpr uint32_t kIdescQk = instr_desc_bf16(kMBlock, kNBlock, false);
+  constexpr uint32_t kIdescPv = instr_desc_bf16(kMBlock, T::kHeadDim, true);
+  constexpr int kQkSteps = T::kHeadDim / 16, kPvSteps = kNBlock / 16, kSplitSteps = T::kSplit / 16;
+  constexpr uint32_t kChunkBytes = kMBlock * 128;  // one [128][64] bf16 swizzle chunk
+  PipelineState kv_read = PipelineState::consumer_start(T::kKvStage);
+  // Parities, one bit per Q stage: waits for softmax/correction arrivals start at phase 0; the
+  // accumulators start free (producer side: every bit 1, the fresh barrier's previous phase).
+  uint32_t spo_empty = 0, lastsplit = 0, o_acc_free = ~0u;
+  int local = 0;
+  // S_s = Q_s K^T of the K block in ring stage `ks`.
+  auto qk = [&](int q, int ks) {
+    const uint32_t qa = smem_u32(s.q(q)), ka = smem_u32(s.kv(ks));
+#pragma unroll
+    for (int k = 0; k < kQkSteps; ++k) {
+      const uint32_t off = (k / 4) * kChunkBytes + (k % 4) * 32;  // 16 bf16 = 32 B along K inside the swizzle row
+      cuda::ptx::tcgen05_mma(cuda::ptx::kind_f16, cuda::ptx::cta_group_1, tmem + T::tmem_s(q),
+                             smem_desc_sw128(qa + off, 16, 1024), smem_desc_sw128(ka + off, 16, 1024), kIdescQk, k > 0);
+    }
+    commit_to(s.bar(kSpoFull, q));
+  };
+  // O_s += P_s V, K-steps [k0, k1) (16 keys each: 8 TMEM columns of bf16 pairs, 2048 B of V).
+  auto pv = [&](int q, int vs, int k0, int k1, bool accumulate) {
+    const uint32_t va = smem_u32(s.kv(vs));
+#pragma unroll
+    for (int k = k0; k < k1; ++k)
+      cuda::ptx::tcgen05_mma_tmem_a(cuda::ptx::kind_f16, cuda::ptx::cta_group_1, tmem + T::tmem_o(q),
+                                    tmem + T::tmem_p(q) + k * 8, smem_desc_sw128(va + k * 2048, kChunkBytes, 1024),
+                                    kIdescPv, accumulate || k > 0);
+  };
+  for (long long t = first_tile(p.tiles, blockIdx.x); t < p.num_tiles; t = next_tile(p.tiles, t, gridDim.x), ++local) {
+    const TileCoord c = tile_at(p.tiles, t);
+    const int n = c.n_blocks;
+    tr.tile(p, s.trace(), n, trace_spans_per_tile);
+    int k_stage = kv_read.index;
+    traced_wait(tr, s.kv_full(k_stage), kv_read.phase, ATTNSIM_WAIT_KV_FULL, k_stage, n - 1, local);
+    kv_read.advance();
+    for (int q = 0; q < T::kQStage; ++q) {
+      traced_wait(tr, s.bar(kQFull, q), local & 1, ATTNSIM_WAIT_Q_FULL, q, -1, local);
+      cuda::ptx::tcgen05_fence_after_thread_sync();
+      const uint32_t t0 = tr.now();
+      qk(q, k_stage);
+      tr.span(ATTNSIM_OP_MMA_QK, t0, tr.now(), n - 1, local);
+      if (n == 1) commit_to(s.bar(kQEmpty, q));
+    }
+    commit_to(s.kv_empty(k_stage));
+    for (int i = 0; i < n; ++i) {
+      const int j = n - 1 - i;
+      const int v_stage = kv_read.index;
+      traced_wait(tr, s.kv_full(v_stage), kv_read.phase, ATTNSIM_WAIT_KV_FULL, v_stage, j, local);
+      kv_read.advance();
+      for (int q = 0; q < T::kQStage; ++q) {
+        if (i == 0) {  // O_s of the previous tile has been read out by its owner
+          traced_wait(tr, s.bar(kOAccEmpty, q), (o_acc_free >> q) & 1, ATTNSIM_WAIT_OACC_EMPTY, q, j, local);
+          o_acc_free ^= 1u << q;
+        }
+        traced_wait(tr, s.bar(kSpoEmpty, q), (spo_empty >> q) & 1, ATTNSIM_WAIT_SPO_EMPTY, q, j, local);
+        spo_empty ^= 1u << q;
+        cuda::ptx::tcgen05_fence_after_thread_sync();
+        uint32_t t0 = tr.now();
+        pv(q, v_stage, 0, kSplitSteps, i > 0);
+        tr.span(ATTNSIM_OP_MMA_PV, t0, tr.now(), j, local);
+        traced_wait(tr, s.bar(kLastsplitFull, q), (lastsplit >> q) & 1, ATTNSIM_WAIT_LASTSPLIT_FULL, q, j, local);
+        lastsplit ^= 1u << q;
+        cuda::ptx::tcgen05_fence_after_thread_sync();
+        t0 = tr.now();
+        pv(q, v_stage, kSplitSteps, kPvSteps, true);
+        tr.span(ATTNSIM_OP_MMA_PV, t0, tr.now(), j, local);
+        if (i + 1 < n) {
+          if (q == 0) {  // K(j-1) follows V(j) in the ring
+            k_stage = kv_read.index;
+            traced_wait(tr, s.kv_full(k_stage), kv_read.phase, ATTNSIM_WAIT_KV_FULL, k_stage, j - 1, local);
+            kv_read.advance();
+          }
+          t0 = tr.now();
+          qk(q, k_stage);  // issued behind PV_s(j) in the same thread: it reads P_s before S_s is overwritten
+          tr.span(ATTNSIM_OP_MMA_QK, t0, tr.now(), j - 1, local);
+          if (i + 2 == n) commit_to(s.bar(kQEmpty, q));  // the tile's last QK of this stage
+        } else {
+          commit_to(s.bar(kOAccFull, q));  // the tile's last PV of this stage: final O accumulated
+        }
+      }
+      commit_to(s.kv_empty(v_stage));
+      if (i + 1 < n) commit_to(s.kv_empty(k_stage));
+    }
+  }
+#endif
+}
+
+}  // namespace attnsim::sm100
