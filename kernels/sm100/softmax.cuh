@@ -75,7 +75,7 @@ __device__ __forceinline__ void softmax_warpgroup(const Params& p, const Smem<T>
         if (!(q == 0 && first_exp)) {
           t0 = tr.now();
           named_sync(order_barrier(q), kOrderThreads);
-          tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, local, ATTNSIM_WAIT_ORDER_BAR, order_barrier(q));
+          tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, local, ATTNSIM_WAIT_ORDER_BAR, q);
         }
       }
       first_exp = false;
