@@ -186,7 +186,7 @@ if(ATTNSIM_HAVE_CUDA)
     FILE ${OUTDIR}/bench_gpu/bench.csv)
 endif()
 
-# fidelity: the committed validation measurements (configs/validation/<gpu>/fa3_sm90_validate)
+# fidelity: the committed validation measurements (configs/validation/<gpu>/<folder> with a fidelity.json)
 # re-predicted with the current model and checked against the baseline committed beside them
 # (fidelity.json): fails when MAPE or max |error| grows by more than 0.05 points or Spearman drops
 # by more than 0.005. No GPU; a few seconds. A model change that moves the figures on purpose

@@ -85,9 +85,44 @@ void set_trace_params(P& p, const TraceBuffers* trace) {
   p.trace_warps = trace->warps;
 }
 
+/// How a launch covers the work tiles: a schedule's tile_scheduler, resolved for one problem
+/// (Schedule::real_kernel). The tile order itself is kernels/common/tile_order.h's.
+enum class TileScheduler : int {
+  /// One CTA per tile, longest first (m-blocks in reverse, heads fastest); the hardware's block
+  /// scheduler hands the next CTA to an SM when one exits.
+  Lpt = 0,
+  /// One CTA per SM; CTA c runs tiles c, c + grid, ... with m-blocks fastest.
+  StaticPersistent = 1,
+  /// One CTA per SM; tiles in the Lpt order, each CTA taking the next one from a global counter
+  /// when it has issued the loads of its current one (FlashAttention-3's dynamic persistent
+  /// scheduler, arXiv:2407.08608 and hopper/tile_scheduler.hpp).
+  DynamicLpt = 2,
+};
+
+/// "lpt", "static_persistent" or "dynamic_lpt": the schedule JSON's name of `s`.
+inline const char* tile_scheduler_name(TileScheduler s) {
+  switch (s) {
+    case TileScheduler::Lpt: return "lpt";
+    case TileScheduler::StaticPersistent: return "static_persistent";
+    case TileScheduler::DynamicLpt: return "dynamic_lpt";
+  }
+  return "?";
+}
+
+/// How reports describe `s`: "LPT single-tile", "static persistent" or "dynamic LPT persistent".
+inline const char* tile_scheduler_label(TileScheduler s) {
+  switch (s) {
+    case TileScheduler::Lpt: return "LPT single-tile";
+    case TileScheduler::StaticPersistent: return "static persistent";
+    case TileScheduler::DynamicLpt: return "dynamic LPT persistent";
+  }
+  return "?";
+}
+
 /// Launches one kernel asynchronously on `stream` (a cudaStream_t). Throws std::invalid_argument
-/// when the shape does not fit the kernel (head_dim, GQA) and std::runtime_error on CUDA errors.
-using LaunchFn = void (*)(const Shape&, const Tensors&, bool persistent, const TraceBuffers* trace, void* stream,
+/// when the shape does not fit the kernel (head_dim, GQA) or the kernel has no such tile
+/// scheduler, and std::runtime_error on CUDA errors.
+using LaunchFn = void (*)(const Shape&, const Tensors&, TileScheduler sched, const TraceBuffers* trace, void* stream,
                           LaunchInfo* info);
 
 }  // namespace attnsim

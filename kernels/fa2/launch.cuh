@@ -15,12 +15,12 @@
 namespace attnsim::fa2 {
 
 /// Launches fa2_forward<T> asynchronously on `stream`; a LaunchFn (kernels/common/launch_abi.h).
-/// `persistent` is ignored (the grid is one CTA per (batch, head)). A traced kernel (T::kTrace)
+/// `sched` is ignored (the grid is one CTA per (batch, head), walking its tiles). A traced kernel (T::kTrace)
 /// needs `trace` (buffers for kWarps warps per CTA); a plain one ignores it, as the SM90
 /// launcher does. Throws std::invalid_argument when the shape does not fit the kernel,
 /// std::runtime_error on CUDA errors.
 template <class T>
-void launch(const Shape& sh, const Tensors& t, bool /*persistent*/, const TraceBuffers* trace, void* stream,
+void launch(const Shape& sh, const Tensors& t, TileScheduler /*sched*/, const TraceBuffers* trace, void* stream,
             LaunchInfo* info) {
   check_launch(sh, T::kHeadDim, T::kTrace, trace);
   Fa2Params p{};

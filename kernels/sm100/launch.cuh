@@ -21,13 +21,16 @@ int sm_count();
 
 namespace attnsim::sm100 {
 
-/// Launches fa4_forward<T> on `stream`; `persistent`: static persistent grid (else one CTA per
-/// tile, longest first). Throws std::invalid_argument when the shape does not fit the kernel,
-/// std::runtime_error on CUDA errors.
+/// Launches fa4_forward<T> on `stream`; `sched`: static persistent grid or one CTA per tile,
+/// longest first (the dynamic scheduler is not implemented here). Throws std::invalid_argument
+/// when the shape or the scheduler does not fit the kernel, std::runtime_error on CUDA errors.
 template <class T>
-void launch(const Shape& sh, const Tensors& t, bool persistent, const TraceBuffers* trace, void* stream,
+void launch(const Shape& sh, const Tensors& t, TileScheduler sched, const TraceBuffers* trace, void* stream,
             LaunchInfo* info) {
   check_launch(sh, T::kHeadDim, T::kTrace, trace);
+  if (sched == TileScheduler::DynamicLpt)
+    throw std::invalid_argument("the SM100 kernel has no dynamic tile scheduler (static_persistent or lpt)");
+  const bool persistent = sched == TileScheduler::StaticPersistent;
   Params p{};
   p.tm_q = sm90::make_tensor_map(t.q, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, kMBlock);
   p.tm_k = sm90::make_tensor_map(t.k, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, kNBlock);
@@ -35,7 +38,8 @@ void launch(const Shape& sh, const Tensors& t, bool persistent, const TraceBuffe
   p.tm_o = sm90::make_tensor_map(t.o, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, kMBlock);
   p.lse = t.lse;
   p.group = sh.heads / sh.kv_heads;
-  p.tiles = TileSpace{sh.batch, sh.heads, sh.seqlen_q, sh.seqlen_k, T::kQStage * kMBlock, kNBlock, sh.causal, persistent};
+  p.tiles =
+      TileSpace{sh.batch, sh.heads, sh.seqlen_q, sh.seqlen_k, T::kQStage * kMBlock, kNBlock, sh.causal, persistent};
   const long long tiles = p.tiles.num_tiles();
   if (tiles > (1LL << 31) - 1) throw std::invalid_argument("more than 2^31 work tiles");
   p.num_tiles = static_cast<int>(tiles);

@@ -160,49 +160,80 @@ struct Consumer {
     if constexpr (T::kPingpong)
       if (group == 1) named_arrive(kBarPingpong + 0, kPingpongThreads);  // warpgroup 0 issues first
     PipelineState q_read = PipelineState::consumer_start(kQStages);
-    int local = 0;
-    for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
-      const Tile c = tile_at(p, t, T::kMBlock, N);
-      const int n = c.n_blocks;
-      // This thread's first row (r0) in the sequence.
-      const int row0 = c.m * T::kMBlock + group * 64 + 16 * warp + lane / 4;
-      RowStats st;
-      float alpha[2];
-      tr.tile(p, s.trace, n, trace_spans_per_tile);
-      traced_wait(tr, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
-      q_read.advance();
-      if constexpr (T::kOverlap) {
-        turn_start(n - 1, local);
-        issue_qk(n - 1, local);
-        turn_end();
-        wait_mma<0>(n - 1, local);
-        release(s.k_empty, k_read.index);
-        k_read.advance();
-        if (n - 1 >= c.first_masked)
-          softmax<true>(n - 1, local, row0, st, alpha);
-        else
-          softmax<false>(n - 1, local, row0, st, alpha);
-        rescale_and_pack(n - 1, local, alpha, false);
-        // The blocks that need the mask come first (j descends), then the hot loop without the
-        // mask test: a test per block (a parameter load, two branches and a reconvergence) took
-        // about a quarter of softmax_max's PC samples (ncu, H100, 2026-11-23).
-        int j = n - 2;
-        for (; j >= c.first_masked; --j) overlap_step<true>(j, n, local, row0, st, alpha);
-        for (; j >= 0; --j) overlap_step<false>(j, n, local, row0, st, alpha);
-        turn_start(0, local);
-        issue_pv(0, local, n > 1);
-        turn_end();
-        wait_mma<0>(0, local);
-        release(s.v_empty, v_read.index);
-        v_read.advance();
-      } else {
-        int j = n - 1;
-        for (; j >= c.first_masked; --j) sequential_step<true>(j, n, local, row0, st, alpha);
-        for (; j >= 0; --j) sequential_step<false>(j, n, local, row0, st, alpha);
+    if constexpr (T::kDynamic) {
+      // The load warp hands over each tile with its Q (an index past the last: no more tiles).
+      for (int local = 0;; ++local) {
+        const uint32_t t0 = tr.now();
+        wait_parity(&s.q_full[q_read.index], q_read.phase);
+        const uint32_t t1 = tr.now();
+        const Tile c = slot_tile();
+        if (c.index >= p.num_tiles) break;
+        tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
+        tr.span(ATTNSIM_OP_WAIT, t0, t1, -1, local, ATTNSIM_WAIT_Q_FULL, 0, q_read.phase);
+        q_read.advance();
+        run_tile(c, local);
       }
-      epilogue<T>(p, s, tr, c, group, warp, lane, o, st, local);
-      if (lane == 0) arrive(s.q_empty);  // Q's buffer (which held O) may be refilled
+    } else {
+      int local = 0;
+      for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
+        const Tile c = tile_at(p, t, T::kMBlock, N);
+        tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
+        traced_wait(tr, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
+        q_read.advance();
+        run_tile(c, local);
+      }
     }
+  }
+
+  /// The tile whose Q is in the Q buffer, from the tile slot (dynamic scheduler; valid from its
+  /// pipeline_q.full wait to this warp's pipeline_q.empty arrival). Read where it is needed rather
+  /// than kept in registers across the KV loop, where the accumulators take nearly all of them.
+  __device__ Tile slot_tile() const {
+    const volatile Tile* v = s.tile;
+    return Tile{v->index, v->m, v->head, v->batch, v->n_blocks, v->first_masked};
+  }
+
+  /// One work tile, its Q in SMEM: the KV loop and the epilogue.
+  __device__ __forceinline__ void run_tile(const Tile& c, int local) {
+    const int n = c.n_blocks;
+    // This thread's first row (r0) in the sequence.
+    const int row0 = c.m * T::kMBlock + group * 64 + 16 * warp + lane / 4;
+    RowStats st;
+    float alpha[2];
+    if constexpr (T::kOverlap) {
+      turn_start(n - 1, local);
+      issue_qk(n - 1, local);
+      turn_end();
+      wait_mma<0>(n - 1, local);
+      release(s.k_empty, k_read.index);
+      k_read.advance();
+      if (n - 1 >= c.first_masked)
+        softmax<true>(n - 1, local, row0, st, alpha);
+      else
+        softmax<false>(n - 1, local, row0, st, alpha);
+      rescale_and_pack(n - 1, local, alpha, false);
+      // The blocks that need the mask come first (j descends), then the hot loop without the
+      // mask test: a test per block (a parameter load, two branches and a reconvergence) took
+      // about a quarter of softmax_max's PC samples (ncu, H100, 2026-11-23).
+      int j = n - 2;
+      for (; j >= c.first_masked; --j) overlap_step<true>(j, n, local, row0, st, alpha);
+      for (; j >= 0; --j) overlap_step<false>(j, n, local, row0, st, alpha);
+      turn_start(0, local);
+      issue_pv(0, local, n > 1);
+      turn_end();
+      wait_mma<0>(0, local);
+      release(s.v_empty, v_read.index);
+      v_read.advance();
+    } else {
+      int j = n - 1;
+      for (; j >= c.first_masked; --j) sequential_step<true>(j, n, local, row0, st, alpha);
+      for (; j >= 0; --j) sequential_step<false>(j, n, local, row0, st, alpha);
+    }
+    if constexpr (T::kDynamic)
+      epilogue<T>(p, s, tr, slot_tile(), group, warp, lane, o, st, local);
+    else
+      epilogue<T>(p, s, tr, c, group, warp, lane, o, st, local);
+    if (lane == 0) arrive(s.q_empty);  // Q's buffer (which held O) may be refilled
   }
 };
 

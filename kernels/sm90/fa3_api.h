@@ -22,6 +22,7 @@ using attnsim::LaunchFn;
 using attnsim::LaunchInfo;
 using attnsim::Shape;
 using attnsim::Tensors;
+using attnsim::TileScheduler;
 using attnsim::TraceBuffers;
 
 /// Parses --trace-warps: "first", "all", "none" or comma-separated warp indices ("0,4,5").
@@ -115,14 +116,14 @@ struct Timing {
 };
 /// Times a kernel as TimingOptions says. A traced kernel records every span (its scratch buffer
 /// holds them all), so its time is that of a full trace.
-Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, const TimingOptions& o);
+Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, const TimingOptions& o);
 /// The plain and the traced kernel (o.traced is ignored), their repetitions interleaved (plain,
 /// traced, plain, ...) so that drift during the run affects both alike: the instrumentation's
 /// overhead is traced.median_ms / plain.median_ms - 1.
 struct TimingPair {
   Timing plain, traced;
 };
-TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, bool persistent, const TimingOptions& o);
+TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, const TimingOptions& o);
 
 /// Result of checking a kernel's O and LSE against a reference.
 struct CheckResult {
@@ -137,7 +138,7 @@ struct CheckResult {
 /// Runs the kernel once and compares with a reference: every row on the CPU when the problem is
 /// small (b*h*sq*sk*d <= 2^31), else `sample_rows` rows per (batch, head) on a simple GPU
 /// reference kernel (fp32, one block per row). Tolerance: |err| <= 0.02 + 0.02 |ref| per element.
-CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, int sample_rows = 64);
+CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, int sample_rows = 64);
 
 /// A measured timeline: every recording warp's spans (raw records) and every CTA's clock anchors.
 struct MeasuredTrace {
@@ -155,7 +156,7 @@ struct MeasuredTrace {
 /// Runs the traced kernel once (after one warm-up launch) with `cap` records per warp (0: enough
 /// for every span of the launch), lane 0 of the warps in `trace_warps` recording. Any family with
 /// a traced build (kernels/sm90, kernels/fa2); std::invalid_argument for a kernel without one.
-MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, uint32_t cap,
+MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, uint32_t cap,
                            uint32_t trace_warps = kTraceWarpsFirst);
 
 }  // namespace attnsim::sm90

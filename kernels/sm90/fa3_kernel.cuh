@@ -44,9 +44,10 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
   TraceRecorder<T::kTrace> tr;
   tr.init(p, s.trace, warp, lane);
   __syncthreads();
+  int tiles = 0;  // tiles this CTA ran, as the load warp (thread 0) counts them
   if (warp_role(warp) != Role::Consumer) {
     set_registers<T::kRegProducer>(false);
-    if (warp_role(warp) == Role::Load && lane == 0) load_warp<T>(p, s, tr);
+    if (warp_role(warp) == Role::Load && lane == 0) tiles = load_warp<T>(p, s, tr);
   } else {
     set_registers<T::kRegConsumer>(true);
     Consumer<T> c{p, s, tr, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
@@ -58,8 +59,10 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
     if (threadIdx.x == 0) {
       p.cta_clock[blockIdx.x].ns1 = globaltimer();
       p.cta_clock[blockIdx.x].clk1 = clock64();
-      int tiles = 0;
-      for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) ++tiles;
+      if constexpr (!T::kDynamic) {  // c, c + grid, ...
+        tiles = 0;
+        for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) ++tiles;
+      }
       p.cta_clock[blockIdx.x].tiles = tiles;
     }
   }

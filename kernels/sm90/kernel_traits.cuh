@@ -17,12 +17,13 @@ namespace attnsim::sm90 {
 /// KV block (wgmma N of S = Q K^T); kKvStage: K and V ring depth; kPingpong: the two consumer
 /// warpgroups take turns issuing GEMMs (named barriers); kOverlap: the PV wgmma of block j+1
 /// is issued with the QK of block j, in one pingpong turn (both finish before block j's softmax); kRegConsumer/kRegProducer: setmaxnreg budgets; kTrace:
-/// the warps selected at run time (Params::trace_warps) record their spans.
+/// the warps selected at run time (Params::trace_warps) record their spans; kDynamic: the
+/// dynamic LPT tile scheduler (next_tile, the tile slot), else tiles are c, c + grid, ...
 template <int kHeadDim_, int kMBlock_, int kNBlock_, int kKvStage_, bool kPingpong_, bool kOverlap_, int kRegConsumer_,
-          int kRegProducer_, bool kTrace_>
+          int kRegProducer_, bool kTrace_, bool kDynamic_ = false>
 struct Traits {
   static constexpr int kHeadDim = kHeadDim_, kMBlock = kMBlock_, kNBlock = kNBlock_, kKvStage = kKvStage_;
-  static constexpr bool kPingpong = kPingpong_, kOverlap = kOverlap_, kTrace = kTrace_;
+  static constexpr bool kPingpong = kPingpong_, kOverlap = kOverlap_, kTrace = kTrace_, kDynamic = kDynamic_;
   static constexpr int kRegConsumer = kRegConsumer_, kRegProducer = kRegProducer_;
   static constexpr int kConsumers = consumer_warpgroups(kMBlock);
   static constexpr int kWarps = cta_warps(kConsumers);
@@ -30,10 +31,10 @@ struct Traits {
   // 128B swizzle: a TMA box row is at most 128 bytes, so tiles are stored as head_dim/64
   // column chunks of [rows][64] bf16, each chunk a run of 1024-byte swizzle atoms.
   static constexpr int kChunks = kHeadDim / 64;
-  static constexpr SmemLayout kSmem = smem_layout(kMBlock, kNBlock, kHeadDim, kHeadDim, kKvStage, 2, kTrace);
+  static constexpr SmemLayout kSmem = smem_layout(kMBlock, kNBlock, kHeadDim, kHeadDim, kKvStage, 2, kTrace, kDynamic);
   static constexpr int kQBytes = kSmem.q_bytes, kKBytes = kSmem.k_bytes, kVBytes = kSmem.v_bytes;
   static constexpr int kQOff = kSmem.q, kKOff = kSmem.k, kVOff = kSmem.v, kBarOff = kSmem.barriers;
-  static constexpr int kTraceOff = kSmem.trace, kSmemBytes = kSmem.bytes;
+  static constexpr int kTileOff = kSmem.tile, kTraceOff = kSmem.trace, kSmemBytes = kSmem.bytes;
   static constexpr int kNumBars = mbarrier_count(kKvStage);
   // Arrivals on the empty barriers: lane 0 of every consumer warp, after its own wgmma wait.
   static constexpr int kConsumerWarps = empty_arrivals(kConsumers);
@@ -62,25 +63,44 @@ struct Params {
   float scale;     // softmax scale (1/sqrt(head_dim))
   float scale_log2;
   int m_tiles, num_tiles;
-  int persistent;  // 1: CTA c runs tiles c, c + grid, ...; m-block fastest. 0: one tile per CTA, longest first.
+  int persistent;  // tile order: 1 m-block fastest (static persistent), 0 longest first (tile_order.h)
   attnsim_trace_record* trace;  // [CTA][warp][trace_cap] when tracing; t0/t1 raw 32-bit %clock
   attnsim_cta_clock* cta_clock;  // [CTA]
   uint32_t* trace_count;         // [CTA][warp]: records written (<= trace_cap)
   uint32_t* trace_spans;         // [CTA][warp]: spans run (more than written: dropped)
   uint32_t trace_cap;
   uint32_t trace_warps;          // bit w: lane 0 of warp w records
+  int* tile_counter;  // kDynamic: [0] tiles taken past the first gridDim.x, [1] CTAs done; both 0 between launches
 };
 
-/// One work tile: a block of m_block query rows of one (batch, head).
+/// One work tile: a block of m_block query rows of one (batch, head). With the dynamic tile
+/// scheduler the load warp passes it to the consumers through the tile slot (Smem::tile).
 struct Tile {
+  int index;  // linear index (kernels/common/tile_order.h); num_tiles or more: no more tiles
   int m, head, batch;
   int n_blocks;      // KV blocks it visits (causal: up to the diagonal)
   int first_masked;  // blocks [first_masked, n_blocks) need the mask; those below it none
 };
+static_assert(sizeof(Tile) <= kTileSlotBytes, "the tile slot holds a Tile (structure.h)");
+
+/// The dynamic tile scheduler's next tile for this CTA: the next untaken one of the global
+/// counter (a CTA's first tile is blockIdx.x). Lane 0 of the load warp calls it once per tile.
+/// The counter returns to 0 for the next launch: the last CTA to find the tiles exhausted resets
+/// it (every CTA has then made its last increment), so back-to-back launches on one stream need no
+/// memset; two launches sharing the counter must not run concurrently.
+__device__ __forceinline__ int next_tile(const Params& p) {
+  const int next = static_cast<int>(gridDim.x) + atomicAdd(&p.tile_counter[0], 1);
+  if (next >= p.num_tiles && atomicAdd(&p.tile_counter[1], 1) == static_cast<int>(gridDim.x) - 1) {
+    atomicExch(&p.tile_counter[0], 0);
+    atomicExch(&p.tile_counter[1], 0);
+  }
+  return next;
+}
 
 /// The tile with linear index t, in the simulator's order (kernels/common/tile_order.h).
 __device__ __forceinline__ Tile tile_at(const Params& p, int t, int m_block, int n_block) {
   Tile c;
+  c.index = t;
   long long bh;
   attnsim_tile_coords(t, p.persistent, p.m_tiles, static_cast<long long>(p.batch) * p.heads, &c.m, &bh);
   c.head = static_cast<int>(bh % p.heads);

@@ -22,8 +22,12 @@ CUtensorMap make_tensor_map(const void* base, int head_dim, int seqlen, int head
 /// Number of SMs of the current device (cached).
 int sm_count();
 
+/// The dynamic tile scheduler's counters (Params::tile_counter): two ints of device memory,
+/// zeroed once per process; each launch leaves them at 0 again (next_tile).
+int* tile_counter();
+
 template <class T>
-void launch(const Shape& sh, const Tensors& t, bool persistent, const TraceBuffers* trace, void* stream,
+void launch(const Shape& sh, const Tensors& t, TileScheduler sched, const TraceBuffers* trace, void* stream,
             LaunchInfo* info) {
   check_launch(sh, T::kHeadDim, T::kTrace, trace);
   Params p{};
@@ -42,9 +46,13 @@ void launch(const Shape& sh, const Tensors& t, bool persistent, const TraceBuffe
   p.scale_log2 = p.scale * 1.4426950408889634f;
   p.m_tiles = (sh.seqlen_q + T::kMBlock - 1) / T::kMBlock;
   p.num_tiles = p.m_tiles * sh.batch * sh.heads;
-  p.persistent = persistent;
+  if ((sched == TileScheduler::DynamicLpt) != T::kDynamic)
+    throw std::invalid_argument(std::string("kernel compiled ") + (T::kDynamic ? "for" : "without") +
+                                " the dynamic tile scheduler, launched with " + tile_scheduler_name(sched));
+  p.persistent = sched == TileScheduler::StaticPersistent;
+  if constexpr (T::kDynamic) p.tile_counter = tile_counter();
   set_trace_params(p, trace);
-  const int grid = persistent ? std::min(p.num_tiles, sm_count()) : p.num_tiles;
+  const int grid = sched == TileScheduler::Lpt ? p.num_tiles : std::min(p.num_tiles, sm_count());
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
     cuda_check(cudaFuncSetAttribute(fa3_forward<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes),

@@ -1,6 +1,8 @@
 // Load role: lane 0 of the load warp (warp 0 of the producer warpgroup) issues the TMA loads of Q
 // (once per tile) and of K_j, V_j for j = n-1 .. 0 into the kv_stage-deep rings, each after the
-// consumer warps freed the stage. Mirrors sim/lower/fa3/load.cpp.
+// consumer warps freed the stage. With the dynamic tile scheduler it also picks the CTA's tiles
+// (next_tile), hands each to the consumers in the tile slot, and from the second tile on loads
+// K_n-1 before Q. Mirrors sim/lower/fa3/load.cpp.
 #pragma once
 
 #include "common/pipeline_state.h"
@@ -10,25 +12,16 @@
 
 namespace attnsim::sm90 {
 
+/// Returns the number of tiles the CTA ran.
 template <class T>
-__device__ __forceinline__ void load_warp(const Params& p, const Smem<T>& s, TraceRecorder<T::kTrace>& tr) {
+__device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, TraceRecorder<T::kTrace>& tr) {
   // Write positions: every stage starts free, so the first pass through each ring does not wait.
   PipelineState q_write = PipelineState::producer_start(kQStages), kv_write = PipelineState::producer_start(T::kKvStage);
-  int local = 0;
-  for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
+  int local = 0, next = 0;
+  for (int t = blockIdx.x; t < p.num_tiles; t = T::kDynamic ? next : t + gridDim.x, ++local) {
     const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
     const int kv_head = c.head / p.group;
     tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
-    // Q's buffer is free once every consumer warp has finished the previous tile's epilogue.
-    traced_wait(tr, &s.q_empty[q_write.index], q_write.phase, ATTNSIM_WAIT_Q_EMPTY, 0, -1, local);
-    tr.start();
-    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
-                                         s.q_full, T::kQBytes);
-#pragma unroll
-    for (int ch = 0; ch < T::kChunks; ++ch)
-      tma_load(&p.tm_q, s.q + ch * T::kMBlock * 128, ch * 64, c.m * T::kMBlock, c.head, c.batch, s.q_full);
-    tr.finish(ATTNSIM_OP_LOAD_Q, -1, local);
-    q_write.advance();
     // One K or V tile of block j into ring stage kv_write.index, after the consumers freed it.
     auto load_tile = [&](const CUtensorMap* tmap, uint8_t* dst, uint64_t* full, uint64_t* empty, int wait_on, int op,
                          int j) {
@@ -42,12 +35,41 @@ __device__ __forceinline__ void load_warp(const Params& p, const Smem<T>& s, Tra
         tma_load(tmap, dst + ch * T::kNBlock * 128, ch * 64, j * T::kNBlock, kv_head, c.batch, &full[stage]);
       tr.finish(op, j, local);
     };
+    // Dynamic scheduler, after the CTA's first tile: K of the first block (j = n-1) goes before Q.
+    // Its ring stage is free while the consumers finish the previous tile, whose O holds Q's buffer
+    // until its TMA store has read it. (On a CTA's first tile Q goes first: it comes from HBM, K
+    // often from L2.)
+    const bool k_first = T::kDynamic && local > 0;
+    if (k_first)
+      load_tile(&p.tm_k, s.k(kv_write.index), s.k_full, s.k_empty, ATTNSIM_WAIT_K_EMPTY, ATTNSIM_OP_LOAD_K,
+                c.n_blocks - 1);
+    // Q's buffer is free once every consumer warp has finished the previous tile's epilogue.
+    traced_wait(tr, &s.q_empty[q_write.index], q_write.phase, ATTNSIM_WAIT_Q_EMPTY, 0, -1, local);
+    tr.start();
+    if constexpr (T::kDynamic) *s.tile = c;  // published to the consumers by the arrive (release) below
+    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                         s.q_full, T::kQBytes);
+#pragma unroll
+    for (int ch = 0; ch < T::kChunks; ++ch)
+      tma_load(&p.tm_q, s.q + ch * T::kMBlock * 128, ch * 64, c.m * T::kMBlock, c.head, c.batch, s.q_full);
+    tr.finish(ATTNSIM_OP_LOAD_Q, -1, local);
+    q_write.advance();
+    // The next tile, asked for now so that the counter's atomic runs under this tile's loads.
+    if constexpr (T::kDynamic) next = next_tile(p);
     for (int j = c.n_blocks - 1; j >= 0; --j) {
-      load_tile(&p.tm_k, s.k(kv_write.index), s.k_full, s.k_empty, ATTNSIM_WAIT_K_EMPTY, ATTNSIM_OP_LOAD_K, j);
+      if (!k_first || j < c.n_blocks - 1)
+        load_tile(&p.tm_k, s.k(kv_write.index), s.k_full, s.k_empty, ATTNSIM_WAIT_K_EMPTY, ATTNSIM_OP_LOAD_K, j);
       load_tile(&p.tm_v, s.v(kv_write.index), s.v_full, s.v_empty, ATTNSIM_WAIT_V_EMPTY, ATTNSIM_OP_LOAD_V, j);
       kv_write.advance();  // K and V rings advance together
     }
   }
+  if constexpr (T::kDynamic) {
+    // No more tiles: an index past the last one, published like a tile but with no Q bytes.
+    wait_parity(&s.q_empty[q_write.index], q_write.phase);
+    s.tile->index = p.num_tiles;
+    arrive(s.q_full);
+  }
+  return local;
 }
 
 }  // namespace attnsim::sm90

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <queue>
 #include <stdexcept>
 #include <string>
 
@@ -51,6 +52,15 @@ int sm_count() {
   static int n = 0;
   if (!n) cuda_check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, 0), "multiprocessor count");
   return n;
+}
+
+int* tile_counter() {
+  static int* c = nullptr;
+  if (!c) {
+    cuda_check(cudaMalloc(&c, 2 * sizeof(int)), "cudaMalloc(tile counter)");
+    cuda_check(cudaMemset(c, 0, 2 * sizeof(int)), "cudaMemset(tile counter)");
+  }
+  return c;
 }
 
 const CompiledKernel* find_kernel(const AnyKernelKnobs& k) {
@@ -146,7 +156,8 @@ struct TraceAlloc {
     n_records = n_warps * cap;
     b.cap = cap;
     b.warps = trace_warps;
-    cuda_check(cudaMalloc(&b.records, std::max<size_t>(1, n_records) * sizeof(attnsim_trace_record)), "cudaMalloc trace");
+    cuda_check(cudaMalloc(&b.records, std::max<size_t>(1, n_records) * sizeof(attnsim_trace_record)),
+               "cudaMalloc trace");
     cuda_check(cudaMalloc(&b.ctas, n_ctas * sizeof(attnsim_cta_clock)), "cudaMalloc trace clocks");
     cuda_check(cudaMalloc(&b.counts, n_warps * sizeof(uint32_t)), "cudaMalloc trace counts");
     cuda_check(cudaMalloc(&b.spans, n_warps * sizeof(uint32_t)), "cudaMalloc trace spans");
@@ -161,21 +172,27 @@ struct TraceAlloc {
 
 /// Launch geometry (grid, warps) of a kernel on a problem, from one untimed launch: the launcher
 /// is the only place that knows it, and the run doubles as a warm-up.
-LaunchInfo probe(const CompiledKernel& k, DeviceProblem& prob, bool persistent) {
+LaunchInfo probe(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched) {
   LaunchInfo info;
-  k.launch(prob.shape(), prob.tensors(), persistent, nullptr, nullptr, &info);
+  k.launch(prob.shape(), prob.tensors(), sched, nullptr, nullptr, &info);
   cuda_check(cudaDeviceSynchronize(), "probe run");
   return info;
 }
 
 /// Records per warp that hold every span of a launch: the most any CTA's tiles can produce (the
 /// family's span bound per tile, summed over the tiles the CTA runs in the kernel's tile order).
-uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchInfo& li, bool persistent) {
+uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchInfo& li, TileScheduler sched) {
   uint64_t most = 0;
   if (const auto* b = std::get_if<sm100::KernelKnobs>(&k.knobs)) {
     // The SM100 kernel's tile order (kernels/sm100/tile_scheduler.h); every role records per tile.
-    const sm100::TileSpace ts{sh.batch,  sh.heads, sh.seqlen_q, sh.seqlen_k, b->q_stage * sm100::kMBlock,
-                              sm100::kNBlock, sh.causal, persistent};
+    const sm100::TileSpace ts{sh.batch,
+                              sh.heads,
+                              sh.seqlen_q,
+                              sh.seqlen_k,
+                              b->q_stage * sm100::kMBlock,
+                              sm100::kNBlock,
+                              sh.causal,
+                              sched == TileScheduler::StaticPersistent};
     for (int c = 0; c < li.grid; ++c) {
       uint64_t n = 0;
       for (long long t = sm100::first_tile(ts, c); t < li.num_tiles; t = sm100::next_tile(ts, t, li.grid))
@@ -186,21 +203,37 @@ uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchIn
     // One CTA per (batch, head), each walking every Q tile: every CTA runs the same tiles.
     const int m_tiles = (sh.seqlen_q + f->br - 1) / f->br;
     for (int m = 0; m < m_tiles; ++m)
-      most += fa2::trace_spans_per_tile(attnsim_kv_blocks(m * f->br, f->br, f->bc, sh.seqlen_q, sh.seqlen_k, sh.causal));
+      most +=
+          fa2::trace_spans_per_tile(attnsim_kv_blocks(m * f->br, f->br, f->bc, sh.seqlen_q, sh.seqlen_k, sh.causal));
   } else {
     const auto& kk = std::get<KernelKnobs>(k.knobs);
     const int m_tiles = (sh.seqlen_q + kk.m_block - 1) / kk.m_block;
     const long long bh = static_cast<long long>(sh.batch) * sh.heads;
-    for (int c = 0; c < li.grid; ++c) {
-      uint64_t n = 0;
-      for (long long t = c; t < li.num_tiles; t += li.grid) {
-        int m = 0;
-        long long b = 0;
-        attnsim_tile_coords(t, persistent, m_tiles, bh, &m, &b);
-        n += trace_spans_per_tile(
-            attnsim_kv_blocks(m * kk.m_block, kk.m_block, kk.n_block, sh.seqlen_q, sh.seqlen_k, sh.causal));
+    auto blocks_of = [&](long long t) {
+      int m = 0;
+      long long b = 0;
+      attnsim_tile_coords(t, sched == TileScheduler::StaticPersistent, m_tiles, bh, &m, &b);
+      return attnsim_kv_blocks(m * kk.m_block, kk.m_block, kk.n_block, sh.seqlen_q, sh.seqlen_k, sh.causal);
+    };
+    if (sched == TileScheduler::DynamicLpt) {
+      // Which tiles a CTA takes depends on timing: list-schedule them with a KV block as the unit
+      // of time (plus one for a tile's fixed work) and allow twice the busiest CTA's spans; spans
+      // past the cap are dropped and reported.
+      std::priority_queue<std::pair<uint64_t, uint64_t>, std::vector<std::pair<uint64_t, uint64_t>>, std::greater<>> q;
+      for (int c = 0; c < li.grid; ++c) q.push({0, 0});  // (busy until, spans)
+      for (long long t = 0; t < li.num_tiles; ++t) {
+        auto [busy, n] = q.top();
+        q.pop();
+        const int blocks = blocks_of(t);
+        q.push({busy + blocks + 1, n + trace_spans_per_tile(blocks)});
       }
-      most = std::max(most, n);
+      for (; !q.empty(); q.pop()) most = std::max(most, 2 * q.top().second);
+    } else {
+      for (int c = 0; c < li.grid; ++c) {
+        uint64_t n = 0;
+        for (long long t = c; t < li.num_tiles; t += li.grid) n += trace_spans_per_tile(blocks_of(t));
+        most = std::max(most, n);
+      }
     }
   }
   if (most > (1u << 28)) throw std::runtime_error("trace: more than 2^28 spans per warp");
@@ -269,14 +302,14 @@ void summarize(Timing& t) {
 
 /// Times the plain kernel, and the traced one when `both`, their repetitions interleaved (plain,
 /// traced, plain, ...) so that clock or temperature drift during the run affects both alike.
-std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& prob, bool persistent,
+std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched,
                                      const TimingOptions& o, bool plain, bool traced) {
   if (o.reps < 1 || o.launches < 1) throw std::invalid_argument("time_kernel: reps and launches must be >= 1");
-  const LaunchInfo li = probe(k, prob, persistent);
+  const LaunchInfo li = probe(k, prob, sched);
   std::unique_ptr<TraceAlloc> scratch;
   if (traced)  // every span fits: the traced time is that of a full trace
-    scratch = std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, persistent),
-                                           o.trace_warps);
+    scratch =
+        std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, sched), o.trace_warps);
   struct Series {
     LaunchFn fn;
     const TraceBuffers* tb;
@@ -284,7 +317,7 @@ std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& pro
   std::vector<Series> series;
   if (plain) series.push_back({k.launch, nullptr});
   if (traced) series.push_back({k.launch_traced, &scratch->b});
-  auto launch = [&](const Series& x) { x.fn(prob.shape(), prob.tensors(), persistent, x.tb, nullptr, nullptr); };
+  auto launch = [&](const Series& x) { x.fn(prob.shape(), prob.tensors(), sched, x.tb, nullptr, nullptr); };
   for (const auto& x : series)
     for (int i = 0; i < o.warmup; ++i) launch(x);
   cuda_check(cudaDeviceSynchronize(), "fa3_forward (warm-up)");
@@ -316,34 +349,35 @@ std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& pro
 
 }  // namespace
 
-Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, const TimingOptions& o) {
-  return time_interleaved(k, prob, persistent, o, !o.traced, o.traced).front();
+Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, const TimingOptions& o) {
+  return time_interleaved(k, prob, sched, o, !o.traced, o.traced).front();
 }
 
-TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, bool persistent, const TimingOptions& o) {
-  std::vector<Timing> t = time_interleaved(k, prob, persistent, o, true, true);
+TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched,
+                                 const TimingOptions& o) {
+  std::vector<Timing> t = time_interleaved(k, prob, sched, o, true, true);
   return TimingPair{t[0], t[1]};
 }
 
-CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, int sample_rows) {
+CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, int sample_rows) {
   cuda_check(cudaMemset(prob.tensors().o, 0xFF, q_elems(prob.shape()) * 2), "cudaMemset O (NaN poison)");
-  k.launch(prob.shape(), prob.tensors(), persistent, nullptr, nullptr, nullptr);
+  k.launch(prob.shape(), prob.tensors(), sched, nullptr, nullptr, nullptr);
   cuda_check(cudaDeviceSynchronize(), "kernel run");
   return compare_with_reference(prob, sample_rows);
 }
 
-MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, bool persistent, uint32_t cap,
+MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, uint32_t cap,
                            uint32_t trace_warps) {
   if (!k.launch_traced) throw std::invalid_argument(describe(k.knobs) + " has no instrumented build");
   MeasuredTrace m;
-  m.launch = probe(k, prob, persistent);
-  if (cap == 0) cap = full_trace_cap(k, prob.shape(), m.launch, persistent);
+  m.launch = probe(k, prob, sched);
+  if (cap == 0) cap = full_trace_cap(k, prob.shape(), m.launch, sched);
   TraceAlloc buf(m.launch.grid, m.launch.warps, cap, trace_warps);
-  k.launch_traced(prob.shape(), prob.tensors(), persistent, &buf.b, nullptr, nullptr);  // warm-up
+  k.launch_traced(prob.shape(), prob.tensors(), sched, &buf.b, nullptr, nullptr);  // warm-up
   cuda_check(cudaDeviceSynchronize(), "traced kernel (warm-up)");
   Event a, b;
   cuda_check(cudaEventRecord(a.e), "cudaEventRecord");
-  k.launch_traced(prob.shape(), prob.tensors(), persistent, &buf.b, nullptr, nullptr);
+  k.launch_traced(prob.shape(), prob.tensors(), sched, &buf.b, nullptr, nullptr);
   cuda_check(cudaEventRecord(b.e), "cudaEventRecord");
   cuda_check(cudaEventSynchronize(b.e), "traced kernel");
   m.kernel_ms = elapsed_ms(a, b);

@@ -1,9 +1,12 @@
 // Views of the kernel's dynamic shared memory (layout: Traits::k*Off): the Q tile, the K and V
 // rings (each tile as head_dim/64 chunks of [rows][64] bf16 in 128B-swizzled atoms, as TMA
-// writes them), the pipeline mbarriers and, in traced kernels, the warps' trace slots.
+// writes them), the pipeline mbarriers, the tile slot (dynamic scheduler) and, in traced kernels,
+// the warps' trace slots.
 #pragma once
 
 #include <cstdint>
+
+#include "kernel_traits.cuh"
 
 namespace attnsim::sm90 {
 
@@ -13,6 +16,7 @@ struct Smem {
   uint8_t* k_ring;  // [stage][chunk][n_block][64]
   uint8_t* v_ring;  // [stage][chunk][n_block][64]
   uint64_t *q_full, *q_empty, *k_full, *k_empty, *v_full, *v_empty;
+  Tile* tile;   // dynamic scheduler: the tile whose Q the Q buffer holds (index past the last: no more)
   void* trace;  // traced kernels: one TraceRecorder::Slot per warp
 
   /// Carves the layout out of `raw` (aligned up to 1024 B, as 128B swizzle atoms require).
@@ -28,6 +32,7 @@ struct Smem {
     k_empty = k_full + T::kKvStage;
     v_full = k_empty + T::kKvStage;
     v_empty = v_full + T::kKvStage;
+    tile = reinterpret_cast<Tile*>(base + T::kTileOff);
     trace = base + T::kTraceOff;
   }
   __device__ uint8_t* k(int stage) const { return k_ring + stage * T::kKBytes; }

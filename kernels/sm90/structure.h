@@ -24,13 +24,18 @@ struct KernelKnobs {
   bool pingpong = true;
   bool overlap = true;  ///< intra-warpgroup overlap of softmax and the PV wgmma
   int reg_consumer = 240, reg_producer = 24;  ///< setmaxnreg budgets
+  /// Dynamic LPT tile scheduler (persistent CTAs taking tiles from a global counter; the load warp
+  /// passes each tile to the consumers through a tile slot). Without it the same kernel runs a
+  /// static persistent or a one-tile-per-CTA grid, chosen at launch.
+  bool dynamic = false;
 
   bool operator==(const KernelKnobs&) const = default;
-  /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24".
+  /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24" (+ " dynamic").
   std::string describe() const {
     char b[160];
-    std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d", head_dim, m_block, n_block, kv_stage,
-                  pingpong ? " pingpong" : "", overlap ? " overlap" : "", reg_consumer, reg_producer);
+    std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d%s", head_dim, m_block, n_block, kv_stage,
+                  pingpong ? " pingpong" : "", overlap ? " overlap" : "", reg_consumer, reg_producer,
+                  dynamic ? " dynamic" : "");
     return b;
   }
 };
@@ -109,6 +114,11 @@ inline constexpr int kEpilogueThreads = kThreadsPerWarpgroup;
 
 // ---- Shared memory ----------------------------------------------------------------------------
 
+/// Bytes of the tile slot (kernels with the dynamic tile scheduler): the load warp writes the
+/// tile whose Q it loads there (index, m-block, head, batch, KV blocks, first masked block:
+/// sm90::Tile) before it arrives on pipeline_q.full, and the consumers read it after waiting on
+/// it (the tiles are decided at run time; an index past the last tile means "no more").
+inline constexpr int kTileSlotBytes = 32;
 /// Bytes of one warp's trace slot (traced kernels: its trace buffer's bounds, TraceRecorder::Slot).
 inline constexpr int kTraceSlotBytes = 16;
 /// Slack requested on top of the layout so that the base can be aligned up to 1024 B, as the
@@ -122,14 +132,16 @@ struct SmemLayout {
   int k = 0;         ///< K ring [kv_stage][n_block][head_dim]
   int v = 0;         ///< V ring [kv_stage][n_block][head_dim_v]
   int barriers = 0;  ///< mbarrier_count(kv_stage) x 8 B
+  int tile = 0;      ///< dynamic scheduler: kTileSlotBytes, the tile whose Q is in the Q buffer
   int trace = 0;     ///< traced kernels: kTraceSlotBytes per warp
   int bytes = 0;     ///< dynamic SMEM per CTA
   int q_bytes = 0, k_bytes = 0, v_bytes = 0;  ///< one Q tile, one K stage, one V stage
 };
 
-/// The SMEM layout of a CTA: `elem_bytes` per element of Q, K, V; `trace`: traced kernel.
+/// The SMEM layout of a CTA: `elem_bytes` per element of Q, K, V; `trace`: traced kernel;
+/// `dynamic`: the dynamic tile scheduler's kernel (with a tile slot).
 ATTNSIM_HD constexpr SmemLayout smem_layout(int m_block, int n_block, int head_dim, int head_dim_v, int kv_stage,
-                                            int elem_bytes, bool trace) {
+                                            int elem_bytes, bool trace, bool dynamic = false) {
   SmemLayout l{};
   l.q_bytes = m_block * head_dim * elem_bytes;
   l.k_bytes = n_block * head_dim * elem_bytes;
@@ -138,7 +150,8 @@ ATTNSIM_HD constexpr SmemLayout smem_layout(int m_block, int n_block, int head_d
   l.k = l.q + l.q_bytes;
   l.v = l.k + kv_stage * l.k_bytes;
   l.barriers = l.v + kv_stage * l.v_bytes;
-  l.trace = l.barriers + mbarrier_count(kv_stage) * 8;
+  l.tile = l.barriers + mbarrier_count(kv_stage) * 8;
+  l.trace = l.tile + (dynamic ? kTileSlotBytes : 0);
   const int consumers = consumer_warpgroups(m_block);
   l.bytes = l.trace + (trace ? kTraceSlotBytes * cta_warps(consumers) : 0) + kSmemAlignSlack;
   return l;

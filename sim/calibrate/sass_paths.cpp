@@ -478,8 +478,8 @@ std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled) {
     v.push_back(std::atoi(mangled.substr(p + 2, e - p - 2).c_str()));
     p = e + 1;
   }
-  if (v.size() != 9) return std::nullopt;
-  return Fa3Knobs{v[0], v[1], v[2], v[3], v[4] != 0, v[5] != 0, v[6], v[7], v[8] != 0};
+  if (v.size() != 9 && v.size() != 10) return std::nullopt;  // kDynamic: the 10th (defaulted) argument
+  return Fa3Knobs{v[0], v[1], v[2], v[3], v[4] != 0, v[5] != 0, v[6], v[7], v[8] != 0, v.size() == 10 && v[9] != 0};
 }
 
 const Span* KernelAnalysis::find(const std::string& op) const {

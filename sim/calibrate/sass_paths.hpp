@@ -143,6 +143,7 @@ struct Fa3Knobs {
   bool pingpong = false, overlap = false;
   int reg_consumer = 0, reg_producer = 0;
   bool trace = false;
+  bool dynamic = false;  ///< the dynamic tile scheduler (a 10th template argument)
 };
 /// The knobs of `mangled` when it is an attnsim::sm90::fa3_forward instance.
 std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled);

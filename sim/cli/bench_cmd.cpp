@@ -54,10 +54,10 @@ struct Bench : Command {
         timing.launches, timing.warmup);
     for (size_t i = 0; i < rows.size(); ++i) {
       BenchRow& r = rows[i];
-      bool persistent = false;
+      TileScheduler sched = TileScheduler::Lpt;
       const sm90::CompiledKernel* k = nullptr;
       try {
-        k = &select_kernel(*s, schedule_file, variant, hardware, r.problem, &persistent);
+        k = &select_kernel(*s, schedule_file, variant, hardware, r.problem, &sched);
       } catch (const InputError& e) {
         r.ours_error = e.what();
         std::cerr << fmt::format("  [{}/{}] {}: no kernel\n", i + 1, rows.size(), r.label);
@@ -65,7 +65,7 @@ struct Bench : Command {
       }
       try {
         sm90::DeviceProblem dev(to_shape(r.problem), 2026 + i);
-        r.ours_us = sm90::time_kernel(*k, dev, persistent, topt).median_ms * 1e3;
+        r.ours_us = sm90::time_kernel(*k, dev, sched, topt).median_ms * 1e3;
       } catch (const std::runtime_error& e) {  // a launch or allocation failure: listed, the others still run
         r.ours_error = fmt::format("failed: {}", e.what());
       }

@@ -1,6 +1,6 @@
 // `attnsim fidelity [DIR...] [--update] [--json]`: the current model against the committed
 // measurements. For every measured case of each `validate` output folder (default: every
-// configs/validation/<gpu>/fa3_sm90_validate/ with a results.csv) it re-predicts the time with
+// configs/validation/<gpu>/<folder>/ with a results.csv and a fidelity.json) it re-predicts the time with
 // the prediction `validate` makes (predict_case; hardware config configs/hw/<gpu>.json, schedule
 // schedules/<schedule>.json with the case's variant) and prints the case table, MAPE, max |error|,
 // Spearman, the per-change table and the per-op table (sim/measure/fidelity.hpp). Then it
@@ -77,7 +77,8 @@ struct Fidelity : Command {
   int run() override {
     const std::vector<std::string> folders = dirs.empty() ? committed_validation_dirs(project_root()) : dirs;
     if (folders.empty())
-      throw InputError(project_root() + "/configs/validation", "/", "no <gpu>/fa3_sm90_validate/results.csv to check");
+      throw InputError(project_root() + "/configs/validation", "/",
+                       "no <gpu>/<folder> with a results.csv and a fidelity.json to check");
     const int nthreads = threads > 0 ? threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     bool failed = false;
     std::vector<std::string> verdicts;
@@ -193,7 +194,7 @@ std::unique_ptr<Command> add_fidelity(CLI::App& app, CLI::App*& sub) {
   sub = app.add_subcommand("fidelity",
                            "re-predict the committed validation measurements and check them against their baseline");
   sub->add_option("dirs", c->dirs,
-                  "validate output folders (default: every configs/validation/<gpu>/fa3_sm90_validate)");
+                  "validate output folders (default: every configs/validation/<gpu>/<folder> with a fidelity.json)");
   sub->add_flag("--update", c->update, "rewrite each folder's fidelity.json from the current model");
   sub->add_flag("--json", c->json, "print the figures, per change and per op as JSON");
   sub->add_flag("--detail", c->detail, "list every (case, op) that fails the per-op acceptance");

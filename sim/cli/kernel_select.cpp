@@ -12,7 +12,7 @@ namespace attnsim::cli {
 
 #if ATTNSIM_WITH_SM90
 const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::string& file, const std::string& variant,
-                                          const Hardware& hw, const Problem& problem, bool* persistent) {
+                                          const Hardware& hw, const Problem& problem, TileScheduler* sched) {
   schedule.check(hw, problem);  // SMEM, registers, pipeline counts: the simulator's reasons first
   const std::string what = variant.empty() ? schedule.name() : fmt::format("{} variant {}", schedule.name(), variant);
   const KernelChoice c = schedule.real_kernel(hw, problem);
@@ -38,12 +38,12 @@ const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::s
                     "rebuild (cmake --build build); `attnsim run --list` shows what is compiled",
                     what, problem.head_dim, describe(c.knobs)),
         "kernel");
-  if (persistent) *persistent = c.persistent;
+  if (sched) *sched = c.scheduler;
   return *k;
 }
 #else
 const sm90::CompiledKernel& select_kernel(const Schedule&, const std::string& file, const std::string&,
-                                          const Hardware&, const Problem&, bool*) {
+                                          const Hardware&, const Problem&, TileScheduler*) {
   throw InputError(file, "",
                    "this attnsim was built without a CUDA compiler, so it has no kernels to run; install the CUDA "
                    "toolkit (nvcc) and reconfigure",

@@ -13,11 +13,11 @@ namespace attnsim::cli {
 constexpr int kNoGpuExit = 77;
 
 /// The compiled kernel `schedule` (read from `file`, with `variant`) resolves to for `problem`,
-/// and whether its grid is persistent. Throws InputError naming the schedule when it does not fit
+/// and its tile scheduler (into `sched`). Throws InputError naming the schedule when it does not fit
 /// the GPU (Schedule::check), when the kernels do not implement it, or when it was not compiled
 /// into this build (saying how to compile it).
 const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::string& file, const std::string& variant,
-                                          const Hardware& hw, const Problem& problem, bool* persistent);
+                                          const Hardware& hw, const Problem& problem, TileScheduler* sched);
 
 /// The kernels' shape of a problem.
 sm90::Shape to_shape(const Problem& p);

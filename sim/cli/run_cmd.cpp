@@ -37,9 +37,9 @@ struct Run : Command {
     size_t width = 0;
     for (const auto& k : sm90::compiled_kernels()) width = std::max(width, describe(k.knobs).size());
     for (const auto& k : sm90::compiled_kernels())
-      std::cout << fmt::format("  {:<{}} needs {:<7} {}{}\n", describe(k.knobs), width, kernel_arch(k.knobs),
-                               kernel_cc_major(k.knobs) == 10 ? "(an SM100 GPU such as a B200, not yet run on one) " : "",
-                               k.origin);
+      std::cout << fmt::format(
+          "  {:<{}} needs {:<7} {}{}\n", describe(k.knobs), width, kernel_arch(k.knobs),
+          kernel_cc_major(k.knobs) == 10 ? "(an SM100 GPU such as a B200, not yet run on one) " : "", k.origin);
     return 0;
 #else
     std::cout << "this attnsim was built without a CUDA compiler: no kernels\n";
@@ -57,10 +57,11 @@ struct Run : Command {
     const sm90::GpuInfo gpu = sm90::gpu_info();
     // Resolve and find the kernel first: "not compiled" is reported with or without a GPU.
     // Schedules for SM100 (fa4_sm100) resolve on the B200 config, the others on the H100's.
-    const Hardware resolve_hw =
-        load_hardware(resolve_hardware_path(!hw.empty() ? hw : s->arch() == "sm100" ? "b200" : "h100_sxm"));
-    bool persistent = false;
-    const sm90::CompiledKernel& k = select_kernel(*s, schedule, variant, resolve_hw, problem, &persistent);
+    const Hardware resolve_hw = load_hardware(resolve_hardware_path(!hw.empty()            ? hw
+                                                                    : s->arch() == "sm100" ? "b200"
+                                                                                           : "h100_sxm"));
+    TileScheduler sched = TileScheduler::Lpt;
+    const sm90::CompiledKernel& k = select_kernel(*s, schedule, variant, resolve_hw, problem, &sched);
     // "first" on the SM100 kernel: the first warp of each warpgroup plus the epilogue and load warps.
     if (trace_warps == "first" && std::holds_alternative<sm100::KernelKnobs>(k.knobs)) warps = sm100::kTraceWarpsFirst;
     if (const std::string why = sm90::kernel_unrunnable(k.knobs, gpu); !why.empty()) {
@@ -69,14 +70,14 @@ struct Run : Command {
     }
     const Hardware hardware = hardware_for(gpu, hw);
     std::cout << fmt::format("attnsim run: {} on {} ({} SMs) - {}\n  kernel [{}], {} grid\n", s->name(), gpu.name,
-                             gpu.sm_count, problem.describe(), describe(k.knobs),
-                             persistent ? "static persistent" : "one tile per CTA, longest first");
+                             gpu.sm_count, problem.describe(), describe(k.knobs), tile_scheduler_label(sched));
     sm90::DeviceProblem dev(to_shape(problem), 2026);
     if (check) {
-      const sm90::CheckResult r = sm90::check_kernel(k, dev, persistent);
-      std::cout << fmt::format("  correctness ({} reference, {} rows): {} - max |err| {:.4f}, rel RMS {:.4f}, LSE {:.1e}{}\n",
-                               r.reference, r.rows_checked, r.pass ? "pass" : "FAIL", r.max_abs_err, r.max_rel_rms,
-                               r.max_lse_err, r.pass ? "" : " - " + r.detail);
+      const sm90::CheckResult r = sm90::check_kernel(k, dev, sched);
+      std::cout << fmt::format(
+          "  correctness ({} reference, {} rows): {} - max |err| {:.4f}, rel RMS {:.4f}, LSE {:.1e}{}\n", r.reference,
+          r.rows_checked, r.pass ? "pass" : "FAIL", r.max_abs_err, r.max_rel_rms, r.max_lse_err,
+          r.pass ? "" : " - " + r.detail);
       if (!r.pass) return 1;
     }
     const sm90::TimingOptions topt{
@@ -84,21 +85,22 @@ struct Run : Command {
     // With --trace, the plain and the traced kernel are timed with their repetitions interleaved.
     sm90::TimingPair tp;
     if (trace.empty())
-      tp.plain = sm90::time_kernel(k, dev, persistent, topt);
+      tp.plain = sm90::time_kernel(k, dev, sched, topt);
     else
-      tp = sm90::time_plain_and_traced(k, dev, persistent, topt);
+      tp = sm90::time_plain_and_traced(k, dev, sched, topt);
     const sm90::Timing& t = tp.plain;
     const Prediction pred = predict(*s, hardware, problem);
     const double us = t.median_ms * 1e3;
     std::cout << fmt::format(
-        "  measured   {:9.1f} us  {:6.1f} TFLOPS  (median of {} x {} back-to-back launches, min {:.1f} max {:.1f} us; {} "
+        "  measured   {:9.1f} us  {:6.1f} TFLOPS  (median of {} x {} back-to-back launches, min {:.1f} max {:.1f} us; "
+        "{} "
         "CTAs)\n",
         us, problem.flops() / (us * 1e6), timing.reps, timing.launches, t.min_ms * 1e3, t.max_ms * 1e3, t.launch.grid);
     std::cout << fmt::format("  predicted  {:9.1f} us  {:6.1f} TFLOPS  ({}: {:+.1f}%)\n", pred.time_us, pred.tflops,
                              hardware.name, 100 * (pred.time_us - us) / us);
     if (!trace.empty()) {
       const sm90::Timing& tt = tp.traced;
-      const sm90::MeasuredTrace rec = sm90::trace_kernel(k, dev, persistent, cap, warps);
+      const sm90::MeasuredTrace rec = sm90::trace_kernel(k, dev, sched, cap, warps);
       const uint64_t dropped = dropped_spans(rec);
       std::ofstream out(trace);
       if (!out) throw std::runtime_error("cannot write " + trace);
@@ -108,7 +110,8 @@ struct Run : Command {
           "repetitions interleaved){}\n",
           tt.median_ms * 1e3, 100 * (tt.median_ms / t.median_ms - 1), trace_warps,
           dropped ? fmt::format("; {} spans past --trace-cap {} per warp dropped", dropped, cap) : "");
-      std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace, std::min<size_t>(ctas, rec.ctas.size()));
+      std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace,
+                               std::min<size_t>(ctas, rec.ctas.size()));
     }
     if (!predicted_trace.empty()) {
       std::ofstream out(predicted_trace);
@@ -141,7 +144,8 @@ std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
   sub->add_flag("--check", c->check, "check O and LSE against a reference first");
   sub->add_option("--trace", c->trace, "write the measured per-warp timeline as a Chrome trace");
   sub->add_option("--predicted-trace", c->predicted_trace, "write the simulator's trace of the same problem");
-  sub->add_option("--ctas", c->ctas, "CTAs in the measured trace (the critical one first)")->check(CLI::Range(1, 100000));
+  sub->add_option("--ctas", c->ctas, "CTAs in the measured trace (the critical one first)")
+      ->check(CLI::Range(1, 100000));
   sub->add_option("--trace-cap", c->cap, "spans recorded per warp at most (0: all)")->check(CLI::Range(0, 1 << 28));
   sub->add_option("--trace-warps", c->trace_warps,
                   "warps that record: first (load warp + first warp of each consumer warpgroup; on SM100 the first "

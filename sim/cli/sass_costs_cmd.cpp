@@ -31,8 +31,8 @@ double elements_of(const std::string& block, const sass::Fa3Knobs& k) {
 const std::vector<std::string> kChainBlocks = {"softmax_max", "softmax_exp", "rescale_o", "final_o"};
 
 std::string short_name(const sass::Fa3Knobs& k) {
-  return fmt::format("fa3_forward<Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}>>", k.head_dim, k.m_block, k.n_block,
-                     k.kv_stage, k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, k.trace);
+  return fmt::format("fa3_forward<Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}>>", k.head_dim, k.m_block, k.n_block,
+                     k.kv_stage, k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, k.trace, k.dynamic);
 }
 
 /// "8 FMNMX + 2 SHFL + ..." in a fixed order of names, with the latency each is priced at.

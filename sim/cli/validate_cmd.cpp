@@ -122,10 +122,10 @@ struct Validate : Command {
     for (size_t i = 0; i < pending.size(); ++i) {
       Pending& x = pending[i];
       ValidationCase& c = x.c;
-      bool persistent = false;
+      TileScheduler sched = TileScheduler::Lpt;
       const sm90::CompiledKernel* k = nullptr;
       try {
-        k = &select_kernel(*x.schedule, x.file, c.variant, hardware, c.problem, &persistent);
+        k = &select_kernel(*x.schedule, x.file, c.variant, hardware, c.problem, &sched);
       } catch (const InputError& e) {
         c.skipped = e.what();
         continue;
@@ -139,9 +139,9 @@ struct Validate : Command {
       // kernel's: its overhead per case.
       sm90::TimingPair tp;
       if (no_ops)
-        tp.plain = sm90::time_kernel(*k, dev, persistent, topt);
+        tp.plain = sm90::time_kernel(*k, dev, sched, topt);
       else
-        tp = sm90::time_plain_and_traced(*k, dev, persistent, topt);
+        tp = sm90::time_plain_and_traced(*k, dev, sched, topt);
       const sm90::Timing& t = tp.plain;
       if (!no_ops) c.traced_us = tp.traced.median_ms * 1e3;
       c.measured = true;
@@ -150,7 +150,7 @@ struct Validate : Command {
       c.measured_max_us = t.max_ms * 1e3;
       c.runs = timing.reps;
       if (!no_ops) {
-        const sm90::MeasuredTrace rec = sm90::trace_kernel(*k, dev, persistent, cap, warps);
+        const sm90::MeasuredTrace rec = sm90::trace_kernel(*k, dev, sched, cap, warps);
         std::vector<MeasuredCta> ctas;
         for (int cta = 0; cta < static_cast<int>(rec.ctas.size()); ++cta) ctas.push_back(measured_cta(rec, cta, hardware.clock_ghz));
         std::vector<const Timeline*> tls;

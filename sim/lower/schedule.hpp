@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "common/launch_abi.h"  // TileScheduler
 #include "core/program.hpp"
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
@@ -26,7 +27,7 @@ struct KernelChoice {
   bool supported = false;
   std::string why_not;      ///< when !supported: what the kernels do not implement
   AnyKernelKnobs knobs;     ///< the kernel family and its template parameters
-  bool persistent = false;  ///< static persistent grid (the schedule's tile_scheduler)
+  TileScheduler scheduler = TileScheduler::Lpt;  ///< how the grid covers the tiles (the schedule's tile_scheduler)
 };
 
 /// A parsed schedule bound to its family implementation.

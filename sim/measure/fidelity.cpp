@@ -461,9 +461,12 @@ std::vector<std::string> committed_validation_dirs(const std::string& root) {
   std::vector<std::string> out;
   const fs::path base = fs::path(root) / "configs" / "validation";
   if (!fs::is_directory(base)) return out;
-  for (const auto& e : fs::directory_iterator(base))
-    if (e.is_directory() && fs::exists(e.path() / "fa3_sm90_validate" / "results.csv"))
-      out.push_back((e.path() / "fa3_sm90_validate").string());
+  for (const auto& gpu : fs::directory_iterator(base)) {
+    if (!gpu.is_directory()) continue;
+    for (const auto& e : fs::directory_iterator(gpu.path()))
+      if (e.is_directory() && fs::exists(e.path() / "results.csv") && fs::exists(e.path() / "fidelity.json"))
+        out.push_back(e.path().string());
+  }
   std::sort(out.begin(), out.end());
   return out;
 }

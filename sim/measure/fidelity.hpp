@@ -107,7 +107,8 @@ void attach_ops_csv(const std::string& text, const std::string& origin, std::vec
 /// Reads DIR/results.csv and DIR/ops.csv (when present). DIR may also be the GPU folder
 /// (configs/validation/<gpu>), then its fa3_sm90_validate/ is read.
 ValidationData load_validation_data(const std::string& dir);
-/// Every configs/validation/*/fa3_sm90_validate holding a results.csv under `root`, sorted.
+/// Every configs/validation/<gpu>/<folder> under `root` holding a results.csv (a `validate`
+/// output) and its baseline fidelity.json, sorted.
 std::vector<std::string> committed_validation_dirs(const std::string& root);
 
 /// Re-predicts every case with the current model (schedules_dir/<schedule>.json with the case's

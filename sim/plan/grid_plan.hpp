@@ -18,8 +18,10 @@ struct TileWork {
 /// How CTAs cover the problem.
 struct GridPlan {
   /// Single: one CTA. StaticPersistent: CTAs loop over tiles. LptSingleTile: one CTA per tile,
-  /// longest first. PerHead: one CTA per (batch, head) walking its Q tiles (FA2 style).
-  enum class Mode { Single, StaticPersistent, LptSingleTile, PerHead } mode = Mode::Single;
+  /// longest first. DynamicLpt: resident CTAs loop over the tiles in LPT order, each taking the
+  /// next when it has loaded its current one. PerHead: one CTA per (batch, head) walking its Q
+  /// tiles (FA2 style).
+  enum class Mode { Single, StaticPersistent, LptSingleTile, DynamicLpt, PerHead } mode = Mode::Single;
   int cta_group = 1;      ///< CTAs per cluster (2 for 2-CTA MMA)
   int resident_ctas = 1;  ///< CTAs running at once on the whole GPU
   int ctas_per_sm = 1;    ///< CTAs sharing one SM at once (simulated together, alike)
@@ -31,7 +33,8 @@ struct GridPlan {
   long long tiles = 1;
   bool over_budget = false;
   /// StaticPersistent: the tile list of each resident CTA (cluster leader), in order.
-  /// LptSingleTile: every tile, in launch order (longest first). PerHead: each CTA's tile walk,
+  /// LptSingleTile and DynamicLpt: every tile as a list of one, in launch order (longest first).
+  /// PerHead: each CTA's tile walk,
   /// in launch order. Single: one entry.
   std::vector<std::vector<TileWork>> cta_tiles;
 };

@@ -60,7 +60,7 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
     return g;
   }
   const long long tiles = m_tiles * heads;
-  if (spec.persistent) {
+  if (spec.scheduler == TileScheduler::StaticPersistent) {
     g.mode = GridPlan::Mode::StaticPersistent;
     const long long grid = std::min<long long>(clusters, tiles);
     g.resident_ctas = static_cast<int>(grid * spec.cta_group);
@@ -77,8 +77,9 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
     g.kv_sharing = kv_sharing(p, m_tiles, heads, true, false, grid);
   } else {
     // Longest first: m-blocks in reverse (causal tiles near the end see the most KV blocks).
-    g.mode = GridPlan::Mode::LptSingleTile;
-    const long long slots = static_cast<long long>(clusters) * spec.ctas_per_sm;
+    const bool dynamic = spec.scheduler == TileScheduler::DynamicLpt;
+    g.mode = dynamic ? GridPlan::Mode::DynamicLpt : GridPlan::Mode::LptSingleTile;
+    const long long slots = static_cast<long long>(clusters) * (dynamic ? 1 : spec.ctas_per_sm);
     g.resident_ctas = static_cast<int>(std::min(slots, tiles) * spec.cta_group);
     for (long long t = 0; t < tiles; ++t) {
       int m;

@@ -41,6 +41,10 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
     case GridPlan::Mode::LptSingleTile:
       out.grid = fmt::format("LPT single-tile: {} tiles on {} CTA slots", p.total_tiles, p.resident_ctas);
       break;
+    case GridPlan::Mode::DynamicLpt:
+      out.grid = fmt::format("dynamic LPT persistent: {} CTAs take {} tiles longest first; the critical CTA runs {} tiles",
+                             p.resident_ctas, p.total_tiles, p.critical_tiles);
+      break;
     case GridPlan::Mode::PerHead:
       out.grid = fmt::format("one CTA per (batch, head) walking its Q tiles: {} CTAs on {} slots ({} per SM), {} tiles",
                              p.cta_count, p.resident_ctas, p.ctas_per_sm, p.total_tiles);

@@ -39,8 +39,8 @@ void write_if_changed(const std::filesystem::path& path, const std::string& text
 }
 
 std::string traits(const sm90::KernelKnobs& k, bool trace) {
-  return fmt::format("Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}>", k.head_dim, k.m_block, k.n_block, k.kv_stage,
-                     k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, trace);
+  return fmt::format("Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", k.head_dim, k.m_block, k.n_block, k.kv_stage,
+                     k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, trace, k.dynamic);
 }
 
 /// kernels/sm100 Traits<...> of these knobs (the parameter order of kernels/sm100/kernel_traits.cuh).
@@ -64,10 +64,10 @@ std::string registry_entry(const AnyKernelKnobs& any, const std::string& origins
                        b->tmem_p0, b->tmem_p1, b->tmem_o0, b->tmem_o1, b->tmem_alloc, sm100_traits(*b, false),
                        sm100_traits(*b, true), origins);
   if (const auto* k = std::get_if<sm90::KernelKnobs>(&any))
-    return fmt::format("  out.push_back({{AnyKernelKnobs{{KernelKnobs{{{}, {}, {}, {}, {}, {}, {}, {}}}}}, &launch<{}>,\n"
+    return fmt::format("  out.push_back({{AnyKernelKnobs{{KernelKnobs{{{}, {}, {}, {}, {}, {}, {}, {}, {}}}}}, &launch<{}>,\n"
                        "                 &launch<{}>, \"{}\"}});\n",
                        k->head_dim, k->m_block, k->n_block, k->kv_stage, k->pingpong, k->overlap, k->reg_consumer,
-                       k->reg_producer, traits(*k, false), traits(*k, true), origins);
+                       k->reg_producer, k->dynamic, traits(*k, false), traits(*k, true), origins);
   const auto& f = std::get<fa2::KernelKnobs>(any);
   return fmt::format("  out.push_back({{AnyKernelKnobs{{fa2::KernelKnobs{{{}, {}, {}}}}},\n"
                      "                 &fa2::launch<fa2::Fa2Traits<{}, {}, {}, false>>,\n"

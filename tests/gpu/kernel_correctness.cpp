@@ -1,9 +1,11 @@
 // attnsim_kernel_tests: every compiled kernel (kernels/sm90, kernels/fa2, kernels/sm100) that the
 // GPU at hand can run (kernel_unrunnable: its architecture) against a reference. For each kernel:
 // causal and non-causal x a set of shapes with ragged sequence lengths (not multiples of the
-// tile), GQA, sq != sk, rows that see no key, and one large shape checked on sampled rows by the
-// GPU reference. Exits 0 when all pass, 1 on a failure, and 77 (ctest: skipped) with a message
-// when this machine has no GPU or none that runs any compiled kernel.
+// tile), GQA, sq != sk, rows that see no key, more tiles than SMs, and one large shape checked on
+// sampled rows by the GPU reference; each under every tile scheduler it runs with (the dynamic
+// one's counter must be back at 0 after each launch, or the next run fails). Exits 0 when all
+// pass, 1 on a failure, and 77 (ctest: skipped) with a message when this machine has no GPU or
+// none that runs any compiled kernel.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -12,6 +14,16 @@
 #include "sm90/fa3_api.h"
 
 using namespace attnsim::sm90;
+
+namespace {
+/// The tile schedulers a kernel runs under: the dynamic one's kernels only under it, the others
+/// under static persistent and one-tile-per-CTA grids (fa2 ignores the choice).
+std::vector<TileScheduler> schedulers_of(const CompiledKernel& k) {
+  const auto* s = std::get_if<KernelKnobs>(&k.knobs);
+  if (s && s->dynamic) return {TileScheduler::DynamicLpt};
+  return {TileScheduler::StaticPersistent, TileScheduler::Lpt};
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   const GpuInfo gpu = gpu_info();
@@ -34,27 +46,29 @@ int main(int argc, char** argv) {
     const int d = attnsim::kernel_head_dim(k.knobs);
     // batch, heads, kv_heads, seqlen_q, seqlen_k (causal added below).
     std::vector<Shape> shapes = {
-        {1, 2, 2, 1, 1, d, false},        // one row, one key
-        {2, 4, 2, 333, 411, d, false},    // ragged tails, GQA 2:1, sq < sk
-        {1, 3, 1, 200, 77, d, false},     // MQA, sq > sk: with causal, rows below the diagonal see nothing
-        {1, 2, 2, 517, 517, d, false},    // several m-blocks, ragged
+        {1, 2, 2, 1, 1, d, false},       // one row, one key
+        {2, 4, 2, 333, 411, d, false},   // ragged tails, GQA 2:1, sq < sk
+        {1, 3, 1, 200, 77, d, false},    // MQA, sq > sk: with causal, rows below the diagonal see nothing
+        {1, 2, 2, 517, 517, d, false},   // several m-blocks, ragged
+        {4, 12, 3, 700, 650, d, false},  // more tiles than SMs: persistent CTAs run several, GQA 4:1
     };
     if (!quick) shapes.push_back({1, 4, 4, 2100, 2100, d, false});  // GPU reference, sampled rows
     for (bool causal : {false, true})
       for (Shape s : shapes) {
         s.causal = causal;
-        for (bool persistent : {true, false}) {
+        for (TileScheduler sched : schedulers_of(k)) {
           ++runs;
           try {
             DeviceProblem prob(s, 1234 + runs);
-            const CheckResult r = check_kernel(k, prob, persistent);
-            std::printf("%-4s %-46s %-34s %-10s %s rows %lld max|err| %.4f rel-rms %.4f lse %.2e%s%s\n",
+            const CheckResult r = check_kernel(k, prob, sched);
+            std::printf("%-4s %-46s %-34s %-17s %s rows %lld max|err| %.4f rel-rms %.4f lse %.2e%s%s\n",
                         r.pass ? "ok" : "FAIL", attnsim::describe(k.knobs).c_str(), s.describe().c_str(),
-                        persistent ? "persistent" : "per-tile", r.reference.c_str(), r.rows_checked, r.max_abs_err,
+                        attnsim::tile_scheduler_name(sched), r.reference.c_str(), r.rows_checked, r.max_abs_err,
                         r.max_rel_rms, r.max_lse_err, r.pass ? "" : "  ", r.detail.c_str());
             if (!r.pass) ++failures;
           } catch (const std::exception& e) {
-            std::printf("FAIL %-46s %-34s error: %s\n", attnsim::describe(k.knobs).c_str(), s.describe().c_str(), e.what());
+            std::printf("FAIL %-46s %-34s error: %s\n", attnsim::describe(k.knobs).c_str(), s.describe().c_str(),
+                        e.what());
             ++failures;
             if (std::string(e.what()).find("unspecified launch failure") != std::string::npos ||
                 std::string(e.what()).find("illegal") != std::string::npos) {

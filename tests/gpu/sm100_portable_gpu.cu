@@ -155,7 +155,7 @@ int test_tiles(int sms, int batch, int heads, int sq, int sk, bool causal, int q
   attnsim::TilingSpec spec;
   spec.rows_per_cta = q_stage * 128;
   spec.n_block = 128;
-  spec.persistent = !causal;
+  spec.scheduler = causal ? attnsim::TileScheduler::Lpt : attnsim::TileScheduler::StaticPersistent;
   const attnsim::GridPlan plan = attnsim::plan_tiles(hw, p, spec, 1 << 22);
   std::string why;
   if (static_cast<long long>(plan.cta_tiles.size()) != grid) why = "grid size differs";

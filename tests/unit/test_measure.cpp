@@ -72,10 +72,12 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   CHECK(k64.knobs == AnyKernelKnobs{sm90::KernelKnobs{64, 192, 128, 2, false, true, 160, 32}});
   CHECK(k128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24}});
   CHECK(k256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, false, true, 240, 24}});
-  CHECK(k128.persistent);  // non-causal: static persistent, as the simulator's grid
+  CHECK(k128.scheduler == TileScheduler::StaticPersistent);  // non-causal: as the simulator's grid
   Problem c = hd(128);
   c.causal = true;
-  CHECK_FALSE(s->real_kernel(h100(), c).persistent);
+  CHECK(s->real_kernel(h100(), c).scheduler == TileScheduler::Lpt);
+  CHECK(load_schedule(fa3(), {"/tile_scheduler=\"dynamic_lpt\""})->real_kernel(h100(), c).scheduler ==
+        TileScheduler::DynamicLpt);
   CHECK(std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "kv_stage_3")->real_kernel(h100(), hd(128)).knobs).kv_stage ==
         3);
   CHECK_FALSE(

@@ -41,7 +41,8 @@ TEST_CASE("sm100 tile scheduler walks the simulator's tiles CTA by CTA", "[sm100
         TilingSpec spec;
         spec.rows_per_cta = q_stage * sm100::kMBlock;
         spec.n_block = sm100::kNBlock;
-        spec.persistent = !causal;  // FA4: static persistent unless causal
+        // FA4: static persistent unless causal
+        spec.scheduler = causal ? TileScheduler::Lpt : TileScheduler::StaticPersistent;
         const GridPlan plan = plan_tiles(hw, p, spec, 1 << 20);
         const sm100::TileSpace ts{b, h, sq, sk, q_stage * sm100::kMBlock, sm100::kNBlock, causal, !causal};
         INFO("causal " << causal << " q_stage " << q_stage << " b" << b << " h" << h << " sq" << sq << " sk" << sk);
@@ -180,7 +181,7 @@ TEST_CASE("fa4_sm100 schedules resolve to kernels/sm100 knobs or say why not", "
   // Causal hd128: 1-CTA, FA4's causal register split and exp2 emulation (16/4/1), LPT grid.
   const KernelChoice c = base->real_kernel(hw, problem(4, 16, 8192, 8192, 128, true));
   REQUIRE(c.supported);
-  CHECK_FALSE(c.persistent);
+  CHECK(c.scheduler == TileScheduler::Lpt);
   const auto k = std::get<sm100::KernelKnobs>(c.knobs);
   CHECK(k.kv_stage == 3);
   CHECK(k.reg_softmax == 192);

@@ -75,7 +75,7 @@ GridPlan BlackFlashSchedule::plan_grid(const Hardware& hw, const Problem& p, lon
   TilingSpec t;
   t.rows_per_cta = kTile;
   t.n_block = kTile;
-  t.persistent = false;
+  t.scheduler = TileScheduler::Lpt;
   t.ctas_per_sm = k.ctas_per_sm;
   return plan_tiles(hw, p, t, max_tiles);
 }

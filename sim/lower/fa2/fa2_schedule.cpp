@@ -83,7 +83,7 @@ class Fa2Schedule : public Schedule {
     TilingSpec t;
     t.rows_per_cta = k.br;
     t.n_block = k.bc;
-    t.persistent = false;
+    t.scheduler = TileScheduler::Lpt;
     t.tiles_per_head = true;
     t.ctas_per_sm = k.ctas_per_sm;
     return plan_tiles(hw, p, t, max_tiles);

@@ -49,7 +49,7 @@ Fa3Schedule::Fa3Schedule(JsonReader& r) {
     if (r.optional_raw(derived))
       r.fail_at(derived, "fa3_sm90 derives its pipelines and named barriers from the kernel's structure "
                          "(kernels/sm90/structure.h); remove this field");
-  knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt"});
+  knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt", "dynamic_lpt"});
   costs_ = CostModel::from_schedule(r);
 }
 
@@ -69,7 +69,11 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.pingpong = knobs_.pingpong.value_or(k.consumers == 2 && p.head_dim <= 128);
   k.overlap = knobs_.overlap;
   k.warp_specialization = knobs_.warp_specialization;
-  k.persistent = knobs_.tile_scheduler == "static_persistent" || (knobs_.tile_scheduler == "auto" && !p.causal);
+  k.scheduler = knobs_.tile_scheduler == "static_persistent" ? TileScheduler::StaticPersistent
+                : knobs_.tile_scheduler == "lpt"             ? TileScheduler::Lpt
+                : knobs_.tile_scheduler == "dynamic_lpt"     ? TileScheduler::DynamicLpt
+                : p.causal                                   ? TileScheduler::Lpt
+                                                             : TileScheduler::StaticPersistent;
   // setmaxnreg budgets (FA3 / FA4-CuTe SM90): 1 consumer WG 256/56, 2: 240/24, 3: 160/32.
   if (knobs_.registers) {
     k.reg_consumer = knobs_.registers->first;
@@ -84,10 +88,10 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // Live per consumer thread: O (64 x hdv / 128), S (64 x n / 128), P of the previous block in bf16
   // pairs while the next S is computed (overlap), bookkeeping.
   k.registers_needed = p.head_dim_v / 2 + k.n_block / 2 + (k.overlap ? k.n_block / 4 : 0) + kBookkeepingRegisters;
-  // Q (O is staged in Q's buffer once the last QK has read it), the K and V rings, the mbarriers
-  // and the alignment slack: the kernel's layout, untraced.
+  // Q (O is staged in Q's buffer once the last QK has read it), the K and V rings, the mbarriers,
+  // the dynamic scheduler's tile slot and the alignment slack: the kernel's layout, untraced.
   k.smem_bytes = sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
-                                   static_cast<int>(p.elem_bytes()), false)
+                                   static_cast<int>(p.elem_bytes()), false, k.scheduler == TileScheduler::DynamicLpt)
                      .bytes;
   // Who arrives on the pipelines, and how often per phase: the kernel's structure.
   RoleDecl load, consumer;
@@ -157,7 +161,7 @@ GridPlan Fa3Schedule::plan_grid(const Hardware& hw, const Problem& p, long long 
   TilingSpec t;
   t.rows_per_cta = k.m_block;
   t.n_block = k.n_block;
-  t.persistent = k.persistent;
+  t.scheduler = k.scheduler;
   return plan_tiles(hw, p, t, max_tiles);
 }
 
@@ -223,9 +227,10 @@ KernelChoice Fa3Schedule::real_kernel(const Hardware& hw, const Problem& p) cons
     return c;
   }
   c.supported = true;
-  c.knobs = sm90::KernelKnobs{p.head_dim, k.m_block, k.n_block, k.kv_stage, k.pingpong, k.overlap,
-                              k.reg_consumer, k.reg_producer};
-  c.persistent = k.persistent;
+  c.knobs = sm90::KernelKnobs{p.head_dim,      k.m_block,       k.n_block,
+                              k.kv_stage,      k.pingpong,      k.overlap,
+                              k.reg_consumer,  k.reg_producer,  k.scheduler == TileScheduler::DynamicLpt};
+  c.scheduler = k.scheduler;
   return c;
 }
 
@@ -236,7 +241,7 @@ std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Probl
                       k.reg_producer, k.smem_bytes),
           fmt::format("pingpong {}, intra-warpgroup overlap {}, warp specialization {}, scheduler {}",
                       k.pingpong ? "on" : "off", k.overlap ? "on" : "off", k.warp_specialization ? "on" : "off",
-                      k.persistent ? "static persistent" : "LPT single-tile")};
+                      tile_scheduler_label(k.scheduler))};
 }
 
 }  // namespace attnsim::fa3

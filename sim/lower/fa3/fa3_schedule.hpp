@@ -33,7 +33,8 @@ struct Knobs {
 /// Knobs resolved for a problem.
 struct Resolved {
   int m_block, n_block, consumers, kv_stage, head_dim, head_dim_v;
-  bool pingpong, overlap, warp_specialization, persistent, tile_auto;
+  bool pingpong, overlap, warp_specialization, tile_auto;
+  TileScheduler scheduler;  ///< tile_scheduler resolved (auto: static persistent, LPT when causal)
   int reg_consumer, reg_producer;
   long long smem_bytes;
   int registers_needed;  ///< live registers a consumer thread needs (accumulators + S/P + bookkeeping)

@@ -1,6 +1,7 @@
 // The load warp (warp 0 of the producer warpgroup; without warp specialization, warp 0 of
-// consumer warpgroup 0): TMA loads of Q (once per tile) and of K_j, V_j for j = n-1 .. 0 into
-// their rings, each after the consumers freed the stage. Mirrors kernels/sm90/load.cuh.
+// consumer warpgroup 0): TMA loads of K_j, V_j for j = n-1 .. 0 into their rings, each after the
+// consumers freed the stage, and of Q (once per tile) before them (with the dynamic tile
+// scheduler right after K_n-1 from the CTA's second tile on). Mirrors kernels/sm90/load.cuh.
 #include "lower/fa3/fa3_schedule.hpp"
 
 namespace attnsim::fa3 {
@@ -20,11 +21,18 @@ void emit_load(Context& c, WarpBuilder& w) {
   PipelineState q = c.q.ids.producer_start(), ks = c.k_pipe.ids.producer_start(), vs = c.v_pipe.ids.producer_start();
   for (size_t t = 0; t < c.tiles.size(); ++t) {
     const int n = c.tiles[t].n_blocks;
+    // Dynamic scheduler, after the first tile: K of the first block goes before Q (its stage frees
+    // while the previous tile's epilogue still holds Q's buffer, its O).
+    const bool k_first = c.k.scheduler == TileScheduler::DynamicLpt && t > 0;
+    if (k_first) {
+      w.tags(-1, n - 1, static_cast<int>(t));
+      load_stage(c, w, c.k_pipe, ks, ATTNSIM_OP_LOAD_K, c.k.n_block * c.k.head_dim * eb);
+    }
     w.tags(-1, -1, static_cast<int>(t));
     load_stage(c, w, c.q, q, ATTNSIM_OP_LOAD_Q, c.k.m_block * c.k.head_dim * eb);
     for (int j = n - 1; j >= 0; --j) {
       w.tags(-1, j, static_cast<int>(t));
-      load_stage(c, w, c.k_pipe, ks, ATTNSIM_OP_LOAD_K, c.k.n_block * c.k.head_dim * eb);
+      if (j < n - 1 || !k_first) load_stage(c, w, c.k_pipe, ks, ATTNSIM_OP_LOAD_K, c.k.n_block * c.k.head_dim * eb);
       load_stage(c, w, c.v_pipe, vs, ATTNSIM_OP_LOAD_V, c.k.n_block * c.k.head_dim_v * eb);
     }
   }

@@ -448,7 +448,7 @@ KernelChoice Fa4Schedule::real_kernel(const Hardware& hw, const Problem& p) cons
   kk.tmem_alloc = TmemAllocator::round_up(max_end);
   c.supported = true;
   c.knobs = kk;
-  c.persistent = k.persistent;
+  c.scheduler = k.persistent ? TileScheduler::StaticPersistent : TileScheduler::Lpt;
   return c;
 }
 
@@ -458,7 +458,7 @@ GridPlan Fa4Schedule::plan_grid(const Hardware& hw, const Problem& p, long long 
   t.rows_per_cta = k.m_block * k.q_stage;  // two ping-ponged Q tiles per CTA
   t.n_block = k.n_block;
   t.cta_group = k.cta_group;
-  t.persistent = k.persistent;
+  t.scheduler = k.persistent ? TileScheduler::StaticPersistent : TileScheduler::Lpt;
   return plan_tiles(hw, p, t, max_tiles);
 }
 
