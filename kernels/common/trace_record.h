@@ -8,8 +8,9 @@
 
 /// What a WAIT span waited on. X(ENUM, "name as in simulator traces"); mbarrier waits are
 /// printed as "<name>[stage] phase <parity>", named barriers as "<name>[index]" (bar.syncthreads,
-/// the fa2 kernel's __syncthreads and the blackflash consumers' bar.sync 1, 256, as "<name>").
-/// New targets go at the end: ids are stored.
+/// the fa2 kernel's __syncthreads and the blackflash consumers' bar.sync 1, 256, as "<name>"; the
+/// SM100 kernel's bar.softmax_stats, recorded with stage = 4 x Q stage + warp, as
+/// "<name>[s<stage>w<warp>]"). New targets go at the end: ids are stored.
 #define ATTNSIM_WAIT_LIST(X)              \
   X(NONE, "")                             \
   X(Q_FULL, "pipeline_q.full")            \

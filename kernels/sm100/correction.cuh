@@ -102,7 +102,7 @@ __device__ __forceinline__ void correction_warpgroup(const Params& p, const Smem
       for (int q = 0; q < T::kQStage; ++q) {
         uint32_t t0 = tr.now();
         named_sync(stats_barrier(q, w), kStatsThreads);
-        tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, local, ATTNSIM_WAIT_STATS_BAR, stats_barrier(q, w));
+        tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, local, ATTNSIM_WAIT_STATS_BAR, 4 * q + w);
         // start()/finish(): the span's start waits in its record, not in one of the 72-88 registers.
         tr.start();
         const float acc = s.stats(q, 0)[row];
@@ -121,7 +121,7 @@ __device__ __forceinline__ void correction_warpgroup(const Params& p, const Smem
     for (int q = 0; q < T::kQStage; ++q) {
       const uint32_t t0 = tr.now();
       named_sync(stats_barrier(q, w), kStatsThreads);
-      tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), -1, local, ATTNSIM_WAIT_STATS_BAR, stats_barrier(q, w));
+      tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), -1, local, ATTNSIM_WAIT_STATS_BAR, 4 * q + w);
       RowStats st;
       st.sum = s.stats(q, 0)[row];
       st.max2 = s.stats(q, 1)[row];

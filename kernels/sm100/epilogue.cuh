@@ -21,14 +21,14 @@ __device__ __forceinline__ void epilogue_warp(const Params& p, const Smem<T>& s,
       traced_wait(tr, s.bar(kOEpiFull, q), (full >> q) & 1, ATTNSIM_WAIT_OEPI_FULL, q, -1, local);
       full ^= 1u << q;
       if (lane == 0) {
-        const uint32_t t0 = tr.now();
+        tr.start();
         const int row0 = (c.m * T::kQStage + q) * kMBlock;
 #pragma unroll
         for (int ch = 0; ch < T::kChunks; ++ch)
           tma_store(&p.tm_o, s.o(q) + ch * kMBlock * 128, ch * 64, row0, c.head, c.batch);
         cuda::ptx::cp_async_bulk_commit_group();
         cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});  // SMEM read: the stage is free
-        tr.span(ATTNSIM_OP_STORE_O, t0, tr.now(), -1, local);
+        tr.finish(ATTNSIM_OP_STORE_O, -1, local);
       }
       __syncwarp();
       arrive(s.bar(kOEpiEmpty, q));

@@ -65,9 +65,10 @@ __device__ __forceinline__ void mma_warp(const Params& p, const Smem<T>& s, Trac
     for (int q = 0; q < T::kQStage; ++q) {
       traced_wait(tr, s.bar(kQFull, q), local & 1, ATTNSIM_WAIT_Q_FULL, q, -1, local);
       cuda::ptx::tcgen05_fence_after_thread_sync();
-      const uint32_t t0 = tr.now();
+      // start()/finish(): the span's start waits in its record, not in one of the 48-56 registers.
+      tr.start();
       qk(q, k_stage);
-      tr.span(ATTNSIM_OP_MMA_QK, t0, tr.now(), n - 1, local);
+      tr.finish(ATTNSIM_OP_MMA_QK, n - 1, local);
       if (n == 1) commit_to(s.bar(kQEmpty, q));
     }
     commit_to(s.kv_empty(k_stage));
@@ -84,24 +85,24 @@ __device__ __forceinline__ void mma_warp(const Params& p, const Smem<T>& s, Trac
         traced_wait(tr, s.bar(kSpoEmpty, q), (spo_empty >> q) & 1, ATTNSIM_WAIT_SPO_EMPTY, q, j, local);
         spo_empty ^= 1u << q;
         cuda::ptx::tcgen05_fence_after_thread_sync();
-        uint32_t t0 = tr.now();
+        tr.start();
         pv(q, v_stage, 0, kSplitSteps, i > 0);
-        tr.span(ATTNSIM_OP_MMA_PV, t0, tr.now(), j, local);
+        tr.finish(ATTNSIM_OP_MMA_PV, j, local);
         traced_wait(tr, s.bar(kLastsplitFull, q), (lastsplit >> q) & 1, ATTNSIM_WAIT_LASTSPLIT_FULL, q, j, local);
         lastsplit ^= 1u << q;
         cuda::ptx::tcgen05_fence_after_thread_sync();
-        t0 = tr.now();
+        tr.start();
         pv(q, v_stage, kSplitSteps, kPvSteps, true);
-        tr.span(ATTNSIM_OP_MMA_PV, t0, tr.now(), j, local);
+        tr.finish(ATTNSIM_OP_MMA_PV, j, local);
         if (i + 1 < n) {
           if (q == 0) {  // K(j-1) follows V(j) in the ring
             k_stage = kv_read.index;
             traced_wait(tr, s.kv_full(k_stage), kv_read.phase, ATTNSIM_WAIT_KV_FULL, k_stage, j - 1, local);
             kv_read.advance();
           }
-          t0 = tr.now();
+          tr.start();
           qk(q, k_stage);  // issued behind PV_s(j) in the same thread: it reads P_s before S_s is overwritten
-          tr.span(ATTNSIM_OP_MMA_QK, t0, tr.now(), j - 1, local);
+          tr.finish(ATTNSIM_OP_MMA_QK, j - 1, local);
           if (i + 2 == n) commit_to(s.bar(kQEmpty, q));  // the tile's last QK of this stage
         } else {
           commit_to(s.bar(kOAccFull, q));  // the tile's last PV of this stage: final O accumulated

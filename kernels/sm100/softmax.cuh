@@ -37,6 +37,12 @@ __device__ __forceinline__ void softmax_warpgroup(const Params& p, const Smem<T>
       const int j = c.n_blocks - 1 - i;
       traced_wait(tr, s.bar(kSpoFull, q), s_full, ATTNSIM_WAIT_SPO_FULL, q, j, local);
       s_full ^= 1;
+      if constexpr (T::kCorrectionWg) {
+        // sScale free (the correction warps read the last value): waited before S's 128 values
+        // are in registers, where the wait loop's own registers would spill.
+        traced_wait(tr, s.bar(kSmStatsEmpty, q), stats_free, ATTNSIM_WAIT_SMSTATS_EMPTY, q, j, local);
+        stats_free ^= 1;
+      }
       cuda::ptx::tcgen05_fence_after_thread_sync();
       uint32_t t0 = tr.now();
       uint32_t raw[kNBlock];
@@ -59,8 +65,6 @@ __device__ __forceinline__ void softmax_warpgroup(const Params& p, const Smem<T>
       for (int e = 1; e < kNBlock; ++e) mx = fmaxf(mx, x[e]);
       const float acc = update_row_max(st, mx * scale_log2, T::kConditional, T::kThresholdLog2);
       if constexpr (T::kCorrectionWg) {
-        traced_wait(tr, s.bar(kSmStatsEmpty, q), stats_free, ATTNSIM_WAIT_SMSTATS_EMPTY, q, j, local);
-        stats_free ^= 1;
         s.stats(q, 0)[row] = acc;
         named_arrive(stats_barrier(q, w), kStatsThreads);
       } else if (i > 0 && (!T::kConditional || __any_sync(0xffffffffu, acc != 1.0f))) {
@@ -71,7 +75,7 @@ __device__ __forceinline__ void softmax_warpgroup(const Params& p, const Smem<T>
         if (!(q == 0 && first_exp)) {
           t0 = tr.now();
           named_sync(order_barrier(q), kOrderThreads);
-          tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, local, ATTNSIM_WAIT_ORDER_BAR, order_barrier(q));
+          tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, local, ATTNSIM_WAIT_ORDER_BAR, q);
         }
       }
       first_exp = false;

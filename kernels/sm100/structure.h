@@ -126,6 +126,9 @@ ATTNSIM_HD constexpr int order_barrier(int stage) { return 9 + stage; }
 inline constexpr int kOrderThreads = 256;
 
 // ---- Tracing -----------------------------------------------------------------------------------
+/// The warps that record by default (`--trace-warps first`): the first warp of softmax0, softmax1
+/// and correction, the MMA, epilogue and load warps (0, 4, 8, 12, 13, 14).
+inline constexpr uint32_t kTraceWarpsFirst = 0x7111u;
 /// Upper bound of the spans one warp records in a work tile of `n_blocks` KV blocks (at most 6
 /// per block and Q stage, two stages, plus the tile's prologue and final O); the trace recorder
 /// checks capacity against it once per tile.

@@ -51,7 +51,7 @@ struct Run : Command {
   int run() override {
     if (list) return list_kernels();
     if (schedule.empty()) throw std::invalid_argument("run: a SCHEDULE file is required (or --list)");
-    [[maybe_unused]] const uint32_t warps = sm90::parse_trace_warps(trace_warps);
+    [[maybe_unused]] uint32_t warps = sm90::parse_trace_warps(trace_warps);
     const auto s = load_schedule(schedule, sets, variant);
     const Problem problem = pf.build();
 #if ATTNSIM_WITH_SM90
@@ -63,6 +63,8 @@ struct Run : Command {
                                                                                            : "h100_sxm"));
     TileScheduler sched = TileScheduler::Lpt;
     const sm90::CompiledKernel& k = select_kernel(*s, schedule, variant, resolve_hw, problem, &sched);
+    // "first" on the SM100 kernel: the first warp of each warpgroup plus the epilogue and load warps.
+    if (trace_warps == "first" && std::holds_alternative<sm100::KernelKnobs>(k.knobs)) warps = sm100::kTraceWarpsFirst;
     if (const std::string why = sm90::kernel_unrunnable(k.knobs, gpu); !why.empty()) {
       std::cout << fmt::format("SKIPPED: no GPU to run [{}] on: {}\n", describe(k.knobs), why);
       return kNoGpuExit;
@@ -148,7 +150,8 @@ std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
       ->check(CLI::Range(1, 100000));
   sub->add_option("--trace-cap", c->cap, "spans recorded per warp at most (0: all)")->check(CLI::Range(0, 1 << 28));
   sub->add_option("--trace-warps", c->trace_warps,
-                  "warps that record: first (load warp + first warp of each consumer warpgroup; default), all, or "
+                  "warps that record: first (load warp + first warp of each consumer warpgroup; on SM100 the first "
+                  "warp of each warpgroup + epilogue and load warps; default), all, or "
                   "indices \"0,4,5\"");
   sub->add_flag("--full-trace", c->full_trace, "traces of whole CTAs instead of their first tile");
   sub->add_flag("--list", c->list, "list the kernels compiled into this build");

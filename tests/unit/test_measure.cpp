@@ -120,6 +120,36 @@ TEST_CASE("measured records become a timeline with the simulator's roles and lab
   CHECK_THROWS_AS(measured_cta(t, 2, 1.5), std::out_of_range);
 }
 
+TEST_CASE("measured records of the SM100 kernel get the simulator's fa4 roles and pipeline names", "[measure]") {
+  sm90::MeasuredTrace t;
+  t.knobs = sm100::KernelKnobs{};
+  t.warps_per_cta = sm100::kWarps;
+  t.cap = 3;
+  t.records.assign(sm100::kWarps * 3, attnsim_trace_record{});
+  t.counts.assign(sm100::kWarps, 0);
+  auto put = [&](int warp, std::vector<attnsim_trace_record> rs) {
+    for (size_t i = 0; i < rs.size(); ++i) t.records[warp * 3 + i] = rs[i];
+    t.counts[warp] = static_cast<uint32_t>(rs.size());
+  };
+  put(4, {rec(ATTNSIM_OP_WAIT, 0, 100, ATTNSIM_WAIT_SPO_FULL, 1, 0), rec(ATTNSIM_OP_WAIT, 100, 120, ATTNSIM_WAIT_ORDER_BAR, 1),
+          rec(ATTNSIM_OP_SOFTMAX_EXP, 120, 300)});
+  put(8, {rec(ATTNSIM_OP_WAIT, 0, 50, ATTNSIM_WAIT_STATS_BAR, 4 * 1 + 2)});
+  put(12, {rec(ATTNSIM_OP_WAIT, 0, 40, ATTNSIM_WAIT_LASTSPLIT_FULL, 0, 1), rec(ATTNSIM_OP_MMA_PV, 40, 60)});
+  put(14, {rec(ATTNSIM_OP_WAIT, 0, 10, ATTNSIM_WAIT_KV_EMPTY, 2, 1)});
+  t.ctas = {attnsim_cta_clock{0, 2000, 0, 1000, 3, 1}};
+  const MeasuredCta m = measured_cta(t, 0, 1.855);
+  REQUIRE(m.timeline.warps.size() == 4);
+  CHECK(m.timeline.warps[0].role == "softmax1");
+  CHECK(m.timeline.label_of(m.timeline.warps[0].spans[0]) == "pipeline_s_p_o.full[1] phase 0");
+  CHECK(m.timeline.label_of(m.timeline.warps[0].spans[1]) == "bar.exp_order[1]");
+  CHECK(m.timeline.warps[1].role == "correction");
+  CHECK(m.timeline.label_of(m.timeline.warps[1].spans[0]) == "bar.softmax_stats[s1w2]");  // as sim/lower/fa4 names it
+  CHECK(m.timeline.warps[2].role == "mma");
+  CHECK(m.timeline.label_of(m.timeline.warps[2].spans[0]) == "pipeline_p_lastsplit.full[0] phase 1");
+  CHECK(m.timeline.warps[3].role == "load");
+  CHECK(m.timeline.label_of(m.timeline.warps[3].spans[0]) == "pipeline_kv.empty[2] phase 1");
+}
+
 TEST_CASE("dropped spans count only recording warps: spans run minus records kept", "[measure]") {
   sm90::MeasuredTrace t = two_ctas();
   // As a traced launch returns it: counts = records written, spans = spans run.

@@ -27,7 +27,7 @@ struct Knobs {
   bool overlap = true;           ///< intra-warpgroup overlap of softmax and PV
   bool warp_specialization = true;
   std::optional<std::pair<int, int>> registers;  ///< consumer, producer; unset = auto
-  std::string tile_scheduler = "auto";
+  std::string tile_scheduler = "auto";  ///< auto | static_persistent | lpt | dynamic_lpt
 };
 
 /// Knobs resolved for a problem.
