@@ -16,7 +16,7 @@ set(_rank_calibrate 6)
 set(_rank_measure 6)
 set(_rank_cli 7)
 set(_rank_tools 7)
-set(_shared common sm90 fa2 sm100)  # kernels/ headers (common, each family's plain-C++ ones): below every layer
+set(_shared common sm90 fa2 sm100 blackflash)  # kernels/ headers (common, each family's plain-C++ ones): below every layer
 
 # Appends to _bad the includes of the files under `dir` that go against the layer ranks _rank_<prefix><folder>;
 # folders listed in `shared` may be included from anywhere.
@@ -51,6 +51,7 @@ endfunction()
 # kernels/: common below the families; the SM90 folder holds the kernel registry, which spans families.
 set(_rank_k_common 0)
 set(_rank_k_fa2 1)
+set(_rank_k_blackflash 1)
 set(_rank_k_microbench 1)
 set(_rank_k_sm100 1)
 set(_rank_k_sm90 2)

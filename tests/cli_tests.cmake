@@ -124,7 +124,7 @@ attnsim_cli_test(budget_sweep_candidates 2 "small.json: /axes: expected a grid o
 
 # --version: version, commit, schedule families, kernel families compiled in, GPU architectures, data directory.
 attnsim_cli_test(version 0
-  "attnsim [0-9]+\\.[0-9]+\\.[0-9]+\ncommit: ([0-9a-f]+(-dirty)?|unknown)\nschedule families: blackflash, explicit, fa2_sm80, fa3_sm90, fa4_sm100\nkernels: (none|fa2_sm80, fa3_sm90, fa4_sm100 \\([0-9]+ instances, sm_90a, sm_100a\\))\nGPU architectures: "
+  "attnsim [0-9]+\\.[0-9]+\\.[0-9]+\ncommit: ([0-9a-f]+(-dirty)?|unknown)\nschedule families: blackflash, explicit, fa2_sm80, fa3_sm90, fa4_sm100\nkernels: (none|blackflash, fa2_sm80, fa3_sm90, fa4_sm100 \\([0-9]+ instances, sm_90a, sm_100a; blackflash: sm_90a(, sm_120a)?\\))\nGPU architectures: "
   ARGS --version)
 # cmake --install into a temporary prefix; the installed binary, run from elsewhere, finds its data.
 add_test(NAME install.prefix_run_outside_tree
@@ -157,6 +157,18 @@ if(ATTNSIM_HAVE_CUDA)
          --predicted-trace ${OUTDIR}/run_predicted.json)
   attnsim_cli_test(validate_gpu 0 "cases measured: MAPE.*per change against the base schedule.*per-op acceptance" GPU
     ARGS validate ${FA3} --variants base,no_pingpong --out ${OUTDIR}/validate)
+  # blackflash (kernels/blackflash): every variant is compiled and listed; its head_dim is refused
+  # before the GPU is looked for; on a GPU, run checks and traces it.
+  set(BF ${PROJECT_SOURCE_DIR}/schedules/blackflash.json)
+  attnsim_cli_test(run_list_blackflash 0 "blackflash hd64 kv2 p_over_k reg 128 +needs sm_90a +schedules/blackflash.json \\(base\\) hd64.*blackflash hd64 kv2 p_over_k reg 112 +needs sm_90a +schedules/blackflash.json registers_112 hd64"
+    ARGS run --list)
+  attnsim_cli_test(run_blackflash_head_dim 2 "blackflash.json: /family: BlackFlash is written for head_dim 64"
+    ARGS run ${BF} --head-dim 128)
+  attnsim_cli_test(run_blackflash_gpu 0 "kernel \\[blackflash hd64 kv2 p_over_k reg 128\\].*correctness .*: pass.*measured .*TFLOPS.*predicted .*traced" GPU
+    ARGS run ${BF} --head-dim 64 --seqlen 1000 --batch 2 --causal --check --trace ${OUTDIR}/run_bf_measured.json)
+  attnsim_cli_test(validate_blackflash_gpu 0 "cases measured: MAPE.*per-op acceptance" GPU
+    ARGS validate ${BF} --variants base,single_buffer --problems ${PROJECT_SOURCE_DIR}/configs/validation/problems_blackflash.json
+         --out ${OUTDIR}/validate_bf)
 else()
   attnsim_cli_test(run_without_cuda 2 "built without a CUDA compiler" ARGS run ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json)
 endif()

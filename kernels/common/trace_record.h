@@ -1,15 +1,16 @@
-// Measured-timeline records written by instrumented kernels (kernels/sm90, kernels/fa2, kernels/sm100, built with tracing on)
-// and read by `attnsim run` / `attnsim validate` (sim/measure). One format on both sides, plain
-// C so nvcc and g++ read it. Op ids come from op_names.h; waits name what they waited on with the
-// same pipeline and barrier names the simulator uses in its traces.
+// Measured-timeline records written by instrumented kernels (kernels/sm90, kernels/fa2,
+// kernels/sm100 and kernels/blackflash, built with tracing on) and read by `attnsim run` /
+// `attnsim validate` (sim/measure). One format on both sides, plain C so nvcc and g++ read it. Op
+// ids come from op_names.h; waits name what they waited on with the same pipeline and barrier
+// names the simulator uses in its traces.
 #pragma once
 #include <stdint.h>
 
 /// What a WAIT span waited on. X(ENUM, "name as in simulator traces"); mbarrier waits are
 /// printed as "<name>[stage] phase <parity>", named barriers as "<name>[index]" (bar.syncthreads,
-/// the fa2 kernel's __syncthreads, as "<name>"; the SM100 kernel's bar.softmax_stats, recorded
-/// with stage = 4 x Q stage + warp, as "<name>[s<stage>w<warp>]"). New targets go at the end: ids
-/// are stored.
+/// the fa2 kernel's __syncthreads and the blackflash consumers' bar.sync 1, 256, as "<name>"; the
+/// SM100 kernel's bar.softmax_stats, recorded with stage = 4 x Q stage + warp, as
+/// "<name>[s<stage>w<warp>]"). New targets go at the end: ids are stored.
 #define ATTNSIM_WAIT_LIST(X)              \
   X(NONE, "")                             \
   X(Q_FULL, "pipeline_q.full")            \
@@ -34,7 +35,11 @@
   X(OEPI_FULL, "pipeline_o_epi.full")     \
   X(OEPI_EMPTY, "pipeline_o_epi.empty")   \
   X(STATS_BAR, "bar.softmax_stats")       \
-  X(ORDER_BAR, "bar.exp_order")
+  X(ORDER_BAR, "bar.exp_order")           \
+  X(MBAR_Q_FULL, "mbar_q.full")           \
+  X(MBAR_KV_FULL, "mbar_kv.full")         \
+  X(MBAR_KV_EMPTY, "mbar_kv.empty")       \
+  X(BAR_CONSUMERS, "bar.consumers")
 
 /// Wait-target ids (ATTNSIM_WAIT_LIST).
 enum attnsim_wait_on {
@@ -55,10 +60,11 @@ static inline const char* attnsim_wait_name(int id) {
 }
 
 /// True for wait targets that are mbarriers (printed with stage and phase), false for named
-/// barriers and wgmma.wait_group.
+/// barriers, wgmma.wait_group and cp.async.wait_group.
 static inline int attnsim_wait_is_mbarrier(int id) {
   return (id >= ATTNSIM_WAIT_Q_FULL && id <= ATTNSIM_WAIT_V_EMPTY) ||
-         (id >= ATTNSIM_WAIT_KV_FULL && id <= ATTNSIM_WAIT_OEPI_EMPTY);
+         (id >= ATTNSIM_WAIT_KV_FULL && id <= ATTNSIM_WAIT_OEPI_EMPTY) ||
+         (id >= ATTNSIM_WAIT_MBAR_Q_FULL && id <= ATTNSIM_WAIT_MBAR_KV_EMPTY);
 }
 
 /// One span of one warp, recorded by its lane 0. 16 bytes (one vector store).

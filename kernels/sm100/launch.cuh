@@ -11,11 +11,11 @@
 
 #include "common/cuda_check.cuh"
 #include "common/launch_abi.h"
+#include "common/tensor_map.cuh"  // make_tensor_map (one tensor-map encoder for every family)
 #include "fa4_kernel.cuh"
 
 namespace attnsim::sm90 {
-// Defined in kernels/sm90/runner.cu (one tensor-map encoder and SM count for every family).
-CUtensorMap make_tensor_map(const void* base, int head_dim, int seqlen, int heads, int batch, int box_rows);
+// Defined in kernels/sm90/runner.cu (one SM count for every family).
 int sm_count();
 }  // namespace attnsim::sm90
 
@@ -32,10 +32,10 @@ void launch(const Shape& sh, const Tensors& t, TileScheduler sched, const TraceB
     throw std::invalid_argument("the SM100 kernel has no dynamic tile scheduler (static_persistent or lpt)");
   const bool persistent = sched == TileScheduler::StaticPersistent;
   Params p{};
-  p.tm_q = sm90::make_tensor_map(t.q, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, kMBlock);
-  p.tm_k = sm90::make_tensor_map(t.k, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, kNBlock);
-  p.tm_v = sm90::make_tensor_map(t.v, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, kNBlock);
-  p.tm_o = sm90::make_tensor_map(t.o, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, kMBlock);
+  p.tm_q = make_tensor_map(t.q, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, kMBlock);
+  p.tm_k = make_tensor_map(t.k, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, kNBlock);
+  p.tm_v = make_tensor_map(t.v, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, kNBlock);
+  p.tm_o = make_tensor_map(t.o, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, kMBlock);
   p.lse = t.lse;
   p.group = sh.heads / sh.kv_heads;
   p.tiles =

@@ -1,6 +1,7 @@
-// Device helpers of the SM90 attention kernel: mbarrier waits, named barriers, TMA through
-// <cuda/ptx>, wgmma descriptors and fences, setmaxnreg, and the traced mbarrier wait (the trace
-// recorder itself is kernels/common/trace_recorder.cuh, shared with kernels/fa2).
+// Device helpers of the SM90 attention kernel: wgmma descriptors and fences, setmaxnreg, bf16
+// packing and exp2. The mbarrier waits, named barriers, TMA and the traced mbarrier wait are
+// kernels/common/mbarrier.cuh and the trace recorder kernels/common/trace_recorder.cuh, shared
+// with kernels/fa2 and kernels/blackflash.
 #pragma once
 
 #include <cuda/ptx>
@@ -11,6 +12,7 @@
 
 #include "common/op_names.h"
 #include "common/trace_record.h"
+#include "common/mbarrier.cuh"  // mbarrier waits, named barriers, TMA, traced_wait (shared with kernels/blackflash)
 #include "common/trace_recorder.cuh"  // TraceRecorder, globaltimer, the CTA clock anchors
 
 // wgmma and setmaxnreg exist only on sm_90a; other passes build empty bodies
@@ -20,53 +22,6 @@
 #include "wgmma_ops.cuh"  // generated (kernels/common/gen_wgmma.cmake): Wgmma<N>::ss / rs / rs_tb
 
 namespace attnsim::sm90 {
-
-/// A wait that lasts this long is a bug (a broken pipeline), not a slow kernel: the kernel
-/// traps, so the host sees an error instead of a hung GPU.
-constexpr unsigned long long kHangNs = 4000000000ull;  // 4 s
-
-/// Shared-memory address of a pointer into shared memory.
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/// Blocks until the phase of `bar` with parity `parity` has completed. The timer is read only
-/// after 4096 failed tries (one read costs ~26 cycles), so the fast path is the bare try_wait.
-__device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
-  if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return;
-  unsigned long long t0 = 0;
-  for (unsigned k = 1;; ++k) {
-    if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return;
-    if ((k & 4095u) == 0) {
-      const unsigned long long now = globaltimer();
-      if (t0 == 0) t0 = now;
-      else if (now - t0 > kHangNs) __trap();
-    }
-  }
-}
-
-/// mbarrier arrive (release, CTA scope) by the calling thread.
-__device__ __forceinline__ void arrive(uint64_t* bar) { (void)cuda::ptx::mbarrier_arrive(bar); }
-
-/// Named barrier `id` over `threads` threads: wait for all of them.
-__device__ __forceinline__ void named_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-/// Named barrier `id` over `threads` threads: count this thread's arrival, do not wait.
-__device__ __forceinline__ void named_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
-/// TMA: loads a 4D box (64 columns x rows x 1 x 1) at `coords` into `dst`, completing on `bar`.
-__device__ __forceinline__ void tma_load(const void* tmap, void* dst, int c0, int c1, int c2, int c3, uint64_t* bar) {
-  const int32_t coords[4] = {c0, c1, c2, c3};
-  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, tmap, coords, bar);
-}
-/// TMA: stores a 4D box from `src` to `coords` (rows outside the tensor are clipped).
-__device__ __forceinline__ void tma_store(const void* tmap, const void* src, int c0, int c1, int c2, int c3) {
-  const int32_t coords[4] = {c0, c1, c2, c3};
-  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, tmap, coords, src);
-}
 
 using hopper::Wgmma;
 using hopper::wgmma_commit;
@@ -107,18 +62,6 @@ __device__ __forceinline__ float exp2_mufu(float x) {
 /// at most 11 per block plus Q wait, epilogue and the overlap prologue; producer: 2 + 4 per block).
 __host__ __device__ constexpr uint32_t trace_spans_per_tile(int n_blocks) {
   return 12u * static_cast<uint32_t>(n_blocks) + 16u;
-}
-
-/// Waits on an mbarrier phase, recording the wait as a WAIT span of `tr` (the recorder,
-/// kernels/common/trace_recorder.cuh); returns when it ended.
-template <bool kOn>
-__device__ __forceinline__ uint32_t traced_wait(TraceRecorder<kOn>& tr, uint64_t* bar, uint32_t parity, int wait_on,
-                                                int stage, int block, int tile) {
-  const uint32_t t0 = tr.now();
-  wait_parity(bar, parity);
-  const uint32_t t1 = tr.now();
-  tr.span(ATTNSIM_OP_WAIT, t0, t1, block, tile, wait_on, stage, parity);
-  return t1;
 }
 
 }  // namespace attnsim::sm90

@@ -153,9 +153,10 @@ struct MeasuredTrace {
   double kernel_ms = 0;  ///< this traced launch, CUDA events
   AnyKernelKnobs knobs;  ///< the kernel that wrote it (its family names the warps' roles)
 };
-/// Runs the traced kernel once (after one warm-up launch) with `cap` records per warp (0: enough
-/// for every span of the launch), lane 0 of the warps in `trace_warps` recording. Any family with
-/// a traced build (kernels/sm90, kernels/fa2); std::invalid_argument for a kernel without one.
+/// Runs the traced kernel once (after one warm-up launch) with `cap` records per warp (0, or more
+/// than the family's span bound allows: enough for every span of the launch, and no more), lane 0
+/// of the warps in `trace_warps` recording. Any family with a traced build (kernels/sm90,
+/// kernels/fa2, kernels/blackflash); std::invalid_argument for a kernel without one.
 MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, uint32_t cap,
                            uint32_t trace_warps = kTraceWarpsFirst);
 

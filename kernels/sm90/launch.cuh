@@ -10,14 +10,13 @@
 #include <string>
 
 #include "common/cuda_check.cuh"
+#include "common/tensor_map.cuh"
 #include "fa3_api.h"
 #include "fa3_kernel.cuh"
 
 namespace attnsim::sm90 {
 
-/// 4D bf16 tensor map over (head_dim, seqlen, heads, batch) with head_dim contiguous, box of 64
-/// columns x box_rows rows, 128B swizzle, zero fill out of bounds.
-CUtensorMap make_tensor_map(const void* base, int head_dim, int seqlen, int heads, int batch, int box_rows);
+using attnsim::make_tensor_map;  // kernels/common/tensor_map.cuh
 
 /// Number of SMs of the current device (cached).
 int sm_count();

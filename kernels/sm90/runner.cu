@@ -23,9 +23,7 @@ void attnsim::cuda_check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-namespace attnsim::sm90 {
-
-CUtensorMap make_tensor_map(const void* base, int head_dim, int seqlen, int heads, int batch, int box_rows) {
+CUtensorMap attnsim::make_tensor_map(const void* base, int head_dim, int seqlen, int heads, int batch, int box_rows) {
   static PFN_cuTensorMapEncodeTiled_v12000 encode = nullptr;
   if (!encode) {
     cudaDriverEntryPointQueryResult q{};
@@ -47,6 +45,8 @@ CUtensorMap make_tensor_map(const void* base, int head_dim, int seqlen, int head
   if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled failed: error " + std::to_string(r));
   return m;
 }
+
+namespace attnsim::sm90 {
 
 int sm_count() {
   static int n = 0;
@@ -205,6 +205,14 @@ uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchIn
     for (int m = 0; m < m_tiles; ++m)
       most +=
           fa2::trace_spans_per_tile(attnsim_kv_blocks(m * f->br, f->br, f->bc, sh.seqlen_q, sh.seqlen_k, sh.causal));
+  } else if (std::holds_alternative<blackflash::KernelKnobs>(k.knobs)) {
+    // One CTA per Q tile: the longest tile bounds every CTA's spans.
+    const int m_tiles = (sh.seqlen_q + blackflash::kTile - 1) / blackflash::kTile;
+    for (int m = 0; m < m_tiles; ++m)
+      most = std::max<uint64_t>(
+          most, blackflash::trace_spans_per_tile(attnsim_kv_blocks(m * blackflash::kTile, blackflash::kTile,
+                                                                   blackflash::kTile, sh.seqlen_q, sh.seqlen_k,
+                                                                   sh.causal)));
   } else {
     const auto& kk = std::get<KernelKnobs>(k.knobs);
     const int m_tiles = (sh.seqlen_q + kk.m_block - 1) / kk.m_block;
@@ -371,7 +379,11 @@ MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, TileSch
   if (!k.launch_traced) throw std::invalid_argument(describe(k.knobs) + " has no instrumented build");
   MeasuredTrace m;
   m.launch = probe(k, prob, sched);
-  if (cap == 0) cap = full_trace_cap(k, prob.shape(), m.launch, sched);
+  // No more records per warp than the launch can write: a one-tile-per-CTA grid (blackflash: up
+  // to thousands of CTAs) would otherwise allocate gigabytes for --trace-cap's default. (Under
+  // dynamic_lpt the bound is an estimate: a larger cap asked for is kept.)
+  const uint32_t full = full_trace_cap(k, prob.shape(), m.launch, sched);
+  if (cap == 0 || (cap > full && sched != TileScheduler::DynamicLpt)) cap = full;
   TraceAlloc buf(m.launch.grid, m.launch.warps, cap, trace_warps);
   k.launch_traced(prob.shape(), prob.tensors(), sched, &buf.b, nullptr, nullptr);  // warm-up
   cuda_check(cudaDeviceSynchronize(), "traced kernel (warm-up)");

@@ -1,9 +1,9 @@
-// `attnsim run SCHEDULE [problem]`: runs the real kernel the schedule resolves to (kernels/sm90 and
-// kernels/fa2 on an H100/H200, kernels/sm100 on an SM100 GPU such as a B200) on the GPU at hand:
-// measured time (median per-launch time of back-to-back launches) beside the simulator's
-// prediction, optionally a correctness check and a measured Chrome trace with the same tracks and
-// span names as `simulate --trace`. Exits 77 with the reason when the GPU at hand cannot run the
-// kernel (none, or another architecture).
+// `attnsim run SCHEDULE [problem]`: runs the real kernel the schedule resolves to (kernels/sm90,
+// kernels/fa2 and kernels/blackflash on an H100/H200, kernels/sm100 on an SM100 GPU such as a
+// B200) on the GPU at hand: measured time (median per-launch time of back-to-back launches) beside
+// the simulator's prediction, optionally a correctness check and a measured Chrome trace with the
+// same tracks and span names as `simulate --trace`. Exits 77 with the reason when the GPU at hand
+// cannot run the kernel (none, or another architecture).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -32,7 +32,8 @@ struct Run : Command {
   int list_kernels() const {
 #if ATTNSIM_WITH_SM90
     std::cout << fmt::format(
-        "{} kernels compiled into this build (kernels/sm90, kernels/fa2, kernels/sm100; from schedules/*.json):\n",
+        "{} kernels compiled into this build (kernels/sm90, kernels/fa2, kernels/sm100, kernels/blackflash; from "
+        "schedules/*.json):\n",
         sm90::compiled_kernels().size());
     size_t width = 0;
     for (const auto& k : sm90::compiled_kernels()) width = std::max(width, describe(k.knobs).size());
@@ -135,7 +136,8 @@ struct Run : Command {
 std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
   auto c = std::make_unique<Run>();
   sub = app.add_subcommand("run", "run the real kernel a schedule resolves to (SM90 or SM100), beside its prediction");
-  sub->add_option("schedule", c->schedule, "schedule JSON (an fa3_sm90, fa2_sm80 or fa4_sm100 family schedule)");
+  sub->add_option("schedule", c->schedule,
+                  "schedule JSON (an fa3_sm90, fa2_sm80, fa4_sm100 or blackflash family schedule)");
   sub->add_option("--variant", c->variant, "apply a variant the schedule file declares");
   sub->add_option("--set", c->sets, "override a schedule field: /json/pointer=value (repeatable)");
   c->pf.add(sub);

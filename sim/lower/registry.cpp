@@ -112,7 +112,8 @@ std::vector<VariantInfo> schedule_variants_from_text(const std::string& text, co
 namespace attnsim {
 KernelChoice Schedule::real_kernel(const Hardware&, const Problem&) const {
   KernelChoice c;
-  c.why_not = fmt::format("family {}: no real kernel yet (kernels/ has fa3_sm90, fa2_sm80 and fa4_sm100)", family_);
+  c.why_not =
+      fmt::format("family {}: no real kernel yet (kernels/ has fa3_sm90, fa2_sm80, fa4_sm100 and blackflash)", family_);
   return c;
 }
 

@@ -6,8 +6,9 @@
 // sm90_limits.h (the hardware config's SMEM and register limits, for the kernels' static_asserts).
 // fa4_sm100 schedules (resolved with --hw-sm100, head_dim 64 and 128, causal and not) get
 // kernels/sm100 instances in their own files (sm100_instances_N.cu, built for sm_100a) and
-// sm100_limits.h. Files are rewritten only when their content changes, so unchanged shards are
-// not rebuilt.
+// sm100_limits.h. blackflash kernels go to instances_blackflash_0.cu, which the build compiles
+// for sm_90a and sm_120a. Files are rewritten only when their content changes, so unchanged
+// shards are not rebuilt.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -68,6 +69,15 @@ std::string registry_entry(const AnyKernelKnobs& any, const std::string& origins
                        "                 &launch<{}>, \"{}\"}});\n",
                        k->head_dim, k->m_block, k->n_block, k->kv_stage, k->pingpong, k->overlap, k->reg_consumer,
                        k->reg_producer, k->dynamic, traits(*k, false), traits(*k, true), origins);
+  if (const auto* b = std::get_if<blackflash::KernelKnobs>(&any)) {
+    auto t = [&](bool trace) {
+      return fmt::format("blackflash::BfTraits<{}, {}, {}, {}>", b->kv_stage, b->p_over_k, b->registers, trace);
+    };
+    return fmt::format("  out.push_back({{AnyKernelKnobs{{blackflash::KernelKnobs{{{}, {}, {}, {}}}}},\n"
+                       "                 &blackflash::launch<{}>,\n"
+                       "                 &blackflash::launch<{}>, \"{}\"}});\n",
+                       b->head_dim, b->kv_stage, b->p_over_k, b->registers, t(false), t(true), origins);
+  }
   const auto& f = std::get<fa2::KernelKnobs>(any);
   return fmt::format("  out.push_back({{AnyKernelKnobs{{fa2::KernelKnobs{{{}, {}, {}}}}},\n"
                      "                 &fa2::launch<fa2::Fa2Traits<{}, {}, {}, false>>,\n"
@@ -170,7 +180,8 @@ int main(int argc, char** argv) {
             }
           continue;
         }
-        if (schedule->family() != "fa3_sm90" && schedule->family() != "fa2_sm80") break;  // no real kernel
+        if (schedule->family() != "fa3_sm90" && schedule->family() != "fa2_sm80" && schedule->family() != "blackflash")
+          break;  // no real kernel
         for (int hd : {64, 128, 256}) {
           Problem p;
           p.head_dim = p.head_dim_v = hd;
@@ -201,9 +212,13 @@ int main(int argc, char** argv) {
                                            fmt::join(files.begin(), files.end(), ", "));
     // SM90 (and fa2) kernels and SM100 kernels go to separate files: they are compiled for
     // different GPU architectures (sm_90a, sm_100a).
-    std::vector<size_t> sm90_ids, sm100_ids;
+    // blackflash's go to a file of their own, built for sm_90a and sm_120a (the seed's GPU).
+    std::vector<size_t> sm90_ids, sm100_ids, blackflash_ids;
     for (size_t i = 0; i < kernels.size(); ++i)
-      (std::holds_alternative<sm100::KernelKnobs>(kernels[i]) ? sm100_ids : sm90_ids).push_back(i);
+      (std::holds_alternative<sm100::KernelKnobs>(kernels[i])        ? sm100_ids
+       : std::holds_alternative<blackflash::KernelKnobs>(kernels[i]) ? blackflash_ids
+                                                                     : sm90_ids)
+          .push_back(i);
     auto write_shards = [&](const std::vector<size_t>& ids, int n, const std::string& file, const std::string& fn,
                             const std::string& includes) {
       for (int s = 0; s < n; ++s) {
@@ -224,6 +239,8 @@ int main(int argc, char** argv) {
       }
     };
     write_shards(sm90_ids, shards, "instances", "add_kernels", "#include \"fa2/launch.cuh\"\n#include \"launch.cuh\"\n");
+    write_shards(blackflash_ids, 1, "instances_blackflash", "add_blackflash_kernels",
+                 "#include \"blackflash/launch.cuh\"\n#include \"sm90/fa3_api.h\"\n");
     write_shards(sm100_ids, sm100_shards, "sm100_instances", "add_sm100_kernels",
                  "#include \"sm100/launch.cuh\"\n#include \"sm90/fa3_api.h\"\n");
     if (hw_sm100)
@@ -256,10 +273,12 @@ int main(int argc, char** argv) {
     for (int s = 0; s < shards; ++s) reg += fmt::format("void add_kernels_{}(std::vector<CompiledKernel>& out);\n", s);
     for (int s = 0; s < sm100_shards; ++s)
       reg += fmt::format("void add_sm100_kernels_{}(std::vector<CompiledKernel>& out);\n", s);
+    reg += "void add_blackflash_kernels_0(std::vector<CompiledKernel>& out);\n";
     reg += "\nconst std::vector<CompiledKernel>& compiled_kernels() {\n  static const std::vector<CompiledKernel> all = [] {\n"
            "    std::vector<CompiledKernel> v;\n";
     for (int s = 0; s < shards; ++s) reg += fmt::format("    add_kernels_{}(v);\n", s);
     for (int s = 0; s < sm100_shards; ++s) reg += fmt::format("    add_sm100_kernels_{}(v);\n", s);
+    reg += "    add_blackflash_kernels_0(v);\n";
     reg += "    return v;\n  }();\n  return all;\n}\n\n}  // namespace attnsim::sm90\n";
     write_if_changed(std::filesystem::path(out_dir) / "registry.cu", reg);
     write_if_changed(std::filesystem::path(out_dir) / "manifest.json", manifest.dump(2) + "\n");

@@ -1,11 +1,13 @@
-// attnsim_kernel_tests: every compiled kernel (kernels/sm90, kernels/fa2, kernels/sm100) that the
-// GPU at hand can run (kernel_unrunnable: its architecture) against a reference. For each kernel:
+// attnsim_kernel_tests [--quick] [--family NAME]: every compiled kernel (kernels/sm90, kernels/fa2,
+// kernels/sm100, kernels/blackflash) that the GPU at hand can run (kernel_unrunnable: its
+// architecture) against a reference; --family (fa3_sm90, fa2_sm80, fa4_sm100, blackflash) keeps
+// the kernels of one family. For each kernel:
 // causal and non-causal x a set of shapes with ragged sequence lengths (not multiples of the
 // tile), GQA, sq != sk, rows that see no key, more tiles than SMs, and one large shape checked on
 // sampled rows by the GPU reference; each under every tile scheduler it runs with (the dynamic
 // one's counter must be back at 0 after each launch, or the next run fails). Exits 0 when all
-// pass, 1 on a failure, and 77 (ctest: skipped) with a message when this machine has no GPU or
-// none that runs any compiled kernel.
+// pass, 1 on a failure, 2 on bad arguments, and 77 (ctest: skipped) with a message when this
+// machine has no GPU or none that runs any compiled kernel.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -16,9 +18,11 @@
 using namespace attnsim::sm90;
 
 namespace {
-/// The tile schedulers a kernel runs under: the dynamic one's kernels only under it, the others
-/// under static persistent and one-tile-per-CTA grids (fa2 ignores the choice).
+/// The tile schedulers a kernel runs under: the dynamic one's kernels only under it, blackflash's
+/// one CTA per tile only, the others under static persistent and one-tile-per-CTA grids (fa2
+/// ignores the choice).
 std::vector<TileScheduler> schedulers_of(const CompiledKernel& k) {
+  if (std::holds_alternative<attnsim::blackflash::KernelKnobs>(k.knobs)) return {TileScheduler::Lpt};
   const auto* s = std::get_if<KernelKnobs>(&k.knobs);
   if (s && s->dynamic) return {TileScheduler::DynamicLpt};
   return {TileScheduler::StaticPersistent, TileScheduler::Lpt};
@@ -26,16 +30,39 @@ std::vector<TileScheduler> schedulers_of(const CompiledKernel& k) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  bool quick = false;
+  std::string family;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") {
+      quick = true;
+    } else if (a == "--family" && i + 1 < argc) {
+      family = argv[++i];
+    } else {
+      std::printf(
+          "usage: attnsim_kernel_tests [--quick] [--family fa3_sm90|fa2_sm80|fa4_sm100|blackflash]; got \"%s\"\n",
+          a.c_str());
+      return 2;
+    }
+  }
   const GpuInfo gpu = gpu_info();
   if (gpu.name.empty()) {
     std::printf("SKIPPED: %s\n", gpu.why.c_str());
     return 77;
   }
-  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
-  std::printf("GPU: %s (%d SMs); %zu compiled kernels\n", gpu.name.c_str(), gpu.sm_count, compiled_kernels().size());
+  int selected = 0;
+  for (const CompiledKernel& k : compiled_kernels())
+    selected += family.empty() || attnsim::kernel_family(k.knobs) == family;
+  std::printf("GPU: %s (%d SMs); %zu compiled kernels, %d selected%s%s\n", gpu.name.c_str(), gpu.sm_count,
+              compiled_kernels().size(), selected, family.empty() ? "" : " of family ", family.c_str());
+  if (selected == 0) {
+    std::printf("FAIL: no compiled kernel of family \"%s\" (`attnsim run --list` shows them)\n", family.c_str());
+    return 1;
+  }
   int failures = 0, runs = 0, skipped = 0;
   std::string skip_why;
   for (const CompiledKernel& k : compiled_kernels()) {
+    if (!family.empty() && attnsim::kernel_family(k.knobs) != family) continue;
     // Each kernel runs on its own architecture only (sm_90a: H100/H200; sm_100a: SM100, e.g. B200).
     if (const std::string why = kernel_unrunnable(k.knobs, gpu); !why.empty()) {
       ++skipped;
@@ -50,6 +77,7 @@ int main(int argc, char** argv) {
         {2, 4, 2, 333, 411, d, false},   // ragged tails, GQA 2:1, sq < sk
         {1, 3, 1, 200, 77, d, false},    // MQA, sq > sk: with causal, rows below the diagonal see nothing
         {1, 2, 2, 517, 517, d, false},   // several m-blocks, ragged
+        {1, 4, 2, 256, 256, d, false},   // whole tiles only (no tail mask), GQA 2:1
         {4, 12, 3, 700, 650, d, false},  // more tiles than SMs: persistent CTAs run several, GQA 4:1
     };
     if (!quick) shapes.push_back({1, 4, 4, 2100, 2100, d, false});  // GPU reference, sampled rows

@@ -14,13 +14,18 @@ BlackFlashSchedule::BlackFlashSchedule(JsonReader& r) {
   read_header(r);
   kv_stage_ = static_cast<int>(r.integer("kv_stage", 1, 8));
   registers_ = static_cast<int>(r.integer("registers_per_thread", 32, 255));
+  if (registers_ % 8)
+    r.fail_at("registers_per_thread", fmt::format("expected a multiple of 8 (the kernel's __maxnreg__ is allocated in "
+                                                  "units of 8 registers per thread), got {}",
+                                                  registers_));
+  p_over_k_ = r.boolean_or("p_over_k", true);
   const auto& c = r.raw("ctas_per_sm");
   if (!(c.is_string() && c.get<std::string>() == "auto"))
     ctas_per_sm_ = static_cast<int>(r.integer("ctas_per_sm", 1, 32));
   RoleDecl load, consumer;
-  load.warps = {0};
+  load.warps = {kLoadWarp};
   for (int w = 1; w <= kConsumerWarps; ++w) consumer.warps.push_back(w);
-  roles_ = {{"load", load}, {"consumer", consumer}};
+  roles_ = {{warp_role(kLoadWarp), load}, {warp_role(1), consumer}};
   for (const char* derived : {"pipelines", "named_barriers"})
     if (r.optional_raw(derived))
       r.fail_at(derived, "blackflash derives its pipelines and named barriers from its fixed warp layout "
@@ -44,9 +49,11 @@ Resolved BlackFlashSchedule::resolve(const Hardware& hw, const Problem& p) const
   Resolved k{};
   k.kv_stage = kv_stage_;
   k.registers = registers_;
-  // sQ + kv_stage x (sK + sV), bf16 64 x 64 tiles; 5 mbarriers and 4 * Br floats of row stats.
-  k.smem_bytes = static_cast<long long>(kTile) * kTile * 2 * (1 + 2 * k.kv_stage) + 5 * 8 + 4 * kTile * 4;
-  const int threads = 32 * (kConsumerWarps + 1);
+  k.p_over_k = p_over_k_;
+  // sQ + kv_stage x (sK + sV) (+ sP unless P goes over K), bf16 64 x 64 tiles; 1 + 2 kv_stage
+  // mbarriers; 4 Br floats of row stats; 1024 bytes to align the swizzled tiles.
+  k.smem_bytes = smem_layout(k.kv_stage, k.p_over_k).bytes;
+  const int threads = kThreads;
   k.occupancy =
       std::max(1, std::min({static_cast<int>(hw.smem_bytes_per_block / k.smem_bytes),
                             hw.registers_per_sm / (threads * registers_), hw.max_warps_per_sm / (kConsumerWarps + 1)}));
@@ -65,6 +72,11 @@ void BlackFlashSchedule::check(const Hardware& hw, const Problem& p) const {
                                                             : std::to_string(p.head_dim),
                                  p.describe()),
                      "mma_shape");
+  if (k.smem_bytes > hw.smem_bytes_per_block)
+    throw InputError(file_, "/kv_stage",
+                     fmt::format("SMEM overflow: {} K/V stages{} need {} B per CTA, {} has {} B", k.kv_stage,
+                                 k.p_over_k ? "" : " and P's own tile", k.smem_bytes, hw.name, hw.smem_bytes_per_block),
+                     "smem");
   if (k.ctas_per_sm > k.occupancy)
     throw InputError(file_, "/ctas_per_sm",
                      fmt::format("{} CTAs do not fit on one SM ({} do)", k.ctas_per_sm, k.occupancy), "registers");
@@ -106,16 +118,31 @@ std::vector<std::string> BlackFlashSchedule::knob_lines(const Hardware& hw, cons
   const Resolved k = resolve(hw, p);
   return {
       fmt::format("Br = Bc = d = 64, 1 TMA producer warp + 8 consumer warps (4 x 2), {}-stage K/V buffer, mma.sync "
-                  "m16n8k16, P through SMEM, SMEM {} B, {} CTA{} per SM (occupancy {})",
-                  k.kv_stage, k.smem_bytes, k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
+                  "m16n8k16, P through SMEM ({}), {} registers, SMEM {} B, {} CTA{} per SM (occupancy {})",
+                  k.kv_stage, k.p_over_k ? "over K" : "own tile", k.registers, k.smem_bytes, k.ctas_per_sm,
+                  k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
 }
 
 std::map<std::string, double> BlackFlashSchedule::resources(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);
   return {{"smem_bytes", static_cast<double>(k.smem_bytes)},
-          {"registers", 32.0 * (kConsumerWarps + 1) * k.registers},
-          {"warps", kConsumerWarps + 1.0},
+          {"registers", static_cast<double>(kThreads) * k.registers},
+          {"warps", static_cast<double>(kWarps)},
           {"tmem_columns", 0}};
+}
+
+KernelChoice BlackFlashSchedule::real_kernel(const Hardware& hw, const Problem& p) const {
+  KernelChoice c;
+  if (p.head_dim != kTile || p.head_dim_v != kTile || p.dtype != "bf16") {
+    c.why_not =
+        fmt::format("kernels/blackflash implements bf16 with head_dim = head_dim_v = 64 only (got {})", p.describe());
+    return c;
+  }
+  const Resolved k = resolve(hw, p);
+  c.supported = true;
+  c.knobs = KernelKnobs{kTile, k.kv_stage, k.p_over_k, k.registers};
+  c.scheduler = TileScheduler::Lpt;  // one CTA per Q tile, longest first
+  return c;
 }
 
 }  // namespace attnsim::blackflash

@@ -3,6 +3,8 @@
 // max exchanged with the partner through SMEM (bar.sync of the 256 consumers), exp2, row sum
 // likewise, P written to SMEM over the K buffer (after a bar.sync: everyone has read K),
 // bar.sync, O_half += P V_half (mma.sync, full 64-wide P), release the stage (256 arrivals).
+// After the last block: O / row_sum and the LSE, O staged in SMEM, bar.sync, and the 256
+// consumer threads copy the O tile out with 8-byte stores (kernels/blackflash/epilogue.cuh).
 #include "lower/blackflash/blackflash_schedule.hpp"
 
 namespace attnsim::blackflash {
@@ -30,6 +32,14 @@ void emit_consumer(Context& c, WarpBuilder& w, int index) {
   const Work mask_w = c.costs.work("softmax_mask", per_thread, 0);
   const Work rescale_w = c.costs.work("rescale_o", per_thread, 0);
   const Work final_w = c.costs.work("final_o", per_thread, 2);
+  // store_o: the kernel's copy-out (epilogue.cuh): per thread 4 ld.shared.v2 + 4 st.global.v2 of
+  // the staged O and about 3 integer instructions each for the address and the row check (from the
+  // kernel's source; its SASS is not counted yet). Global stores have no pipe of their own in the
+  // model: their bytes count in the grid's HBM traffic.
+  Work store_w;
+  store_w.issue = 4 * (2 + 3);
+  store_w.alu_lanes = 32.0 * 4 * 3;
+  store_w.smem_bytes = static_cast<double>(rows) * cols * eb;
   const int release = c.kv.arrive_count("consumer", false, false);
   PipelineState q = c.q.ids.consumer_start(), kv = c.kv.ids.consumer_start();
   for (size_t t = 0; t < c.tiles.size(); ++t) {
@@ -53,8 +63,8 @@ void emit_consumer(Context& c, WarpBuilder& w, int index) {
     }
     w.tags(index / 2, -1, tile);
     w.compute(ATTNSIM_OP_FINAL_O, final_w, c.costs.latency("final_o"));
-    w.bar_sync(c.consumers_bar, 32);                                         // O staged in sQ by every warp
-    w.tma_store(ATTNSIM_OP_STORE_O, static_cast<double>(rows) * cols * eb);  // 8-byte vector stores
+    w.bar_sync(c.consumers_bar, 32);         // O staged in sQ by every warp
+    w.compute(ATTNSIM_OP_STORE_O, store_w);  // a 1/8 share of the tile, 8-byte stores
   }
 }
 
