@@ -1,9 +1,9 @@
-// Device helpers of the SM100 kernel: mbarrier waits, named barriers, setmaxnreg, TMA, and the
-// tcgen05 pieces (UMMA shared-memory and instruction descriptors, TMEM addresses), through
-// <cuda/ptx> where CCCL wraps the instruction (tcgen05.*, mbarrier.*, cp.async.bulk.tensor) and
-// inline PTX where it does not (setmaxnreg, bar.sync / bar.arrive). Descriptor bit layouts: PTX
-// ISA "tcgen05 matrix descriptors" and "instruction descriptor" (kind::f16), as CUTLASS spells
-// them in include/cute/arch/mma_sm100_desc.hpp (SmemDescriptor, InstrDescriptor).
+// Device helpers of the SM100 kernel: setmaxnreg and the tcgen05 pieces (UMMA shared-memory and
+// instruction descriptors, TMEM addresses), through <cuda/ptx> where CCCL wraps the instruction
+// (tcgen05.*) and inline PTX where it does not (setmaxnreg). mbarrier waits, named barriers, TMA
+// copies and traced_wait are the families' shared ones (kernels/common/mbarrier.cuh). Descriptor
+// bit layouts: PTX ISA "tcgen05 matrix descriptors" and "instruction descriptor" (kind::f16), as
+// CUTLASS spells them in include/cute/arch/mma_sm100_desc.hpp (SmemDescriptor, InstrDescriptor).
 #pragma once
 
 #include <cuda/ptx>
@@ -14,6 +14,7 @@
 
 #include "common/op_names.h"
 #include "common/trace_record.h"
+#include "common/mbarrier.cuh"  // mbarrier waits, named barriers, TMA, traced_wait (shared)
 #include "common/trace_recorder.cuh"  // TraceRecorder, globaltimer
 
 // tcgen05, TMEM and setmaxnreg exist on sm_100a only; other device passes build empty kernels.
@@ -25,41 +26,6 @@
 
 namespace attnsim::sm100 {
 
-/// A wait that lasts this long is a broken pipeline, not a slow kernel: trap, so the host sees
-/// an error instead of a hung GPU.
-constexpr unsigned long long kHangNs = 4000000000ull;  // 4 s
-
-/// Shared-memory (CTA window) address of a pointer into shared memory.
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-/// Blocks until the phase of `bar` with parity `parity` has completed (the timer is read only
-/// after 4096 failed tries).
-__device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
-  if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return;
-  unsigned long long t0 = 0;
-  for (unsigned k = 1;; ++k) {
-    if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return;
-    if ((k & 4095u) == 0) {
-      const unsigned long long now = globaltimer();
-      if (t0 == 0) t0 = now;
-      else if (now - t0 > kHangNs) __trap();
-    }
-  }
-}
-
-/// mbarrier arrive (release, CTA scope) by the calling thread.
-__device__ __forceinline__ void arrive(uint64_t* bar) { (void)cuda::ptx::mbarrier_arrive(bar); }
-
-/// Named barrier `id` over `threads` threads: wait for all of them / count this thread only.
-__device__ __forceinline__ void named_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-__device__ __forceinline__ void named_arrive(int id, int threads) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 /// setmaxnreg: this warpgroup's register budget per thread (all 128 threads execute it).
 template <int N, bool kIncrease>
 __device__ __forceinline__ void set_registers() {
@@ -69,18 +35,6 @@ __device__ __forceinline__ void set_registers() {
   else
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 #endif
-}
-
-/// TMA: loads a 4D box (64 columns x 128 rows x 1 x 1) at (c0, c1, c2, c3) into `dst`,
-/// completing its bytes on `bar`.
-__device__ __forceinline__ void tma_load(const void* tmap, void* dst, int c0, int c1, int c2, int c3, uint64_t* bar) {
-  const int32_t coords[4] = {c0, c1, c2, c3};
-  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, tmap, coords, bar);
-}
-/// TMA: stores a 4D box from `src` (rows past the tensor are clipped).
-__device__ __forceinline__ void tma_store(const void* tmap, const void* src, int c0, int c1, int c2, int c3) {
-  const int32_t coords[4] = {c0, c1, c2, c3};
-  cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, tmap, coords, src);
 }
 
 /// UMMA shared-memory descriptor of a 128B-swizzled operand at SMEM address `addr`: start
@@ -110,15 +64,6 @@ __device__ __forceinline__ uint32_t tmem_addr(uint32_t base, int lane, int colum
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);
-}
-
-/// Waits on an mbarrier phase, recorded as a WAIT span of `tr`.
-template <bool kOn>
-__device__ __forceinline__ void traced_wait(TraceRecorder<kOn>& tr, uint64_t* bar, uint32_t parity, int wait_on,
-                                            int stage, int block, int tile) {
-  const uint32_t t0 = tr.now();
-  wait_parity(bar, parity);
-  tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), block, tile, wait_on, stage, parity);
 }
 
 }  // namespace attnsim::sm100
