@@ -62,7 +62,9 @@ inline constexpr int kTraceSlotBytes = 16;
 /// swizzle atoms need) and the bytes to request: Q (later the staged O), then per stage K and V,
 /// P's own tile unless it goes over K, the mbarriers (q_full, kv_full[stages], kv_empty[stages]),
 /// the row statistics exchanged between the two halves (max and sum, [2 halves][64 rows] fp32
-/// each) and in traced kernels one trace slot per warp.
+/// each) and in traced kernels one trace slot per warp, 16-byte aligned (a Slot is stored as one
+/// 16-byte vector: at kv_stage 2 the 40 bytes of mbarriers left it 8 bytes off, and the traced
+/// kernel faulted with a misaligned address).
 struct SmemLayout {
   int q = 0, kv = 0, p = 0, bars = 0, stats = 0, trace = 0;
   int used = 0;   ///< bytes from the aligned base
@@ -78,8 +80,9 @@ ATTNSIM_HD constexpr SmemLayout smem_layout(int kv_stage, bool p_over_k, bool tr
   l.p = l.kv + 2 * kTileBytes * kv_stage;  // (== K of the stage when p_over_k; unused then)
   l.bars = l.p + (p_over_k ? 0 : kTileBytes);
   l.stats = l.bars + 8 * (1 + 2 * kv_stage);
-  l.trace = l.stats + 2 * 2 * kTile * 4;
-  l.used = l.trace + (trace ? kTraceSlotBytes * kWarps : 0);
+  const int stats_end = l.stats + 2 * 2 * kTile * 4;
+  l.trace = (stats_end + kTraceSlotBytes - 1) / kTraceSlotBytes * kTraceSlotBytes;
+  l.used = trace ? l.trace + kTraceSlotBytes * kWarps : stats_end;
   l.bytes = l.used + 1024;
   return l;
 }

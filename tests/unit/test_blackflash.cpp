@@ -77,6 +77,15 @@ TEST_CASE("blackflash SMEM and occupancy are the kernel's", "[blackflash]") {
   // alignment slack for the 128B-swizzled tiles.
   CHECK(blackflash::smem_layout(2, true).bytes == 5 * 8192 + 5 * 8 + 1024 + 1024);
   CHECK(blackflash::smem_layout(2, false).bytes == blackflash::smem_layout(2, true).bytes + 8192);  // P's own tile
+  // The traced kernel's trace slots are 16-byte vectors: aligned for every ring depth (at kv_stage
+  // 2 the 40 B of mbarriers put them 8 B off, and the traced kernel faulted).
+  for (int stages = 1; stages <= 8; ++stages)
+    for (bool over_k : {true, false}) {
+      const auto l = blackflash::smem_layout(stages, over_k, true);
+      CHECK(l.trace % blackflash::kTraceSlotBytes == 0);
+      CHECK(l.trace >= l.stats + 2 * 2 * blackflash::kTile * 4);
+      CHECK(l.used == l.trace + blackflash::kTraceSlotBytes * blackflash::kWarps);
+    }
   const auto base = load_schedule(bf());
   CHECK(base->resources(hw, hd64()).at("smem_bytes") == blackflash::smem_layout(2, true).bytes);
   CHECK(load_schedule(bf(), {}, "p_own_tile")->resources(hw, hd64()).at("smem_bytes") ==
