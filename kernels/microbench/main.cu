@@ -38,7 +38,7 @@ constexpr int kSkipCode = 77;
 std::vector<Benchmark> registry() {
   std::vector<Benchmark> all;
   for (auto part : {pipe_benchmarks(), mma_benchmarks(), memory_benchmarks(), sync_benchmarks(),
-                    latency_benchmarks(), launch_benchmarks()})
+                    latency_benchmarks(), launch_benchmarks(), operand_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -89,6 +89,10 @@ const Expect kExpect[] = {
     {"launch_overhead", "/results/launch_ns", 100, 1e6},
     {"launch_overhead", "/results/cta_launch_cycles", 0, 1e6},
     {"launch_overhead", "/results/cta_prologue_cycles", 10, 1e6},
+    {"operand", "/results/ldmatrix_bytes_per_clk", 4, 4096},
+    {"operand", "/results/lds_latency", 1, 1000},
+    {"operand", "/results/ldmatrix_latency", 1, 1000},
+    {"operand", "/results/fence_proxy_async_cycles", -100, 10000},
 };
 
 void usage() {
