@@ -76,6 +76,7 @@ const std::vector<ConstantSpec>& constant_specs() {
       int_c("registers_per_sm", &Hardware::registers_per_sm, 1024, 1 << 20),
       int_c("max_registers_per_thread", &Hardware::max_registers_per_thread, 16, 1024),
       int_c("max_warps_per_sm", &Hardware::max_warps_per_sm, 1, 256),
+      int_c("register_alloc_unit", &Hardware::register_alloc_unit, 1, 4096),
       dbl_c("l2_bytes_per_clk", &Hardware::l2_bytes_per_clk, 1, 1e7),
       dbl_c("hbm_bytes_per_s", &Hardware::hbm_bytes_per_s, 1e9, 1e15),
       dbl_c("tma_bytes_per_clk_sm", &Hardware::tma_bytes_per_clk_sm, 1, 1 << 16),
@@ -182,6 +183,14 @@ void check_consistency(const Hardware& hw, const std::string& file) {
 
 /// Reads configs/hw/<gpu>.json strictly: every constant present, with provenance and source;
 /// unknown keys, bad ranges and arch/TMEM inconsistencies throw InputError(file, JSON path, ...).
+int Hardware::ctas_per_sm_by_registers(int threads, int regs_per_thread) const {
+  const int warps = (threads + 31) / 32;
+  const int per_warp = (regs_per_thread * 32 + register_alloc_unit - 1) / register_alloc_unit * register_alloc_unit;
+  if (warps <= 0 || per_warp <= 0) return 0;
+  const int warps_per_smsp = registers_per_sm / smsp_per_sm / per_warp;
+  return warps_per_smsp * smsp_per_sm / warps;
+}
+
 double constant_value(const Hardware& hw, const std::string& name) {
   for (const auto& s : constant_specs()) {
     if (name != s.name) continue;

@@ -44,6 +44,7 @@ struct Hardware {
   int registers_per_sm = 0;  ///< 32-bit registers
   int max_registers_per_thread = 0;
   int max_warps_per_sm = 0;
+  int register_alloc_unit = 256;  ///< registers are given to a warp in multiples of this many
 
   // Memory system, shared by all SMs
   double l2_bytes_per_clk = 0;      ///< L2 -> SM aggregate bandwidth (whole chip)
@@ -82,14 +83,14 @@ struct Hardware {
   double mufu_rate_beside_mma = 1;  ///< MUFU.EX2 rate beside back-to-back wgmma / alone
 
   // Memory system, attention access pattern
-  double l2_hit_bytes_per_s = 0;  ///< chip-wide TMA load bytes/s when all SMs stream K/V-like tiles that groups of
-                                  ///< CTAs share (same tiles, same order, about the same time): L2 hits
+  double l2_hit_bytes_per_s = 0;   ///< chip-wide TMA load bytes/s when all SMs stream K/V-like tiles that groups of
+                                   ///< CTAs share (same tiles, same order, about the same time): L2 hits
   double kv_fill_bytes_per_s = 0;  ///< rate at which distinct K/V bytes reach L2 (from HBM) while CTAs stream shared
                                    ///< tiles: with s CTAs per tile the chip-wide TMA rate is
                                    ///< 1 / (1 / l2_hit_bytes_per_s + 1 / (s x kv_fill_bytes_per_s))
-  double tma_latency_hbm = 0;     ///< TMA tensor load issue -> mbarrier complete for a tile not in L2 (cycles)
-  double tma_store_latency = 0;   ///< TMA tensor store of a 16 KB tile: issue -> cp.async.bulk.wait_group.read 0
-                                  ///< returns (SMEM readable again), cycles
+  double tma_latency_hbm = 0;      ///< TMA tensor load issue -> mbarrier complete for a tile not in L2 (cycles)
+  double tma_store_latency = 0;    ///< TMA tensor store of a 16 KB tile: issue -> cp.async.bulk.wait_group.read 0
+                                   ///< returns (SMEM readable again), cycles
 
   // Launch (kernels/microbench launch_overhead)
   double launch_ns = 0;            ///< per-launch GPU time of back-to-back launches of an empty kernel with a full
@@ -103,6 +104,14 @@ struct Hardware {
   std::map<std::string, Provenance> provenance;  ///< per constant name
 
   bool has_tmem() const { return tmem_columns > 0; }
+  /// CTAs of `threads` threads at `regs_per_thread` registers that fit one SM's register file
+  /// (0 when one does not). The rule of the CUDA toolkit's occupancy calculator
+  /// (cuda_occupancy.h, cudaOccMaxBlocksPerSMRegsLimit): a warp gets regs x 32 rounded up to
+  /// register_alloc_unit, from one SMSP's quarter of the file, so an SM holds smsp_per_sm x
+  /// floor((registers_per_sm / smsp_per_sm) / per-warp) warps, whole CTAs of them. 288 threads
+  /// at 112 registers: 32256 of 65536 registers, yet 4 warps per SMSP, 16 per SM: one CTA of 9
+  /// (ncu on an H100 says the same: "Block Limit Registers 1").
+  int ctas_per_sm_by_registers(int threads, int regs_per_thread) const;
   /// Seconds per cycle times 1e6: microseconds per cycle.
   double us_per_cycle() const { return 1e-3 / clock_ghz; }
 };

@@ -34,6 +34,7 @@ const char* kConstantNames[] = {"num_sms",
                                 "registers_per_sm",
                                 "max_registers_per_thread",
                                 "max_warps_per_sm",
+                                "register_alloc_unit",
                                 "l2_bytes_per_clk",
                                 "hbm_bytes_per_s",
                                 "tma_bytes_per_clk_sm",
@@ -135,10 +136,20 @@ TEST_CASE("all hardware configs load with full provenance", "[hardware]") {
     CHECK(hw.registers_per_sm == 65536);
     CHECK(hw.max_registers_per_thread == 255);
     CHECK(hw.max_warps_per_sm == 64);
+    CHECK(hw.register_alloc_unit == 256);
     CHECK(hw.us_per_cycle() > 0);
   }
   const Hardware b200 = load_hardware(config_path("b200"));
   const Hardware h100 = load_hardware(config_path("h100_sxm"));
+  // Register-file occupancy per SMSP (cuda_occupancy.h's rule), hand-computed: 288 threads at
+  // 112 registers take half the file, yet one SMSP holds 4 warps of 3584 registers, the SM 16:
+  // one CTA of 9 warps (ncu on an H100: "Block Limit Registers 1"); at 96 registers (3072 per
+  // warp) 5 per SMSP, 20 per SM: 2 CTAs. 128 threads at 168 (5376): 3 per SMSP: 3 CTAs of 4.
+  CHECK(h100.ctas_per_sm_by_registers(288, 112) == 1);
+  CHECK(h100.ctas_per_sm_by_registers(288, 96) == 2);
+  CHECK(h100.ctas_per_sm_by_registers(128, 167) == 3);
+  CHECK(h100.ctas_per_sm_by_registers(128, 127) == 4);
+  CHECK(h100.ctas_per_sm_by_registers(384, 255) == 0);  // 8192 per warp: 2 per SMSP, 8 < 12 warps
   const Hardware h200 = load_hardware(config_path("h200"));
   CHECK(b200.arch == "sm100");
   CHECK(b200.has_tmem());

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 
-#include "plan/tile_scheduler.hpp"
 #include "lower/families.hpp"
+#include "plan/tile_scheduler.hpp"
 
 namespace attnsim::blackflash {
 
@@ -28,8 +28,9 @@ BlackFlashSchedule::BlackFlashSchedule(JsonReader& r) {
   roles_ = {{warp_role(kLoadWarp), load}, {warp_role(1), consumer}};
   for (const char* derived : {"pipelines", "named_barriers"})
     if (r.optional_raw(derived))
-      r.fail_at(derived, "blackflash derives its pipelines and named barriers from its fixed warp layout "
-                         "(1 load warp + 8 consumer warps); remove this field");
+      r.fail_at(derived,
+                "blackflash derives its pipelines and named barriers from its fixed warp layout "
+                "(1 load warp + 8 consumer warps); remove this field");
   // mbar_q: the Q tile landed (the load warp's arrive.expect_tx + TMA bytes); no empty side, as
   // the buffer is reused for O at the end. mbar_kv: K_j and V_j landed / every consumer thread
   // is done with them.
@@ -54,9 +55,9 @@ Resolved BlackFlashSchedule::resolve(const Hardware& hw, const Problem& p) const
   // mbarriers; 4 Br floats of row stats; 1024 bytes to align the swizzled tiles.
   k.smem_bytes = smem_layout(k.kv_stage, k.p_over_k).bytes;
   const int threads = kThreads;
-  k.occupancy =
-      std::max(1, std::min({static_cast<int>(hw.smem_bytes_per_block / k.smem_bytes),
-                            hw.registers_per_sm / (threads * registers_), hw.max_warps_per_sm / (kConsumerWarps + 1)}));
+  k.occupancy = std::max(
+      1, std::min({static_cast<int>(hw.smem_bytes_per_block / k.smem_bytes),
+                   hw.ctas_per_sm_by_registers(threads, registers_), hw.max_warps_per_sm / (kConsumerWarps + 1)}));
   const long long ctas = static_cast<long long>(p.batch) * p.heads * ((p.seqlen_q + kTile - 1) / kTile);
   k.ctas_per_sm = ctas_per_sm_.value_or(std::min<long long>(k.occupancy, (ctas + hw.num_sms - 1) / hw.num_sms));
   return k;

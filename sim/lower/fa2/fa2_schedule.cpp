@@ -9,10 +9,10 @@
 
 #include <algorithm>
 
-#include "plan/tile_scheduler.hpp"
 #include "lower/builder.hpp"
 #include "lower/costs.hpp"
 #include "lower/families.hpp"
+#include "plan/tile_scheduler.hpp"
 
 namespace attnsim {
 namespace {
@@ -52,7 +52,7 @@ class Fa2Schedule : public Schedule {
     // Q, K, V tiles (16-bit) and the S tile (fp32) in SMEM: the kernel's layout.
     k.smem_bytes = fa2::smem_layout(k.br, k.bc, p.head_dim, p.head_dim_v, 2).bytes;
     const int by_smem = static_cast<int>(hw.smem_bytes_per_block / std::max(1LL, k.smem_bytes));
-    const int by_regs = hw.registers_per_sm / (kWarps * 32 * registers_);
+    const int by_regs = hw.ctas_per_sm_by_registers(kWarps * 32, registers_);
     const int by_warps = hw.max_warps_per_sm / kWarps;
     k.occupancy = std::max(1, std::min({by_smem, by_regs, by_warps}));
     const long long ctas = static_cast<long long>(p.batch) * p.heads;
