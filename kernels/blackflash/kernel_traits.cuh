@@ -59,8 +59,12 @@ struct Smem {
   uint64_t *q_full, *kv_full, *kv_empty;
   float *row_max, *row_sum;  // [2 halves][64 rows]: each half's partial row statistics
   void* trace;
-  __device__ explicit Smem(uint8_t* raw)
-      : base(reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023))) {
+  // The base is `raw` advanced to the next 1024-byte boundary of the shared window by pointer
+  // arithmetic, not by rounding the address as an integer: a pointer rebuilt from an integer has
+  // lost its shared-memory provenance, and ptxas then reads the row statistics with generic LD.E
+  // (long-scoreboard stalls right after each bar.sync in ncu's PC sampling on an H200) instead of
+  // LDS.
+  __device__ explicit Smem(uint8_t* raw) : base(raw + ((1024u - (smem_u32(raw) & 1023u)) & 1023u)) {
     uint64_t* bars = reinterpret_cast<uint64_t*>(base + T::kSmem.bars);
     q_full = bars;
     kv_full = bars + 1;
