@@ -246,6 +246,21 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     fs::remove(tmp);
     fs::remove(tmp2);
   }
+  SECTION("a block's provenance needs its source; \"was\" keeps what a count replaced") {
+    auto doc = load_json_file(data("costs_chain.json"));
+    doc["blocks"]["plain"]["provenance"] = "measured";
+    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_provenance.json";
+    std::ofstream(tmp) << doc.dump();
+    CHECK_THROWS_WITH(CostModel::load(tmp.string()), Catch::Contains("/blocks/plain/source"));
+    doc["blocks"]["plain"]["source"] = "counted in a listing";
+    doc["blocks"]["plain"]["was"] = "derived: 2 per element";
+    doc["instructions"].begin()->emplace("was", "published 16");
+    const fs::path tmp2 = fs::temp_directory_path() / "attnsim_costs_was.json";
+    std::ofstream(tmp2) << doc.dump();
+    CHECK(CostModel::load(tmp2.string()).latency("plain") == 40);
+    fs::remove(tmp);
+    fs::remove(tmp2);
+  }
 }
 
 TEST_CASE("SM100 loop counts of a hand-written fa4_forward listing", "[sass][sm100]") {
