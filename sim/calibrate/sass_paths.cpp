@@ -147,7 +147,7 @@ const std::set<std::string> kFma = {"FFMA",  "FADD",  "FMUL",  "FFMA2", "FADD2",
 const std::set<std::string> kCvt = {"F2FP", "F2F", "I2F", "F2I", "I2FP", "F2IP", "FRND"};
 const std::set<std::string> kMemory = {"LD",  "LDG", "LDS",  "LDL",  "LDC",       "ULDC", "LDSM",  "LDGSTS",
                                        "ST",  "STG", "STS",  "STL",  "STAS",      "ATOM", "ATOMS", "ATOMG",
-                                       "RED", "S2R", "S2UR", "CS2R", "LDGDEPBAR", "STSM"};
+                                       "RED", "S2R", "S2UR", "CS2R", "LDGDEPBAR", "STSM", "LDCU"};
 const std::set<std::string> kAsync = {"HGMMA",  "WARPGROUP", "SYNCS",   "BAR",        "MEMBAR",       "FENCE",
                                       "DEPBAR", "UTMALDG",   "UTMASTG", "UTMAPF",     "UTMACMDFLUSH", "UBLKCP",
                                       "UBLKPF", "ERRBAR",    "CCTL",    "USETMAXREG", "ARRIVES"};
@@ -211,6 +211,8 @@ const char* skip_name(Skip s) {
       return "wait retry";
     case Skip::slow_path:
       return "slow path";
+    case Skip::inner_loop:
+      return "inner loop";
   }
   return "?";
 }
@@ -253,6 +255,11 @@ Instr parse_instruction(uint32_t address, std::string_view text_in) {
     if (op.find("SR_GLOBALTIMER") != std::string::npos) in.reads_globaltimer = true;
   }
   if (in.base == "BRA" && !ops.empty()) in.target = parse_hex(ops.back());
+  if (in.base == "BRA" && ops.size() > 1 && !in.predicated) {
+    // A condition operand (BRA.U !UP0, target; BRA.DIV UR4, target): a conditional branch.
+    in.predicated = true;
+    in.guard = ops.front();  // read like every operand below
+  }
 
   // Destinations: how many leading operands, and the width of the data operand.
   size_t ndst = 0;
@@ -465,19 +472,27 @@ CriticalPath critical_path(const std::vector<const Instr*>& span, const Latencie
   return cp;
 }
 
-std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled) {
-  // _ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi128ELi128ELi128ELi3ELb1ELb1ELi240ELi24ELb1EEEEEvNS0_6ParamsE
-  if (mangled.find("fa3_forward") == std::string::npos) return std::nullopt;
-  const size_t t = mangled.find("TraitsI");
-  if (t == std::string::npos) return std::nullopt;
+namespace {
+/// The int and bool template arguments of the first Traits<...> in a mangled name ("TraitsILi128ELb1E...").
+std::vector<int> traits_args(const std::string& mangled) {
   std::vector<int> v;
+  const size_t t = mangled.find("TraitsI");
+  if (t == std::string::npos) return v;
   size_t p = t + 7;
   while (p + 2 < mangled.size() && mangled[p] == 'L' && (mangled[p + 1] == 'i' || mangled[p + 1] == 'b')) {
     const size_t e = mangled.find('E', p);
-    if (e == std::string::npos) return std::nullopt;
+    if (e == std::string::npos) return {};
     v.push_back(std::atoi(mangled.substr(p + 2, e - p - 2).c_str()));
     p = e + 1;
   }
+  return v;
+}
+}  // namespace
+
+std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled) {
+  // _ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi128ELi128ELi128ELi3ELb1ELb1ELi240ELi24ELb1EEEEEvNS0_6ParamsE
+  if (mangled.find("fa3_forward") == std::string::npos) return std::nullopt;
+  const std::vector<int> v = traits_args(mangled);
   if (v.size() != 9 && v.size() != 10) return std::nullopt;  // kDynamic: the 10th (defaulted) argument
   return Fa3Knobs{v[0], v[1], v[2], v[3], v[4] != 0, v[5] != 0, v[6], v[7], v[8] != 0, v.size() == 10 && v[9] != 0};
 }
@@ -517,6 +532,9 @@ namespace {
 struct Walk {
   const std::vector<Instr>& code;
   std::map<uint32_t, size_t> index;
+  /// SM100: a skipped region may hold a loop of its own (Skip::inner_loop); otherwise every
+  /// backward branch in a skipped region is a wait's retry loop.
+  bool inner_loops = false;
   explicit Walk(const std::vector<Instr>& c) : code(c) {
     for (size_t i = 0; i < c.size(); ++i) index[c[i].address] = i;
   }
@@ -527,16 +545,20 @@ struct Walk {
   };
 
   Skip skip_reason(size_t b, size_t e) const {
-    bool record = false, retry = false, mask = false;
+    bool record = false, retry = false, mask = false, loop = false, wait = false;
     for (size_t k = b; k < e; ++k) {
       const Instr& in = code[k];
       if (in.base == "STG" && in.opcode.find(".128") != std::string::npos) record = true;
-      if (in.reads_globaltimer || in.backward()) retry = true;
+      if (in.reads_globaltimer) retry = true;
+      if (in.backward()) loop = true;
+      if (in.base == "SYNCS" && in.opcode.find("TRYWAIT") != std::string::npos) wait = true;
       if (in.writes_neg_inf) mask = true;
     }
+    if (loop && (!inner_loops || wait)) retry = true;
     if (record) return Skip::trace;
     if (retry) return Skip::wait_retry;
     if (mask) return Skip::mask;
+    if (loop) return Skip::inner_loop;
     Path sub;
     walk(b, e, sub);
     for (size_t k : sub.on)
@@ -559,7 +581,11 @@ struct Walk {
           continue;
         }
         if (forward_inside) {
-          const Skip why = skip_reason(i + 1, t);
+          Skip why = skip_reason(i + 1, t);
+          // `if (a && b) { loop }`: two guards jump to the same place; the steady state passes
+          // the first (a: not the first KV block) and the last one decides (b: the vote).
+          for (size_t k = i + 1; why == Skip::inner_loop && k < t; ++k)
+            if (code[k].predicated && code[k].target == in.target) why = Skip::none;
           if (why != Skip::none) {
             for (size_t k = i + 1; k < t; ++k) {
               out.off.push_back({k, why});
@@ -801,6 +827,147 @@ KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
     throw std::runtime_error(
         fmt::format("{}: no clock interval after the KV loop with MUFU.RCP, F2FP and a store", fn.name));
   return ka;
+}
+
+// ---- SM100 ------------------------------------------------------------------------------------
+
+std::optional<Fa4Knobs> fa4_knobs(const std::string& mangled) {
+  // _ZN7attnsim5sm10011fa4_forwardINS0_6TraitsILi128ELi2ELi3ELi1ELi96ELi16ELi4ELi1ELi8000ELb1ELb1ELi192...ELb0EEEEEvNS0_6ParamsE
+  if (mangled.find("sm100") == std::string::npos || mangled.find("fa4_forward") == std::string::npos)
+    return std::nullopt;
+  const std::vector<int> v = traits_args(mangled);
+  if (v.size() != 23) return std::nullopt;
+  Fa4Knobs k;
+  k.head_dim = v[0], k.q_stage = v[1], k.kv_stage = v[2], k.cta_group = v[3], k.split = v[4];
+  k.emu_freq = v[5], k.emu_res = v[6], k.emu_start_frg = v[7];
+  k.conditional = v[9] != 0, k.correction_wg = v[10] != 0, k.exp_order = v[14] != 0, k.trace = v[22] != 0;
+  return k;
+}
+
+std::string sm100_cost_name(const Instr& in) {
+  static const std::set<std::string> named = {"FFMA",  "FADD",  "FMUL",   "FFMA2", "FADD2",
+                                              "FMUL2", "FMNMX", "FMNMX3", "LDTM",  "STTM"};
+  const std::string& b = in.base;
+  if (b == "LDTM" || b == "STTM") return in.opcode;  // LDTM.x32
+  if (named.count(b)) return b;
+  if (b == "MUFU" || (b == "F2FP" && in.cost_name == "F2FP.BF16.PACK")) return in.cost_name;
+  if (kCvt.count(b)) return "CVT";
+  if (b == "LDS" || b == "STS") return in.opcode == b ? b + ".32" : in.opcode;
+  if (b == "LDL" || b == "STL") return "spill";
+  if (b == "SYNCS" || b == "BAR") return "barrier";
+  if (in.cls == Class::alu) return "ALU";
+  return "OTHER";
+}
+
+const Region* Sm100Analysis::find(const std::string& name) const {
+  for (const auto& r : regions)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+namespace {
+
+struct LoopRange {
+  size_t head = 0, back = 0;
+  bool contains(const LoopRange& o) const {
+    return head <= o.head && o.back <= back && (head != o.head || back != o.back);
+  }
+};
+
+/// The loops of `w.code` that satisfy `want`, less those that contain another one that does.
+template <class Pred>
+std::vector<LoopRange> innermost_loops(const Walk& w, Pred want) {
+  std::vector<LoopRange> all, out;
+  for (size_t i = 0; i < w.code.size(); ++i) {
+    if (!w.code[i].backward()) continue;
+    const auto it = w.index.find(*w.code[i].target);
+    if (it != w.index.end() && want(LoopRange{it->second, i})) all.push_back({it->second, i});
+  }
+  for (const auto& l : all)
+    if (std::none_of(all.begin(), all.end(), [&](const LoopRange& o) { return l.contains(o); })) out.push_back(l);
+  return out;
+}
+
+/// Region `name` of `r`: the steady-state path of the loop's body.
+Region count_loop(const Walk& w, const LoopRange& r, const std::string& name, Walk::Path* path_out = nullptr) {
+  Walk::Path path;
+  w.walk(r.head, r.back + 1, path);
+  Region g;
+  g.name = name;
+  g.begin = w.code[r.head].address, g.end = w.code[r.back].address;
+  for (size_t k : path.on) {
+    g.code.push_back(&w.code[k]);
+    ++g.counts[sm100_cost_name(w.code[k])];
+  }
+  for (const auto& [k, why] : path.off)
+    if (why != Skip::none) ++g.off_path[why];
+  if (path_out) *path_out = std::move(path);
+  return g;
+}
+
+}  // namespace
+
+Sm100Analysis analyse_sm100(const Function& fn) {
+  Sm100Analysis a;
+  a.function = &fn;
+  const auto knobs = fa4_knobs(fn.mangled);
+  if (!knobs) throw std::runtime_error(fmt::format("{}: not an attnsim::sm100::fa4_forward instance", fn.name));
+  a.knobs = *knobs;
+  Walk w(fn.code);
+  w.inner_loops = true;
+  const auto holds = [&](const LoopRange& l, std::initializer_list<const char*> prefixes) {
+    for (const char* p : prefixes) {
+      bool found = false;
+      for (size_t k = l.head; k <= l.back && !found; ++k) found = fn.code[k].opcode.starts_with(p);
+      if (!found) return false;
+    }
+    return true;
+  };
+  const auto require = [&](const std::vector<LoopRange>& loops, const char* what) {
+    if (loops.empty()) throw std::runtime_error(fmt::format("{}: no {}", fn.name, what));
+    return loops.front();
+  };
+
+  const auto softmax = innermost_loops(w, [&](const LoopRange& l) { return holds(l, {"LDTM.x32", "MUFU.EX2"}); });
+  if (softmax.size() > 1)
+    throw std::runtime_error(fmt::format("{}: {} innermost loops with LDTM.x32 and MUFU.EX2", fn.name, softmax.size()));
+  Walk::Path path;
+  Region sm = count_loop(w, require(softmax, "softmax KV loop (LDTM.x32 and MUFU.EX2)"), "softmax", &path);
+  Region mask;
+  mask.name = "mask";
+  for (const auto& [k, why] : path.off)
+    if (why == Skip::mask) {
+      if (mask.code.empty()) mask.begin = fn.code[k].address;
+      mask.end = fn.code[k].address;
+      mask.code.push_back(&fn.code[k]);
+      ++mask.counts[sm100_cost_name(fn.code[k])];
+    }
+
+  const auto rescale = innermost_loops(w, [&](const LoopRange& l) {
+    return holds(l, {"LDTM.x16", "STTM.x16", "FMUL"}) && !holds(l, {"MUFU.EX2"});
+  });
+  const auto final_o = innermost_loops(w, [&](const LoopRange& l) { return holds(l, {"LDTM.x16", "STS.128"}); });
+  const LoopRange r0 = require(rescale, "O rescale chunk loop (LDTM.x16, STTM.x16, FMUL)");
+  const LoopRange f0 = require(final_o, "final O chunk loop (LDTM.x16, STS.128)");
+  a.rescale_copies = static_cast<int>(rescale.size());
+  a.final_copies = static_cast<int>(final_o.size());
+  Region rs = count_loop(w, r0, "rescale_o"), fo = count_loop(w, f0, "final_o");
+  for (const auto& l : rescale) a.copies_agree = a.copies_agree && count_loop(w, l, "").counts == rs.counts;
+  for (const auto& l : final_o) a.copies_agree = a.copies_agree && count_loop(w, l, "").counts == fo.counts;
+
+  a.regions.push_back(std::move(sm));
+  a.regions.push_back(std::move(mask));
+  if (knobs->correction_wg) {
+    const auto corr = innermost_loops(w, [&](const LoopRange& l) {
+      return holds(l, {"BAR.SYNC"}) &&
+             std::any_of(rescale.begin(), rescale.end(), [&](const LoopRange& r) { return l.contains(r); });
+    });
+    a.regions.push_back(
+        count_loop(w, require(corr, "correction KV loop (BAR.SYNC around the O rescale)"), "correction"));
+  }
+  a.regions.push_back(std::move(rs));
+  a.regions.push_back(std::move(fo));
+  return a;
 }
 
 }  // namespace attnsim::sass

@@ -122,6 +122,7 @@ enum class Skip : uint8_t {
   mask,        ///< score masking (KV blocks on the causal diagonal or the seqlen_k tail only)
   wait_retry,  ///< mbarrier try_wait retry loop / hang timer (data already there in the steady state)
   slow_path,   ///< a called subroutine (the IEEE division's slow path for denormal / huge sums)
+  inner_loop,  ///< a loop inside the analysed one that the steady state does not enter (SM100: the O rescale)
 };
 const char* skip_name(Skip s);
 
@@ -182,5 +183,67 @@ std::vector<std::string> consumer_loop_spans(bool pingpong, bool overlap);
 /// Instrumentation: the clock reads, the record branches, and every instruction whose results
 /// are read only by instrumentation or by the skipped record stores (the record index and guard).
 KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat);
+
+// ---- SM100 (kernels/sm100, fa4_forward) -----------------------------------------------------
+// The plain (untraced) kernels have no clock reads to split spans at, so their loops are counted
+// whole: the softmax warpgroup's KV loop (one KV block of one row per thread), the masking code
+// it skips on unmasked blocks, the correction warpgroup's KV loop (without the O rescale), and
+// the 16-column chunk loops of the O rescale and of the final normalisation. These counts are
+// what configs/costs/sm100_softmax.json holds per element and per row.
+
+/// Knobs of an attnsim::sm100::fa4_forward<Traits<...>> instance (kernels/sm100/kernel_traits.cuh:
+/// the template arguments that change the softmax and correction code).
+struct Fa4Knobs {
+  int head_dim = 0, q_stage = 0, kv_stage = 0, cta_group = 0, split = 0;
+  int emu_freq = 0, emu_res = 0, emu_start_frg = 0;  ///< exp2 emulation (0: every exp2 on MUFU)
+  bool conditional = false, correction_wg = false, exp_order = false;
+  bool trace = false;
+};
+/// The knobs of `mangled` when it is an attnsim::sm100::fa4_forward instance.
+std::optional<Fa4Knobs> fa4_knobs(const std::string& mangled);
+
+/// The name an SM100 instruction is counted under (the instruction names of
+/// configs/costs/sm100_softmax.json): FFMA, FADD, FMUL (scalar fp32, rounding / FTZ variants
+/// included), FFMA2, FADD2, FMUL2 (packed fp32x2), FMNMX3, FMNMX, MUFU.EX2, MUFU.RCP,
+/// F2FP.BF16.PACK, CVT (F2I, I2F, I2FP, F2F, FRND), LDTM.x<n>, STTM.x<n>, LDS.<bits> / STS.<bits>
+/// (32 when the opcode has no width), ALU (the other ALU-class instructions: integer, logic,
+/// compares, selects, moves, VOTE, R2UR), "barrier" (SYNCS.* and BAR.*: the mbarrier and named
+/// barrier operations, which the lowering models as waits and arrivals of their own), "spill"
+/// (LDL, STL) and OTHER (branches, convergence barriers, NOP, WARPSYNC, constant and special
+/// register loads, fences, global stores: an issue slot each).
+std::string sm100_cost_name(const Instr& in);
+
+/// One counted region of an SM100 kernel.
+struct Region {
+  std::string name;                   ///< softmax, mask, correction, rescale_o, final_o
+  uint32_t begin = 0, end = 0;        ///< first and last address
+  std::vector<const Instr*> code;     ///< the steady-state path (of a mask region: all of it)
+  std::map<std::string, int> counts;  ///< per sm100_cost_name
+  std::map<Skip, int> off_path;       ///< instructions of the region left off the path, by reason
+};
+
+/// The counted regions of one fa4_forward instance.
+struct Sm100Analysis {
+  const Function* function = nullptr;
+  Fa4Knobs knobs;
+  std::vector<Region> regions;  ///< softmax, mask, [correction], rescale_o, final_o
+  int rescale_copies = 0;       ///< chunk loops found for the O rescale (one per Q stage when unrolled)
+  int final_copies = 0;         ///< and for the final normalisation
+  bool copies_agree = true;     ///< whether the copies have the same counts as the one reported
+  const Region* find(const std::string& name) const;
+};
+
+/// Counts the loops of an fa4_forward instance (plain or traced; the traced one's counts include
+/// its trace recorder). A loop is a backward branch and its target; the innermost loop that holds
+/// LDTM.x32 and MUFU.EX2 is the softmax KV loop; the innermost ones with LDTM.x16, STTM.x16 and
+/// FMUL are the O rescale's chunk loops and those with LDTM.x16 and STS.128 the final O's (the
+/// first of each is reported); the innermost loop with BAR.SYNC that holds a rescale chunk loop
+/// is the correction KV loop. A loop is followed along its steady-state path as analyse_kernel
+/// does (mbarrier retry loops, masking and slow paths skipped), with one addition: a region that
+/// holds an inner loop and no retry is skipped (Skip::inner_loop: the O rescale that the
+/// conditional rescale leaves out), at the last guard that jumps over it (`i > 0 && vote`: the
+/// steady state passes the first and is decided by the vote). The masking code the softmax path
+/// skips is counted as the region "mask". Throws std::runtime_error when a loop is missing.
+Sm100Analysis analyse_sm100(const Function& fn);
 
 }  // namespace attnsim::sass

@@ -1,7 +1,9 @@
 // `attnsim sass-costs SASS.txt [--kernel S] [--hw HW] [--into configs/costs/X.json --origin TEXT] [--dry-run]`:
 // critical paths of the compute spans of the traced SM90 kernels in a cuobjdump -sass listing
 // (sim/calibrate/sass_paths.hpp), printed per span and optionally written into a cost file as
-// each block's "chain".
+// each block's "chain". `--family sm100`: the instruction counts of the softmax and correction
+// loops of the plain SM100 kernels (the per-element and per-row counts of
+// configs/costs/sm100_softmax.json), printed only.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -46,14 +48,78 @@ std::string composition(const sass::CriticalPath& cp, const sass::Latencies& lat
   return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, " + "));
 }
 
+/// "177 FFMA, 161 FADD, ..." in the order of configs/costs/sm100_softmax.json, then the rest.
+std::string sm100_counts(const std::map<std::string, int>& counts) {
+  static const std::vector<std::string> order = {
+      "FFMA",     "FADD", "FMUL",           "FFMA2",    "FADD2",    "FMUL2",    "FMNMX3",   "FMNMX",  "MUFU.EX2",
+      "MUFU.RCP", "CVT",  "F2FP.BF16.PACK", "LDTM.x32", "LDTM.x16", "STTM.x32", "STTM.x16", "LDS.32", "STS.32",
+      "STS.128",  "ALU",  "OTHER",          "barrier",  "spill"};
+  std::vector<std::string> parts;
+  for (const auto& name : order)
+    if (counts.count(name)) parts.push_back(fmt::format("{} {}", counts.at(name), name));
+  for (const auto& [name, n] : counts)
+    if (std::find(order.begin(), order.end(), name) == order.end()) parts.push_back(fmt::format("{} {}", n, name));
+  return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
 struct SassCosts : Command {
-  std::string sass_file, kernel, hw_name = "h100_sxm", into, origin;
+  std::string sass_file, kernel, hw_name = "h100_sxm", into, origin, family = "sm90";
   bool dry_run = false, paths = false, listing = false;
+
+  /// --family sm100: the counted regions of every plain fa4_forward instance.
+  int run_sm100(const std::vector<sass::Function>& functions) const {
+    if (!into.empty()) throw std::invalid_argument("--family sm100 prints counts only: --into is for sm90 chains");
+    int traced = 0, done = 0;
+    for (const auto& fn : functions) {
+      const auto k = sass::fa4_knobs(fn.mangled);
+      if (!k) continue;
+      if (k->trace) {
+        ++traced;
+        continue;
+      }
+      if (!kernel.empty() && fn.name.find(kernel) == std::string::npos && fn.mangled.find(kernel) == std::string::npos)
+        continue;
+      const sass::Sm100Analysis a = sass::analyse_sm100(fn);
+      ++done;
+      std::cout << fmt::format(
+          "\n{}\n  hd{} q_stage {} kv_stage {} split {} exp2 emulation {}, {} rescale, correction warpgroup {}\n",
+          fn.name, k->head_dim, k->q_stage, k->kv_stage, k->split,
+          k->emu_freq ? fmt::format("{}/{}/{}", k->emu_freq, k->emu_res, k->emu_start_frg) : "off",
+          k->conditional ? "conditional" : "unconditional", k->correction_wg ? "on" : "off");
+      const std::map<std::string, std::string> per = {
+          {"softmax", "KV block and row (128 S elements), steady state"},
+          {"mask", "masked KV block and row (causal diagonal / seqlen_k tail only)"},
+          {"correction", fmt::format("KV block of {} Q stage(s), no O rescale", k->q_stage)},
+          {"rescale_o", fmt::format("16 O columns ({} chunk loops)", a.rescale_copies)},
+          {"final_o", fmt::format("16 O columns ({} chunk loops)", a.final_copies)}};
+      for (const auto& r : a.regions) {
+        std::vector<std::string> off;
+        for (const auto& [why, n] : r.off_path) off.push_back(fmt::format("{} {}", n, sass::skip_name(why)));
+        std::cout << fmt::format("  {:<11} {:#07x}-{:#07x} {:>4} instructions per {}{}\n  {:<11} {}\n", r.name, r.begin,
+                                 r.end, r.code.size(), per.at(r.name),
+                                 off.empty() ? "" : fmt::format("; off the path: {}", fmt::join(off, ", ")), "",
+                                 sm100_counts(r.counts));
+        if (listing)
+          for (const auto* in : r.code)
+            std::cout << fmt::format("  {:<11}   {:<15} /*{:04x}*/ {}\n", "", sass::sm100_cost_name(*in), in->address,
+                                     in->text);
+      }
+      if (!a.copies_agree) std::cout << "  (the other chunk loops' counts differ from the first one's)\n";
+    }
+    if (done == 0)
+      throw InputError(sass_file, "",
+                       fmt::format("no plain fa4_forward instance (Trace = 0){} among its {} functions",
+                                   kernel.empty() ? "" : " matching \"" + kernel + "\"", functions.size()));
+    std::cout << fmt::format("\n{}: {} plain fa4_forward instances counted, {} traced ones not\n", sass_file, done,
+                             traced);
+    return 0;
+  }
 
   int run() override {
     std::ifstream in(sass_file);
     if (!in) throw InputError(sass_file, "", "cannot read the SASS listing");
     const auto functions = sass::parse_cuobjdump(in);
+    if (family == "sm100") return run_sm100(functions);
     const Hardware hw = load_hardware(resolve_hardware_path(hw_name));
     const sass::Latencies lat = sass::Latencies::from(hw);
     std::vector<sass::KernelAnalysis> kernels;
@@ -320,6 +386,10 @@ std::unique_ptr<Command> add_sass_costs(CLI::App& app, CLI::App*& sub) {
   sub->add_flag("--paths", c->paths, "print the instructions on each compute span's critical path");
   sub->add_flag("--listing", c->listing, "print each compute span's instructions on the steady-state path");
   sub->add_flag("--dry-run", c->dry_run, "with --into: print the chains that would be written, write nothing");
+  sub->add_option("--family", c->family,
+                  "sm90 (default): chains of the traced kernels/sm90 instances; sm100: instruction counts of the "
+                  "softmax and correction loops of the plain kernels/sm100 instances")
+      ->check(CLI::IsMember({"sm90", "sm100"}));
   return c;
 }
 

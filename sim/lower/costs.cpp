@@ -65,6 +65,7 @@ CostModel CostModel::read(const std::string& file) {
                                           kLatencyClassNames.begin());
     e.choice("provenance", {"published", "measured", "derived", "assumed"});
     e.string("source");
+    e.string_or("was", "");  // what a measurement replaced, for the record
     e.finish();
     instrs[name] = in;
   }
@@ -117,6 +118,9 @@ CostModel CostModel::read(const std::string& file) {
       ch->finish();
     }
     b.string("derivation");
+    // Counts read from a kernel's SASS say so: provenance, where they were counted, what they replaced.
+    if (!b.choice_or("provenance", "", {"published", "measured", "derived", "assumed"}).empty()) b.string("source");
+    b.string_or("was", "");
     b.finish();
     m.blocks_[name] = c;
   }

@@ -1,7 +1,9 @@
 // Instruction-count cost model of compute blocks, read from configs/costs/*.json:
 // for each named block, instructions per element and per row of the thread's row,
 // turned into the Work (issue slots, pipe lane-ops, TMEM/SMEM bytes) of one warp
-// (32 rows). Counts are derived from the schedule's arithmetic; the file says how.
+// (32 rows). Counts are derived from the schedule's arithmetic or counted in a kernel's SASS
+// (`attnsim sass-costs`); the file says which. A block may say so with "provenance" and
+// "source", and keep what a count replaced under "was" (instructions too).
 // A block may also carry its dependency chain (the critical path found in a kernel's SASS by
 // `attnsim sass-costs`): instructions of each latency class on it, per tile shape.
 #pragma once

@@ -1,6 +1,7 @@
 // sass_paths: SASS parsing (vector registers, predicates, destinations), critical paths of
 // hand-written snippets with known answers, the analysis of a real KV loop (tests/data excerpt
-// of the H200 cuobjdump of kernels/sm90), and CostModel::chain_latency.
+// of the H200 cuobjdump of kernels/sm90), CostModel::chain_latency, and the SM100 loop counts of a
+// hand-written fa4_forward excerpt (tests/data/sass_sm100_snippet.txt).
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -245,4 +246,82 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     fs::remove(tmp);
     fs::remove(tmp2);
   }
+  SECTION("a block's provenance needs its source; \"was\" keeps what a count replaced") {
+    auto doc = load_json_file(data("costs_chain.json"));
+    doc["blocks"]["plain"]["provenance"] = "measured";
+    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_provenance.json";
+    std::ofstream(tmp) << doc.dump();
+    CHECK_THROWS_WITH(CostModel::load(tmp.string()), Catch::Contains("/blocks/plain/source"));
+    doc["blocks"]["plain"]["source"] = "counted in a listing";
+    doc["blocks"]["plain"]["was"] = "derived: 2 per element";
+    doc["instructions"].begin()->emplace("was", "published 16");
+    const fs::path tmp2 = fs::temp_directory_path() / "attnsim_costs_was.json";
+    std::ofstream(tmp2) << doc.dump();
+    CHECK(CostModel::load(tmp2.string()).latency("plain") == 40);
+    fs::remove(tmp);
+    fs::remove(tmp2);
+  }
+}
+
+TEST_CASE("SM100 loop counts of a hand-written fa4_forward listing", "[sass][sm100]") {
+  // A correction KV loop holding the O rescale's chunk loop behind `i > 0` and the vote, the
+  // final O's chunk loop, and a softmax KV loop with an mbarrier retry loop, a masking region, an
+  // emulated exp2, a divergence check (BRA.DIV), a spill reload and a named-barrier arrive.
+  std::ifstream in(data("sass_sm100_snippet.txt"));
+  REQUIRE(in);
+  const auto fns = parse_cuobjdump(in);
+  REQUIRE(fns.size() == 1);
+  const auto k = fa4_knobs(fns[0].mangled);
+  REQUIRE(k);
+  CHECK(k->head_dim == 128);
+  CHECK(k->q_stage == 2);
+  CHECK(k->emu_freq == 16);
+  CHECK(k->emu_res == 4);
+  CHECK(k->correction_wg);
+  CHECK(!k->trace);
+  CHECK(!fa4_knobs(
+      "_ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi128ELi128ELi128ELi3ELb1ELb1ELi240ELi24ELb1EEEEEvNS0_6ParamsE"));
+
+  const Sm100Analysis a = analyse_sm100(fns[0]);
+  REQUIRE(a.regions.size() == 5);
+  CHECK(a.regions[0].name == "softmax");
+  CHECK(a.rescale_copies == 1);
+  CHECK(a.final_copies == 1);
+  CHECK(a.copies_agree);
+
+  const Region& sm = *a.find("softmax");
+  CHECK(sm.begin == 0x1b0);
+  CHECK(sm.end == 0x350);
+  // The retry loop and the mask are skipped; BRA.DIV (a condition operand) is not taken.
+  CHECK(sm.code.size() == 20);
+  CHECK(sm.off_path.at(Skip::wait_retry) == 5);
+  CHECK(sm.off_path.at(Skip::mask) == 2);
+  const std::map<std::string, int> sm_counts = {
+      {"barrier", 2},  {"OTHER", 4}, {"LDTM.x32", 1}, {"ALU", 2},   {"FMNMX3", 1},   {"FMNMX", 2},         {"FFMA", 1},
+      {"MUFU.EX2", 1}, {"FADD", 2},  {"CVT", 1},      {"spill", 1}, {"STTM.x16", 1}, {"F2FP.BF16.PACK", 1}};
+  CHECK(sm.counts == sm_counts);
+  CHECK(a.find("mask")->counts == std::map<std::string, int>{{"ALU", 2}});
+
+  // `i > 0` is passed, the vote's guard skips the rescale loop, its fence and the NOP.
+  const Region& corr = *a.find("correction");
+  CHECK(corr.begin == 0x0);
+  CHECK(corr.code.size() == 12);
+  CHECK(corr.off_path.at(Skip::inner_loop) == 8);
+  CHECK(corr.counts == std::map<std::string, int>{{"barrier", 3}, {"ALU", 5}, {"LDS.32", 1}, {"OTHER", 3}});
+
+  CHECK(a.find("rescale_o")->begin == 0x80);
+  CHECK(a.find("rescale_o")->counts ==
+        std::map<std::string, int>{{"LDTM.x16", 1}, {"FMUL", 2}, {"STTM.x16", 1}, {"ALU", 1}, {"OTHER", 1}});
+  CHECK(a.find("final_o")->counts ==
+        std::map<std::string, int>{
+            {"LDTM.x16", 1}, {"FMUL", 2}, {"F2FP.BF16.PACK", 1}, {"STS.128", 1}, {"ALU", 1}, {"OTHER", 1}});
+
+  const Instr bra_u = parse_instruction(0, "BRA.U !UP0, 0x9740");
+  CHECK(bra_u.predicated);
+  CHECK(bra_u.target == 0x9740u);
+  CHECK(bra_u.srcs == regs({{Reg::UP, 0}}));
+  CHECK(sm100_cost_name(parse_instruction(0, "LDCU UR8, c[0x0][0x5ac]")) == "OTHER");
+  CHECK(sm100_cost_name(parse_instruction(0, "R2UR UR8, R37")) == "ALU");
+  CHECK(sm100_cost_name(parse_instruction(0, "MUFU.RCP R2, R37")) == "MUFU.RCP");
+  CHECK(sm100_cost_name(parse_instruction(0, "I2FP.F32.S32 R3, R4")) == "CVT");
 }
