@@ -100,12 +100,12 @@ __device__ __forceinline__ Tile cta_tile(const Params& p) {
 }
 
 /// bar.sync 1, 256 among the consumer threads, recorded as a wait on the simulator's
-/// "bar.consumers" named barrier.
+/// "bar.consumers" named barrier; `smem_word`: any shared address (TraceRecorder::now_after_barrier).
 template <bool kOn>
-__device__ __forceinline__ uint32_t consumers_sync(TraceRecorder<kOn>& tr, int block) {
+__device__ __forceinline__ uint32_t consumers_sync(TraceRecorder<kOn>& tr, int block, const void* smem_word) {
   const uint32_t t0 = tr.now();
   named_sync(kConsumerBarrier, kConsumerThreads);
-  const uint32_t t1 = tr.now();
+  const uint32_t t1 = tr.now_after_barrier(smem_word);
   tr.span(ATTNSIM_OP_WAIT, t0, t1, block, 0, ATTNSIM_WAIT_BAR_CONSUMERS);
   return t1;
 }

@@ -48,7 +48,7 @@ struct Consumer {
     if constexpr (T::kPingpong) {
       const uint32_t t0 = tr.now();
       named_sync(kBarPingpong + group, kPingpongThreads);
-      tr.span(ATTNSIM_OP_WAIT, t0, tr.now(), j, tile, ATTNSIM_WAIT_PINGPONG, group);
+      tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.q), j, tile, ATTNSIM_WAIT_PINGPONG, group);
     }
   }
   __device__ void turn_end() {
