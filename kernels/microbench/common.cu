@@ -221,6 +221,20 @@ double percentile(std::vector<double> v, double p) {
 }
 
 double vmin(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+
+std::vector<double> per_sm_rates(const std::vector<WarpSpan>& spans, int grid, int stride, int warps, double amount) {
+  std::vector<double> rates;
+  for (int b = 0; b < grid; ++b) {
+    const size_t first = static_cast<size_t>(b) * stride;
+    long long lo = spans[first].c0, hi = spans[first].c1;
+    for (int w = 1; w < warps; ++w) {
+      lo = std::min(lo, spans[first + w].c0);
+      hi = std::max(hi, spans[first + w].c1);
+    }
+    rates.push_back(amount / static_cast<double>(hi - lo));
+  }
+  return rates;
+}
 double vmax(const std::vector<double>& v) { return v.empty() ? 0 : *std::max_element(v.begin(), v.end()); }
 
 void ClockMeter::add(const std::vector<BlockClock>& recs, double min_ns) {

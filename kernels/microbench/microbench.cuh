@@ -145,6 +145,11 @@ struct WarpSpan {
   long long c0, c1;
 };
 
+/// Per-SM rates of a one-block-per-SM benchmark: for each of the `grid` blocks, `amount` (bytes,
+/// FLOP, ...) over the cycles from the earliest start to the latest end of its first `warps`
+/// warp spans, block b's spans at spans[b * stride + w]. One rate per block, block order.
+std::vector<double> per_sm_rates(const std::vector<WarpSpan>& spans, int grid, int stride, int warps, double amount);
+
 /// Accumulates cycle and nanosecond deltas of block records, for the SM clock a benchmark ran at.
 class ClockMeter {
  public:

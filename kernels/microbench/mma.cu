@@ -220,15 +220,7 @@ __global__ void mma_sync_kernel(int iters, unsigned long long active, WarpSpan* 
 /// Per-SM reduction of warp spans: ops of a block over (last end - first start), median over SMs.
 double per_sm_rate(const std::vector<WarpSpan>& spans, int grid, int warps, double ops_per_block,
                    std::vector<double>* all = nullptr) {
-  std::vector<double> rates;
-  for (int b = 0; b < grid; ++b) {
-    long long lo = spans[static_cast<size_t>(b) * kMaxWarps].c0, hi = spans[static_cast<size_t>(b) * kMaxWarps].c1;
-    for (int w = 1; w < warps; ++w) {
-      lo = std::min(lo, spans[static_cast<size_t>(b) * kMaxWarps + w].c0);
-      hi = std::max(hi, spans[static_cast<size_t>(b) * kMaxWarps + w].c1);
-    }
-    rates.push_back(ops_per_block / static_cast<double>(hi - lo));
-  }
+  const std::vector<double> rates = per_sm_rates(spans, grid, kMaxWarps, warps, ops_per_block);
   if (all) *all = rates;
   return median(rates);
 }

@@ -126,16 +126,7 @@ double ldsm_rate(Report& rep, int warps, Json& out, const char* name) {
   ldsm_rate_kernel<kTrans><<<grid, warps * 32, kOneBlockPerSmSmem>>>(iters, spans.get(), blocks.get(), sink.get());
   MB_CHECK_LAUNCH("ldsm_rate_kernel");
   rep.clock().add(blocks.to_host());
-  const auto hs = spans.to_host();
-  std::vector<double> rates;
-  for (int b = 0; b < grid; ++b) {
-    long long lo = hs[b * 32].c0, hi = hs[b * 32].c1;
-    for (int w = 1; w < warps; ++w) {
-      lo = std::min(lo, hs[b * 32 + w].c0);
-      hi = std::max(hi, hs[b * 32 + w].c1);
-    }
-    rates.push_back(bytes_per_iter * iters / static_cast<double>(hi - lo));
-  }
+  const std::vector<double> rates = per_sm_rates(spans.to_host(), grid, 32, warps, bytes_per_iter * iters);
   Json j = Json::object();
   j["warps_per_sm"] = warps;
   j["bytes_per_clk_sm"] = median(rates);
