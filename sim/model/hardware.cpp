@@ -181,8 +181,6 @@ void check_consistency(const Hardware& hw, const std::string& file) {
 
 }  // namespace
 
-/// Reads configs/hw/<gpu>.json strictly: every constant present, with provenance and source;
-/// unknown keys, bad ranges and arch/TMEM inconsistencies throw InputError(file, JSON path, ...).
 int Hardware::ctas_per_sm_by_registers(int threads, int regs_per_thread) const {
   const int warps = (threads + 31) / 32;
   const int per_warp = (regs_per_thread * 32 + register_alloc_unit - 1) / register_alloc_unit * register_alloc_unit;
@@ -191,6 +189,8 @@ int Hardware::ctas_per_sm_by_registers(int threads, int regs_per_thread) const {
   return warps_per_smsp * smsp_per_sm / warps;
 }
 
+/// Reads configs/hw/<gpu>.json strictly: every constant present, with provenance and source;
+/// unknown keys, bad ranges and arch/TMEM inconsistencies throw InputError(file, JSON path, ...).
 double constant_value(const Hardware& hw, const std::string& name) {
   for (const auto& s : constant_specs()) {
     if (name != s.name) continue;
