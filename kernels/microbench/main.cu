@@ -93,6 +93,8 @@ const Expect kExpect[] = {
     {"operand", "/results/lds_latency", 1, 1000},
     {"operand", "/results/ldmatrix_latency", 1, 1000},
     {"operand", "/results/fence_proxy_async_cycles", -100, 10000},
+    {"cvt", "/results/f2i_lanes_per_clk_smsp", 0.25, 256},
+    {"cvt", "/results/f2i_shares_mufu_ratio", 0.1, 4},
 };
 
 void usage() {

@@ -157,6 +157,40 @@ struct SplitOp : MufuOp {
   }
 };
 
+/// float -> int conversion (cvt.rzi.s32.f32: one F2I.TRUNC.NTZ), the floor of an emulated exp2
+/// that builds its exponent with a conversion. Chain: v = float bits of (F2I(v * 2^20) & mask)
+/// | 0x3F000000, in [0.5, 1): an F2I, an FMUL and a LOP3 per step, the F2I counted.
+__device__ __forceinline__ float f2i_step(float v) {
+  int i;
+  asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(i) : "f"(v * 1048576.0f));
+  return __int_as_float((i & 0x007FFFFF) | 0x3F000000);
+}
+
+struct F2iOp : MufuOp {
+  static constexpr double kEstCyclesPerIter = kCounted * 8.0;
+  __device__ void body(const PipeArgs&, int) {
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u)
+#pragma unroll
+      for (int i = 0; i < kChains; ++i) v[i] = f2i_step(v[i]);
+  }
+};
+
+/// 4 MUFU.EX2 chains and 4 F2I chains interleaved in every warp, both counted: if F2I has a pipe
+/// of its own the pair runs at about the sum of their rates, if it shares MUFU's at MUFU's rate.
+struct MufuF2iOp : MufuOp {
+  static constexpr double kEstCyclesPerIter = kCounted * 8.0;
+  __device__ void body(const PipeArgs&, int) {
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+#pragma unroll
+      for (int i = 0; i < kChains / 2; ++i) v[i] = ex2_mufu(-v[i]);
+#pragma unroll
+      for (int i = kChains / 2; i < kChains; ++i) v[i] = f2i_step(v[i]);
+    }
+  }
+};
+
 /// FFMA chains v = v * a + b (a just under 1: no overflow, no denormals).
 struct FfmaOp {
   static constexpr int kChains = 8, kSteps = 64, kCounted = kChains * kSteps;
@@ -547,6 +581,22 @@ void bench_exp2_mix(Report& rep) {
   rep.results()["best_speedup_over_mufu_only"] = mufu_only > 0 ? best / mufu_only : 0.0;
 }
 
+void bench_cvt(Report& rep) {
+  rep.set_method(std::string(kCommonMethod) +
+                 "Instruction: cvt.rzi.s32.f32 (one F2I.TRUNC.NTZ) in a chain with an FMUL and a LOP3 per step "
+                 "(f2i); 4 ex2.approx chains and 4 such chains interleaved in every warp, both counted "
+                 "(mufu_f2i); 32 warps, saturated.");
+  const WarpConfig& c = config("32_warps");
+  const PipeRates f2i = run_pipe<F2iOp>(rep, c), mufu = run_pipe<MufuOp>(rep, c), mix = run_pipe<MufuF2iOp>(rep, c);
+  rep.results()["configs"]["f2i"] = f2i.json;
+  rep.results()["configs"]["mufu"] = mufu.json;
+  rep.results()["configs"]["mufu_f2i"] = mix.json;
+  rep.results()["f2i_lanes_per_clk_smsp"] = f2i.per_smsp;
+  rep.results()["mufu_f2i_lanes_per_clk_smsp"] = mix.per_smsp;
+  // 1: F2I and MUFU.EX2 share one pipe (the mix runs at MUFU's rate); 0.5: separate pipes.
+  rep.results()["f2i_shares_mufu_ratio"] = mix.per_smsp > 0 ? mufu.per_smsp / mix.per_smsp : 0.0;
+}
+
 }  // namespace
 
 std::vector<Benchmark> pipe_benchmarks() {
@@ -557,6 +607,7 @@ std::vector<Benchmark> pipe_benchmarks() {
       {"issue_rate", "warp instructions issued per clock per SMSP (FFMA/LOP3 mix)", bench_issue},
       {"exp2_emu", "emulated exp2 (degree-3 polynomial) throughput and accuracy", bench_exp2_emu},
       {"exp2_mix", "MUFU.EX2 and emulated exp2 running together", bench_exp2_mix},
+      {"cvt", "F2I (float -> int) throughput, alone and interleaved with MUFU.EX2: does it share MUFU's pipe?", bench_cvt},
   };
 }
 
