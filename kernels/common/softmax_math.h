@@ -23,22 +23,27 @@ inline constexpr float kExp2PolyC3 = 0.077119089663028717041015625f;
 
 /// 2^x computed on the FMA pipe instead of the SFU: x clamped to -127, split into floor(x) and
 /// f = x - floor(x) in [0, 1), p(f) by Horner, floor(x) added into p's exponent bits. On the GPU
-/// the floor is an add.rm of 1.5 * 2^23 (SASS: FADD.RM), as in FA4. Results below 2^-126 are not
-/// normal floats (the exponent add underflows into the denormal range); softmax inputs x = s -
-/// max there give P values that round to 0 in bf16 anyway.
+/// the floor is an add.rm of 1.5 * 2^23 (SASS: FADD.RM), as in FA4, and the exponent comes from
+/// that sum's bits shifted by 23 (its low mantissa bits hold floor(x); the bias bits shift out),
+/// not from a float-to-int conversion: F2I runs on the MUFU's pipe (kernels/microbench cvt), the
+/// pipe the emulation exists to relieve. Results below 2^-126 are not normal floats (the
+/// exponent add underflows into the denormal range); softmax inputs x = s - max there give P
+/// values that round to 0 in bf16 anyway.
 ATTNSIM_HD float exp2_emulated(float x) {
   x = fmaxf(x, -127.0f);
 #if defined(__CUDA_ARCH__)
   const float shifted = __fadd_rd(x, 12582912.0f);  // 1.5 * 2^23: the integer floor(x) in the low mantissa bits
   const float fl = shifted - 12582912.0f;
+  const int32_t exponent = static_cast<int32_t>(static_cast<uint32_t>(__float_as_int(shifted)) << 23);
 #else
   const float fl = std::floor(x);
+  const int32_t exponent = static_cast<int32_t>(static_cast<uint32_t>(static_cast<int32_t>(fl)) << 23);
 #endif
   const float f = x - fl;
   const float p = fmaf(fmaf(fmaf(kExp2PolyC3, f, kExp2PolyC2), f, kExp2PolyC1), f, 1.0f);
   int32_t bits;
   std::memcpy(&bits, &p, sizeof bits);
-  bits += static_cast<int32_t>(fl) * (1 << 23);
+  bits = static_cast<int32_t>(static_cast<uint32_t>(bits) + static_cast<uint32_t>(exponent));
   float out;
   std::memcpy(&out, &bits, sizeof out);
   return out;

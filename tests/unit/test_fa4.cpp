@@ -82,11 +82,11 @@ TEST_CASE("FA4's design choices pay off on B200 - hd128 - seqlen 8192 - non-caus
     CHECK(per_tile(one, one.critical.units.tma_bytes) - q_bytes ==
           Approx(2 * (per_tile(two, two.critical.units.tma_bytes) - q_bytes)).epsilon(0.05));
     CHECK(per_tile(one, one.critical.units.mma_smem_bytes) > 1.4 * per_tile(two, two.critical.units.mma_smem_bytes));
-    // The time it saved came from the exp2 emulation FA4 turns on with it (cta_group 2, hd128,
-    // non-causal). With the instruction counts of kernels/sm100's SASS (sm100_softmax.json,
-    // 2026-11-23) an emulated exp2 costs an F2I on the MUFU pipe it was to relieve: both are
-    // MUFU-bound and take the same time.
-    CHECK(one.time_us == Approx(base).epsilon(0.01));
+    // And the 2-CTA schedule is faster, mostly through the exp2 emulation FA4 turns on with it
+    // (cta_group 2, hd128, non-causal): with kernels/sm100's SASS counts (sm100_softmax.json) the
+    // emulated exp2 takes work off the MUFU since it builds the exponent with a shift, not an F2I
+    // (an F2I shares the MUFU's pipe: kernels/microbench cvt).
+    CHECK(one.time_us > base);
   }
 }
 
