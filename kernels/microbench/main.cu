@@ -38,7 +38,8 @@ constexpr int kSkipCode = 77;
 std::vector<Benchmark> registry() {
   std::vector<Benchmark> all;
   for (auto part : {pipe_benchmarks(), mma_benchmarks(), memory_benchmarks(), sync_benchmarks(),
-                    latency_benchmarks(), launch_benchmarks(), operand_benchmarks()})
+                    latency_benchmarks(), launch_benchmarks(), operand_benchmarks(),
+                    mma_queue_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -95,6 +96,8 @@ const Expect kExpect[] = {
     {"operand", "/results/fence_proxy_async_cycles", -100, 10000},
     {"cvt", "/results/f2i_lanes_per_clk_smsp", 0.25, 256},
     {"cvt", "/results/f2i_shares_mufu_ratio", 0.1, 4},
+    {"wgmma_share", "/results/mma_queue_depth", -4, 256},
+    {"wgmma_share", "/results/together_first_done_over_solo", 0.5, 4},
 };
 
 void usage() {

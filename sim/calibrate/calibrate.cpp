@@ -44,6 +44,7 @@ constexpr DirectField kDirect[] = {
     {"latency_chains", "/results/f2fp_latency", "f2fp_latency"},
     {"wgmma_issue", "/results/wgmma_issue_cycles", "wgmma_issue_cycles"},
     {"wgmma_issue", "/results/wgmma_wait_ready_cycles", "wgmma_wait_ready_cycles"},
+    {"wgmma_share", "/results/mma_queue_depth", "mma_queue_depth"},
     {"mbarrier_ready", "/results/mbarrier_ready_cycles", "mbarrier_ready_cycles"},
     {"tma_sharing", "/results/tma_store_latency", "tma_store_latency"},
     {"launch_overhead", "/results/launch/full_grid_cuda_graph_ns", "launch_ns"},

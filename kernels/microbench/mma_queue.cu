@@ -1,0 +1,227 @@
+// How an SMSP's tensor core orders the wgmma instructions of two warps (one per warpgroup) that
+// share it, and how many instructions its queue holds before issue stalls.
+//
+// Why: FA3-style kernels run two consumer warpgroups whose warps pair up on the four SMSPs
+// (warps w and w + 4). Whether the tensor core runs a whole group of one warp before the other's
+// (first come, first served per group) or interleaves the instructions of groups issued at the
+// same time decides whether two warpgroups that wake together drift apart on their own or stay
+// in lockstep, which is what pingpong scheduling (named barriers) exists to break.
+#include <algorithm>
+#include <cmath>
+#include <cuda/ptx>
+
+#include "common/wgmma_sync.cuh"
+#include "microbench.cuh"
+#include "wgmma_ops.cuh"
+
+namespace mb {
+namespace {
+
+using attnsim::hopper::fence_regs;
+using attnsim::hopper::smem_desc;
+using attnsim::hopper::Wgmma;
+using attnsim::hopper::wgmma_commit;
+using attnsim::hopper::wgmma_fence;
+using attnsim::hopper::wgmma_wait;
+
+constexpr int kN = 128;                          // m64n128k16: FA3's hd128 QK / PV instruction
+constexpr int kQueueSmem = 8192 + 16384 + 1024;  // A: 4 k-steps 64x16, B: 4 k-steps 128x16, align slack
+constexpr int kRecords = 3;                      // per warp and rep: start, issue end, done
+
+/// Per rep, every warp: bar.sync (all 8 warps), clock64 (start); warpgroup g then spins
+/// delay[g] cycles, and if it is active issues K wgmma m64n128k16 SS on the k-step descriptors
+/// of one GEMM, commits, reads clock64 (issue end), waits for the group (wait_group 0) and
+/// reads clock64 (done). Lane 0 of each warp writes out[(rep * 8 + warp) * 3 + {0, 1, 2}].
+template <int K>
+__global__ void __launch_bounds__(256, 1)
+    queue_kernel(int reps, int active_mask, int delay1, int random_data, long long* out, float* sink) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint32_t* fill = reinterpret_cast<uint32_t*>(base);
+  // Operands: bf16 in [1, 2) with 7 random mantissa bits (wgmma_issue's), or uniform in [-1, 1)
+  // (the wgmma benchmark's).
+  for (int i = threadIdx.x; i < (8192 + 16384) / 4; i += blockDim.x) {
+    uint32_t v = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
+    if (random_data) {
+      const uint32_t lo = __float_as_uint(static_cast<float>(hash32(2 * i) & 0xFFFF) * (1.0f / 32768.0f) - 1.0f);
+      const uint32_t hi = __float_as_uint(static_cast<float>(hash32(2 * i + 1) & 0xFFFF) * (1.0f / 32768.0f) - 1.0f);
+      v = (lo >> 16) | (hi & 0xFFFF0000u);
+    }
+    fill[i] = v;
+  }
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  __syncthreads();
+  // Warp-uniform for ptxas (a shuffle from lane 0), so that the wgmma region below is not a
+  // divergent branch: there ptxas keeps the descriptors out of uniform registers and the
+  // wgmmas wait for each other.
+  const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0), group = warp / 4;
+  const bool active = (active_mask >> group) & 1;
+  const int delay = group == 1 ? delay1 : 0;
+  const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
+  uint64_t da[4], db[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    da[k] = smem_desc(a0 + 32 * k, 16, 1024, 1);
+    db[k] = smem_desc(b0 + 32 * k, 16, 1024, 1);
+  }
+  float d[kN / 2];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) d[i] = 0.0f;
+#pragma unroll 1
+  for (int r = 0; r < reps; ++r) {
+    __syncthreads();
+    // bar.sync compiles to BAR.SYNC.DEFER_BLOCKING: the warp blocks at its next memory access, not
+    // at the clock read right after it, so a warp that arrives early would read its start clock
+    // before the barrier opens. A volatile shared load first makes every warp read it after.
+    uint32_t ignored;
+    asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(ignored) : "r"(smem_u32(base)) : "memory");
+    const long long t0 = clock64();
+    long long t1 = t0, t2 = t0;
+    if (active) {
+      while (clock64() - t0 < delay) {}
+      fence_regs(d);
+      wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < K; ++k) Wgmma<kN>::ss(d, da[k & 3], db[k & 3], 1);
+      wgmma_commit();
+      t1 = clock64();
+      wgmma_wait<0>();
+      fence_regs(d);
+      t2 = clock64();
+    }
+    if (threadIdx.x % 32 == 0) {
+      long long* o = out + (static_cast<long long>(r) * 8 + warp) * kRecords;
+      o[0] = t0;
+      o[1] = t1;
+      o[2] = t2;
+    }
+  }
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) s += d[i];
+  if (s == 1234567.0f) sink[threadIdx.x] = s;
+}
+
+/// Medians over reps (the first 8 dropped) of one configuration, in cycles from the earliest
+/// start of the rep's 8 warps: per warpgroup, its warps' latest issue end and latest completion.
+struct QueueTimes {
+  double issue_end[2] = {0, 0};
+  double done[2] = {0, 0};
+};
+
+/// `threads`: 256 (both warpgroups resident) or 128 (warpgroup 0 alone in the CTA).
+template <int K>
+QueueTimes run_queue(int reps, int active_mask, int delay1, int threads = 256, int random_data = 0) {
+  auto kern = queue_kernel<K>;
+  allow_smem(kern, kQueueSmem);
+  DeviceBuffer<long long> out(static_cast<size_t>(reps) * 8 * kRecords);
+  MB_CHECK(cudaMemset(out.get(), 0, out.size() * sizeof(long long)));
+  DeviceBuffer<float> sink(256);
+  kern<<<1, threads, kQueueSmem>>>(reps, active_mask, delay1, random_data, out.get(), sink.get());
+  MB_CHECK_LAUNCH("queue_kernel");
+  const auto h = out.to_host();
+  std::vector<double> issue[2], done[2];
+  for (int r = 8; r < reps; ++r) {
+    const long long* rec = h.data() + static_cast<size_t>(r) * 8 * kRecords;
+    const int warps = threads / 32;
+    long long start = rec[0];
+    for (int w = 1; w < warps; ++w) start = std::min(start, rec[w * kRecords]);
+    for (int g = 0; g < warps / 4; ++g) {
+      long long ie = 0, dn = 0;
+      for (int w = 4 * g; w < 4 * g + 4; ++w) {
+        ie = std::max(ie, rec[w * kRecords + 1] - start);
+        dn = std::max(dn, rec[w * kRecords + 2] - start);
+      }
+      issue[g].push_back(static_cast<double>(ie));
+      done[g].push_back(static_cast<double>(dn));
+    }
+  }
+  QueueTimes t;
+  for (int g = 0; g < 2; ++g) {
+    t.issue_end[g] = median(issue[g]);
+    t.done[g] = median(done[g]);
+  }
+  return t;
+}
+
+Json times_json(const QueueTimes& t, int mask) {
+  Json j = Json::object();
+  for (int g = 0; g < 2; ++g)
+    if ((mask >> g) & 1) {
+      j["wg" + std::to_string(g) + "_issue_end_cycles"] = t.issue_end[g];
+      j["wg" + std::to_string(g) + "_done_cycles"] = t.done[g];
+    }
+  return j;
+}
+
+void bench_wgmma_share(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "One CTA of two warpgroups on one SM; warps w and w + 4 share SMSP w's tensor core. Per rep: "
+      "bar.sync of all 8 warps, a volatile ld.shared (so that the clock is read after the barrier "
+      "opens), clock64; an active warpgroup waits `delay` cycles (warpgroup 1 only), issues K "
+      "wgmma.mma_async m64n128k16 f32.bf16 SS (k-step descriptors, 128B swizzle, one accumulator), "
+      "commits, reads clock64 (issue end), wait_group 0, clock64 (done). Times are medians over "
+      "reps (8 dropped) of each warpgroup's latest warp, from the rep's earliest start. pipe: 64 "
+      "cycles per instruction on an SMSP's quarter of the tensor core (2*16*128*16 FLOP at 1024 "
+      "FLOP/clk). mma_queue_depth: one warpgroup's issue end at K = 16, 24, 32 (queue full) fitted "
+      "as c + slope K; with t1 the issue end at K = 1, depth = (t1 - c) / slope - 1. Solo variants "
+      "in a 128-thread CTA and on uniform [-1, 1) operands check that neither changes the times.");
+  const int reps = rep.opt().quick ? 24 : 200;
+  Json& res = rep.results();
+  constexpr double pipe = 2.0 * 16 * kN * 16 / 1024.0;
+  res["pipe_cycles_per_wgmma"] = pipe;
+
+  // Queue depth: one warpgroup, growing K. Once the queue is full, each further instruction
+  // is accepted one pipe time later: issue end(K) = c + slope K for K = 16..32, slope ~ pipe. The
+  // K-th instruction is accepted when K - 1 - depth have finished executing, and execution
+  // starts about when the first is accepted (issue end at K = 1, t1): issue end(K) = t1 +
+  // (K - 1 - depth) slope, so depth = (t1 - c) / slope - 1.
+  Json& depth = res["one_warpgroup"];
+  const QueueTimes k1 = run_queue<1>(reps, 1, 0), k8 = run_queue<8>(reps, 1, 0), k16 = run_queue<16>(reps, 1, 0),
+                   k24 = run_queue<24>(reps, 1, 0), k32 = run_queue<32>(reps, 1, 0);
+  depth["k1"] = times_json(k1, 1);
+  depth["k8"] = times_json(k8, 1);
+  depth["k16"] = times_json(k16, 1);
+  depth["k24"] = times_json(k24, 1);
+  depth["k32"] = times_json(k32, 1);
+  auto [c, slope] = fit_line({16, 24, 32}, {k16.issue_end[0], k24.issue_end[0], k32.issue_end[0]});
+  depth["issue_end_fit_intercept_cycles"] = c;
+  depth["issue_end_fit_slope_cycles_per_wgmma"] = slope;
+  res["mma_queue_depth"] = slope > 0 ? (k1.issue_end[0] - c) / slope - 1 : 0.0;
+
+  // Two warpgroups, K = 8 each (an FA3 hd128 group), at the same time and staggered.
+  Json& share = res["two_warpgroups_k8"];
+  const QueueTimes solo = k8;
+  share["solo"] = times_json(solo, 1);
+  // The same alone in a 128-thread CTA, and on uniform [-1, 1) operands: what the solo time
+  // depends on besides the tensor core.
+  share["solo_128_threads"] = times_json(run_queue<8>(reps, 1, 0, 128), 1);
+  share["solo_random_data"] = times_json(run_queue<8>(reps, 1, 0, 256, 1), 1);
+  share["solo_128_threads_random_data"] = times_json(run_queue<8>(reps, 1, 0, 128, 1), 1);
+  share["solo_k1_128_threads_random_data"] = times_json(run_queue<1>(reps, 1, 0, 128, 1), 1);
+  share["together_random_data"] = times_json(run_queue<8>(reps, 3, 0, 256, 1), 3);
+  const QueueTimes both = run_queue<8>(reps, 3, 0);
+  share["together"] = times_json(both, 3);
+  for (int delay : {64, 128, 256, 512}) {
+    const QueueTimes t = run_queue<8>(reps, 3, delay);
+    share["wg1_delayed_" + std::to_string(delay)] = times_json(t, 3);
+  }
+  // First come, first served per group: the first warpgroup finishes as if alone, the second
+  // one group later. Interleaved instructions: both finish about when two groups are done.
+  const double first = std::min(both.done[0], both.done[1]), second = std::max(both.done[0], both.done[1]);
+  res["together_first_done_over_solo"] = first / solo.done[0];
+  res["together_second_done_over_solo"] = second / solo.done[0];
+  res["together_interleaved"] = first / solo.done[0] > 1.5;
+}
+
+}  // namespace
+
+std::vector<Benchmark> mma_queue_benchmarks() {
+  return {{"wgmma_share",
+           "two warpgroups' wgmma groups on shared SMSP tensor cores: interleaved or one group after the other; "
+           "the tensor core queue's depth",
+           bench_wgmma_share}};
+}
+
+}  // namespace mb
