@@ -47,6 +47,7 @@ struct Warp {
   int copy_outstanding = 0;   // cp.async copies issued and not landed (cp.async.wait_group)
   int async_limit = 0;        // WaitingAsync: resume when the awaited count drops to this
   int delay_label = -1;       // Delayed: the wait's timeline label
+  double compute_start = 0;   // start of the warp's latest compute block (an MMA group's issue window)
   bool async_on_mma = false;  // WaitingAsync: on MMA groups (else on copies)
 };
 
@@ -57,9 +58,20 @@ struct Barrier {
   std::vector<int> waiters;
 };
 
-struct Job {  // work queued on the tensor core or the TMA engine
+struct Job {  // work queued on the TMA engine
   const Op* op = nullptr;
   int warp = 0;
+};
+
+// One MMA instruction (or a tcgen05.commit) in a tensor core's queue. The queue runs them in the
+// order they were issued, so the instructions of groups that two warps issue at the same time
+// interleave (kernels/microbench wgmma_share).
+struct TcEntry {
+  const Op* op = nullptr;
+  int warp = 0;
+  double issued = 0;  // when the warp issued it (spread over its group's issue window)
+  double cycles = 0;  // execution time on this queue's tensor core
+  bool last = false;  // the group's last instruction: its completion completes the group
 };
 
 class Engine {
@@ -74,7 +86,7 @@ class Engine {
     }
     tc_q_.resize(static_cast<size_t>(tensor_queues()));
     tc_last_complete_.assign(tc_q_.size(), 0.0);
-    tc_tail_end_.assign(tc_q_.size(), 0.0);
+    tc_exec_end_.assign(tc_q_.size(), 0.0);
     tc_busy_.assign(tc_q_.size(), 0);
     barriers_.resize(prog.barriers.size());
     for (size_t b = 0; b < barriers_.size(); ++b) barriers_[b].pending = prog.barriers[b].expected;
@@ -217,6 +229,7 @@ class Engine {
         case OpKind::Compute: {
           ws.state = WarpState::Computing;
           ws.since = now_;
+          ws.compute_start = now_;
           ++ws.version;
           pipes_.start(w, ws.smsp, op.work, now_);
           reschedule_compute();
@@ -237,25 +250,34 @@ class Engine {
         case OpKind::Mma:
         case OpKind::MmaCommit: {
           const int tq = tensor_queue(w);
-          auto& fifo = tc_q_[tq];
-          fifo.push_back({&op, w});
-          if (fifo.size() == 1) start_tensor(tq);
-          if (op.kind == OpKind::Mma) {
-            ++ws.mma_outstanding;
-            // Issue back-pressure: an instruction enters the tensor core's queue only while fewer
-            // than mma_queue_depth wait in it, so the group's last one is accepted mma_queue_depth
-            // instructions before it starts executing.
-            const double dur = mma_cycles(op);
-            const double start = std::max(now_, tc_tail_end_[tq]);
-            tc_tail_end_[tq] = start + dur;
-            const int instrs = std::max(1, op.count);
-            const double accept = start + (instrs - 1 - hw_.mma_queue_depth) * dur / instrs;
-            if (accept > now_) {
-              ws.state = WarpState::Issuing;
-              ws.since = now_;
-              q_.push(accept, kPrioResume, kWarpResume, w);
-              return;
-            }
+          if (op.kind == OpKind::MmaCommit) {
+            enqueue_tensor(tq, {&op, w, now_, 0, true});
+            ++ws.pc;
+            break;
+          }
+          ++ws.mma_outstanding;
+          // The group's instructions went out evenly over the end of the compute block that
+          // issued it (the block before, of the same op): over its dependency chain, the
+          // back-to-back issue cost (wgmma_issue), within the block. They execute no sooner than now.
+          const bool issued_by_block =
+              ws.pc > 0 && ops[ws.pc - 1].kind == OpKind::Compute && ops[ws.pc - 1].name == op.name;
+          const double from = issued_by_block ? std::max(ws.compute_start, now_ - ops[ws.pc - 1].chain) : now_;
+          const int instrs = std::max(1, op.count);
+          const double cycles = mma_cycles(op) / instrs;
+          const bool idle = !tc_busy_[tq];
+          size_t last_pos = 0;
+          for (int i = 0; i < instrs; ++i)
+            last_pos = enqueue_tensor(tq, {&op, w, from + (i + 1) * (now_ - from) / instrs, cycles, i == instrs - 1});
+          // Issue back-pressure: the group's last instruction enters the queue once no more than
+          // mma_queue_depth instructions wait ahead of it, itself included. On an idle queue the
+          // first instruction really started when it was issued, not now: the stall counts from then.
+          const double early = idle ? now_ - (from + (now_ - from) / instrs) : 0.0;
+          const double accept = projected_start(tq, last_pos - std::min(last_pos, queue_depth())) - early;
+          if (last_pos > queue_depth() && accept > now_) {
+            ws.state = WarpState::Issuing;
+            ws.since = now_;
+            q_.push(accept, kPrioResume, kWarpResume, w);
+            return;
           }
           ++ws.pc;
           break;
@@ -448,52 +470,82 @@ class Engine {
     return true;
   }
 
-  // --- tensor cores (in-order FIFOs of MMA groups and commits) -------------------
+  // --- tensor cores (in-order queues of MMA instructions and commits) -------------
   // SM100: one SM-wide tensor core fed by the single thread that issues tcgen05.mma. SM90: a
   // warpgroup's wgmma runs on the four SMSPs' tensor cores at once, each warp's quarter (16 rows)
-  // on its own SMSP's, so each SMSP has a FIFO at a quarter of the SM's rate.
+  // on its own SMSP's, so each SMSP has a queue at a quarter of the SM's rate, shared by the warps
+  // on that SMSP.
   int tensor_queues() const { return hw_.has_tmem() ? 1 : hw_.smsp_per_sm; }
   int tensor_queue(int w) const { return hw_.has_tmem() ? 0 : warps_[w].smsp; }
+  size_t queue_depth() const { return static_cast<size_t>(std::max(0.0, std::round(hw_.mma_queue_depth))); }
   double mma_cycles(const Op& op) const {
     const double n = tensor_queues();
     return std::max(op.flops / (hw_.tensor_flops_per_clk / n),
                     hw_.smem_bytes_per_clk > 0 ? op.bytes / (hw_.smem_bytes_per_clk / n) : 0.0);
   }
 
+  // Puts `e` into queue tq in issue order: behind every entry issued no later than it, never
+  // ahead of the one executing (the front, while the queue is busy). Returns its position among
+  // the entries that wait (0: next to run). Starts the queue if it was idle.
+  size_t enqueue_tensor(int tq, const TcEntry& e) {
+    auto& q = tc_q_[tq];
+    const size_t first_waiting = tc_busy_[tq] ? 1 : 0;
+    size_t pos = q.size();
+    while (pos > first_waiting && q[pos - 1].issued > e.issued) --pos;
+    q.insert(q.begin() + static_cast<std::ptrdiff_t>(pos), e);
+    if (!tc_busy_[tq]) {
+      start_tensor(tq);
+      return 0;  // started, or (a commit) done at once: nothing waits ahead of it
+    }
+    return pos - first_waiting;
+  }
+
+  // When the entry at waiting position `pos` of queue tq would start if nothing else arrived.
+  double projected_start(int tq, size_t pos) const {
+    const auto& q = tc_q_[tq];
+    double t = tc_busy_[tq] ? tc_exec_end_[tq] : now_;
+    const size_t first_waiting = tc_busy_[tq] ? 1 : 0;
+    for (size_t i = first_waiting; i < first_waiting + pos && i < q.size(); ++i) t += q[i].cycles;
+    return t;
+  }
+
   void start_tensor(int tq) {
     auto& fifo = tc_q_[tq];
     while (!fifo.empty()) {
-      const Job& j = fifo.front();
+      const TcEntry& j = fifo.front();
       if (j.op->kind == OpKind::MmaCommit) {
-        // Arrives once every earlier MMA has completed (FIFO: all are done by then).
+        // Arrives once every earlier MMA has completed (in order: all are done by then).
         q_.push(std::max(now_, tc_last_complete_[tq]), kPrioCompletion, kBarrierArrive, j.op->barrier, j.op->count);
         fifo.pop_front();
         continue;
       }
-      const double dur = mma_cycles(*j.op);
+      const double dur = j.cycles;
+      const int instrs = std::max(1, j.op->count);
       set_tensor_busy(tq, true);
       units_.tensor_busy += dur / tensor_queues();
-      units_.tensor_flops += j.op->flops;
-      units_.mma_smem_bytes += j.op->bytes;
+      units_.tensor_flops += j.op->flops / instrs;
+      units_.mma_smem_bytes += j.op->bytes / instrs;
+      tc_exec_end_[tq] = now_ + dur;
       tc_last_complete_[tq] = now_ + dur + hw_.mma_latency;
       units_end_ = std::max(units_end_, tc_last_complete_[tq]);
-      q_.push(tc_last_complete_[tq], kPrioCompletion, kMmaComplete, j.warp);
+      if (j.last) q_.push(tc_last_complete_[tq], kPrioCompletion, kMmaComplete, j.warp);
       if (tq == 0) unit_span(0, *j.op, now_, now_ + dur);  // one track: SMSP 0's tensor core stands for all
       q_.push(now_ + dur, kPrioCompletion, kTensorDone, tq);
       return;
     }
+    set_tensor_busy(tq, false);
   }
   void tensor_done(int tq) {
     tc_q_[tq].pop_front();
     start_tensor(tq);
-    if (tc_q_[tq].empty()) set_tensor_busy(tq, false);
   }
   // While an SMSP's tensor core runs wgmma, its CUDA-core pipes keep only a fraction of their rate
   // (the accumulators share the register file's ports; measured by kernels/microbench
   // pipes_under_mma). Not on SM100, whose single FIFO stands for the whole SM and accumulates in TMEM.
   void set_tensor_busy(int tq, bool busy) {
-    if (hw_.has_tmem() || tc_busy_[tq] == busy) return;
+    if (tc_busy_[tq] == busy) return;
     tc_busy_[tq] = busy;
+    if (hw_.has_tmem()) return;
     pipes_.scale_smsp(tq, busy ? hw_.fma_rate_beside_mma : 1, busy ? hw_.alu_rate_beside_mma : 1,
                       busy ? hw_.mufu_rate_beside_mma : 1, now_);
     reschedule_compute();
@@ -530,6 +582,13 @@ class Engine {
 
   void unit_span(int unit, const Op& op, double t0, double t1) {
     if (!opt_.record_spans) return;
+    auto& spans = tl_.units[unit].spans;
+    // Back-to-back instructions of one MMA group make one span.
+    if (!spans.empty() && spans.back().end == t0 && spans.back().op == op.name && spans.back().block == op.block &&
+        spans.back().tile == op.tile && spans.back().stage == op.stage) {
+      spans.back().end = t1;
+      return;
+    }
     Span s;
     s.start = t0;
     s.end = t1;
@@ -537,7 +596,7 @@ class Engine {
     s.stage = op.stage;
     s.block = op.block;
     s.tile = op.tile;
-    tl_.units[unit].spans.push_back(s);
+    spans.push_back(s);
   }
 
   // Every mbarrier phase that was started must have completed: leftover arrivals or TMA bytes
@@ -643,10 +702,10 @@ class Engine {
   std::vector<Warp> warps_;
   std::vector<WarpStats> stats_;
   std::vector<Barrier> barriers_;
-  std::vector<std::deque<Job>> tc_q_;      // per tensor-core FIFO
-  std::vector<double> tc_last_complete_;  // per FIFO: when its last started job's result is visible
-  std::vector<double> tc_tail_end_;       // per FIFO: when the last queued job will finish executing
-  std::vector<char> tc_busy_;             // per FIFO: executing a job now
+  std::vector<std::deque<TcEntry>> tc_q_;  // per tensor-core queue; its front executes while busy
+  std::vector<double> tc_last_complete_;   // per queue: when its last started instruction's result is visible
+  std::vector<double> tc_exec_end_;        // per queue: when the executing instruction finishes
+  std::vector<char> tc_busy_;              // per queue: executing an instruction now
   std::deque<Job> tma_q_;
   double units_end_ = 0;
   double tma_rate_ = 1;

@@ -70,7 +70,9 @@ struct Hardware {
   double wgmma_issue_cycles = 0;       ///< issue -> issue of back-to-back wgmma.mma_async m64n128k16 bf16 SS of one
                                        ///< warpgroup, tensor core not back-pressuring (issue cost, not pipe time)
   double mma_queue_depth = 0;          ///< MMA instructions that can wait in an SMSP tensor core's queue behind the
-                                       ///< executing one before the next issue stalls (wgmma back-pressure)
+                                       ///< executing one before the next issue stalls (wgmma back-pressure); the
+                                       ///< engine rounds it to whole instructions. The queue is shared by the warps
+                                       ///< of the SMSP, in issue order (kernels/microbench wgmma_share)
   double wgmma_wait_ready_cycles = 0;  ///< wgmma.wait_group 0 when every committed group has already finished
   double mbarrier_ready_cycles = 0;    ///< mbarrier.try_wait.parity on a phase that has already completed
   double named_barrier_latency = 0;    ///< bar.arrive -> the partner's bar.sync released (warpgroup ping-pong)
