@@ -8,6 +8,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "report/csv.hpp"
+
 namespace attnsim {
 
 namespace {
@@ -138,8 +140,10 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
       "cudnn_tflops,traced_us,trace_overhead_pct,skipped\n";
   for (const auto& c : cases) {
     const auto& p = c.problem;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},", c.schedule, c.variant, c.problem_label, p.batch, p.heads,
-                       p.kv_heads, p.seqlen_q, p.seqlen_k, p.head_dim, p.causal ? 1 : 0, c.kernel);
+    // A sweep candidate's schedule is its overrides, whose JSON values hold commas and quotes.
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},", csv_field(c.schedule), csv_field(c.variant),
+                       csv_field(c.problem_label), p.batch, p.heads, p.kv_heads, p.seqlen_q, p.seqlen_k, p.head_dim,
+                       p.causal ? 1 : 0, csv_field(c.kernel));
     if (c.measured)
       out += fmt::format("{:.3f},{:.3f},{:.3f},{:.3f},{},{:.3f},{:.2f},{:.2f},", c.predicted_us, c.measured_us,
                          c.measured_min_us, c.measured_max_us, c.runs, c.error_pct(), c.measured_tflops(),
@@ -154,7 +158,7 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
       out += fmt::format("{:.3f},{:.2f},", c.traced_us, c.trace_overhead_pct());
     else
       out += ",,";
-    out += "\"" + c.skipped + "\"\n";
+    out += "\"" + c.skipped + "\"\n";  // always quoted (readers expect it)
   }
   return out;
 }
@@ -165,7 +169,7 @@ std::string validation_ops_csv(const std::vector<ValidationCase>& cases) {
     for (const auto& k : op_keys(c)) {
       const auto p = c.predicted_ops.find(k);
       const auto m = c.measured_ops.find(k);
-      out += fmt::format("{},{},{},{},", c.schedule, c.variant, c.problem_label, k);
+      out += fmt::format("{},{},{},{},", csv_field(c.schedule), csv_field(c.variant), csv_field(c.problem_label), k);
       out += p != c.predicted_ops.end() ? fmt::format("{:.2f},", p->second.mean_ns) : ",";
       out += m != c.measured_ops.end() ? fmt::format("{:.2f},", m->second.mean_ns) : ",";
       out += p != c.predicted_ops.end() ? fmt::format("{},", p->second.count) : ",";

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "lower/schedule.hpp"
+#include "measure/fidelity.hpp"
 #include "measure/measured_timeline.hpp"
 #include "measure/validate.hpp"
 #include "report/chrome_trace.hpp"
@@ -331,4 +332,27 @@ TEST_CASE("fa2 measured records carry the simulator's fa2 roles and per-op keys"
     CHECK(predicted.count(key) == 1);
   }
   CHECK(pred.critical.timeline.warps.at(0).role == "worker");
+}
+
+TEST_CASE("validation_csv quotes a sweep candidate's overrides, and fidelity reads them back", "[measure][csv]") {
+  ValidationCase c;
+  c.schedule = R"(/kv_stage=2 /tile={"m_block":128,"n_block":176})";  // commas and quotes
+  c.problem_label = "hd128 s8k b2";
+  c.problem.batch = 2;
+  c.problem.heads = 16;
+  c.problem.kv_heads = 16;
+  c.problem.seqlen_q = c.problem.seqlen_k = 8192;
+  c.problem.head_dim = c.problem.head_dim_v = 128;
+  c.kernel = "fa3_sm90 hd128 m128 n176";
+  c.measured = true;
+  c.predicted_us = 1676.289;
+  c.measured_us = 1808.845;
+  c.runs = 10;
+  const std::string csv = validation_csv({c});
+  CHECK_THAT(csv, Catch::Contains(R"("/kv_stage=2 /tile={""m_block"":128,""n_block"":176}")"));
+  const auto back = parse_results_csv(csv, "results.csv");
+  REQUIRE(back.size() == 1);
+  CHECK(back[0].schedule == c.schedule);
+  CHECK(back[0].problem.batch == 2);
+  CHECK(back[0].measured_us == Approx(1808.845));
 }
