@@ -334,7 +334,7 @@ TEST_CASE("fa2 measured records carry the simulator's fa2 roles and per-op keys"
   CHECK(pred.critical.timeline.warps.at(0).role == "worker");
 }
 
-TEST_CASE("validation_csv quotes a sweep candidate's overrides, and fidelity reads them back", "[measure][csv]") {
+TEST_CASE("validation_csv quotes a sweep candidate's overrides - fidelity reads them back", "[measure][csv]") {
   ValidationCase c;
   c.schedule = R"(/kv_stage=2 /tile={"m_block":128,"n_block":176})";  // commas and quotes
   c.problem_label = "hd128 s8k b2";
