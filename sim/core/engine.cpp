@@ -258,21 +258,19 @@ class Engine {
           ++ws.mma_outstanding;
           // The group's instructions went out evenly over the end of the compute block that
           // issued it (the block before, of the same op): over its dependency chain, the
-          // back-to-back issue cost (wgmma_issue), within the block. They execute no sooner than now.
+          // back-to-back issue cost (wgmma_issue), within the block. Each runs from when it was
+          // issued or the tensor core freed up, whichever is later, even if that is before now.
           const bool issued_by_block =
               ws.pc > 0 && ops[ws.pc - 1].kind == OpKind::Compute && ops[ws.pc - 1].name == op.name;
           const double from = issued_by_block ? std::max(ws.compute_start, now_ - ops[ws.pc - 1].chain) : now_;
           const int instrs = std::max(1, op.count);
           const double cycles = mma_cycles(op) / instrs;
-          const bool idle = !tc_busy_[tq];
           size_t last_pos = 0;
           for (int i = 0; i < instrs; ++i)
             last_pos = enqueue_tensor(tq, {&op, w, from + (i + 1) * (now_ - from) / instrs, cycles, i == instrs - 1});
           // Issue back-pressure: the group's last instruction enters the queue once no more than
-          // mma_queue_depth instructions wait ahead of it, itself included. On an idle queue the
-          // first instruction really started when it was issued, not now: the stall counts from then.
-          const double early = idle ? now_ - (from + (now_ - from) / instrs) : 0.0;
-          const double accept = projected_start(tq, last_pos - std::min(last_pos, queue_depth())) - early;
+          // mma_queue_depth instructions wait ahead of it, itself included.
+          const double accept = projected_start(tq, last_pos - std::min(last_pos, queue_depth()));
           if (last_pos > queue_depth() && accept > now_) {
             ws.state = WarpState::Issuing;
             ws.since = now_;
@@ -503,10 +501,11 @@ class Engine {
   // When the entry at waiting position `pos` of queue tq would start if nothing else arrived.
   double projected_start(int tq, size_t pos) const {
     const auto& q = tc_q_[tq];
-    double t = tc_busy_[tq] ? tc_exec_end_[tq] : now_;
+    double t = tc_exec_end_[tq];
     const size_t first_waiting = tc_busy_[tq] ? 1 : 0;
-    for (size_t i = first_waiting; i < first_waiting + pos && i < q.size(); ++i) t += q[i].cycles;
-    return t;
+    for (size_t i = first_waiting; i < first_waiting + pos && i < q.size(); ++i)
+      t = std::max(t, q[i].issued) + q[i].cycles;
+    return first_waiting + pos < q.size() ? std::max(t, q[first_waiting + pos].issued) : t;
   }
 
   void start_tensor(int tq) {
@@ -519,18 +518,21 @@ class Engine {
         fifo.pop_front();
         continue;
       }
+      // It runs from when it was issued, or when the previous instruction finished: possibly
+      // before now, when its group was pushed at the end of the block that issued it.
       const double dur = j.cycles;
+      const double start = std::max(tc_exec_end_[tq], j.issued);
       const int instrs = std::max(1, j.op->count);
       set_tensor_busy(tq, true);
       units_.tensor_busy += dur / tensor_queues();
       units_.tensor_flops += j.op->flops / instrs;
       units_.mma_smem_bytes += j.op->bytes / instrs;
-      tc_exec_end_[tq] = now_ + dur;
-      tc_last_complete_[tq] = now_ + dur + hw_.mma_latency;
+      tc_exec_end_[tq] = start + dur;
+      tc_last_complete_[tq] = start + dur + hw_.mma_latency;
       units_end_ = std::max(units_end_, tc_last_complete_[tq]);
-      if (j.last) q_.push(tc_last_complete_[tq], kPrioCompletion, kMmaComplete, j.warp);
-      if (tq == 0) unit_span(0, *j.op, now_, now_ + dur);  // one track: SMSP 0's tensor core stands for all
-      q_.push(now_ + dur, kPrioCompletion, kTensorDone, tq);
+      if (j.last) q_.push(std::max(now_, tc_last_complete_[tq]), kPrioCompletion, kMmaComplete, j.warp);
+      if (tq == 0) unit_span(0, *j.op, start, start + dur);  // one track: SMSP 0's tensor core stands for all
+      q_.push(std::max(now_, start + dur), kPrioCompletion, kTensorDone, tq);
       return;
     }
     set_tensor_busy(tq, false);

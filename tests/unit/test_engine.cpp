@@ -96,27 +96,28 @@ TEST_CASE("two warps issuing MMA groups at once on one SMSP interleave their ins
   hw.mma_queue_depth = 64;  // no issue back-pressure here
   const double instr = 2 * 16.0 * 128 * 16 / (hw.tensor_flops_per_clk / hw.smsp_per_sm);
   const double lat = hw.mma_latency;
-  // Both issue blocks span [0, 80): instruction i of each group is issued at 10 (i + 1). The
-  // queue runs A0 B0 A1 B1 ... A7 B7 from 80 on: warp 0's group ends after 15 instructions,
-  // warp 4's after 16 (measured on an H100: 1.57x and 1.78x one group's time, wgmma_share).
+  // Both issue blocks span [0, 80): instruction i of each group is issued at 10 (i + 1) and runs
+  // from then, or when the one before it finished. The queue runs A0 B0 A1 B1 ... A7 B7 from 10
+  // on: warp 0's group ends after 15 instructions, warp 4's after 16 (measured on an H100: 1.57x
+  // and 1.78x one group's time, wgmma_share).
   const Prediction together = test::run(micro("mma_share.json"), hw, Problem{});
-  CHECK(warp_end(together, 0) == Approx(80 + 15 * instr + lat));
-  CHECK(warp_end(together, 4) == Approx(80 + 16 * instr + lat));
+  CHECK(warp_end(together, 0) == Approx(10 + 15 * instr + lat));
+  CHECK(warp_end(together, 4) == Approx(10 + 16 * instr + lat));
   // Warp 4 issues over [200, 280), after all of warp 0's group: first come, first served.
   const Prediction staggered = test::run(micro("mma_share_staggered.json"), hw, Problem{});
-  CHECK(warp_end(staggered, 0) == Approx(80 + 8 * instr + lat));
-  CHECK(warp_end(staggered, 4) == Approx(std::max(280.0, 80 + 8 * instr) + 8 * instr + lat));
+  CHECK(warp_end(staggered, 0) == Approx(10 + 8 * instr + lat));
+  CHECK(warp_end(staggered, 4) == Approx(std::max(210.0, 10 + 8 * instr) + 8 * instr + lat));
 }
 
-TEST_CASE("issue back-pressure counts from when an idle queue's first instruction was issued", "[engine][mma]") {
+TEST_CASE("an MMA instruction runs from when it was issued - issue back-pressure counts from then", "[engine][mma]") {
   Hardware hw = test::without_fixed_costs(b200());
   hw.tmem_columns = 0;
   hw.mma_queue_depth = 2;
   const double instr = 2 * 16.0 * 128 * 16 / (hw.tensor_flops_per_clk / hw.smsp_per_sm);
   const Prediction p = test::run(micro("mma_share_staggered.json"), hw, Problem{});
-  // Warp 0's first instruction was issued at 10 and runs from 80 (the end of its issue block).
-  // Its last is accepted when 8 - 1 - 2 instructions have run, counted from 10: the warp's
-  // issue span (compute block + stall) ends at 10 + 5 instr.
+  // Warp 0's first instruction was issued at 10 and runs from then, though its group reaches the
+  // engine at 80 (the end of its issue block). Its last is accepted when 8 - 1 - 2 instructions
+  // have run: the warp's issue span (compute block + stall) ends at 10 + 5 instr.
   double issue_end = 0;
   for (const auto& s : p.critical.timeline.warps[0].spans)
     if (s.op == ATTNSIM_OP_MMA_QK) issue_end = s.end;
