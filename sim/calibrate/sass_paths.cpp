@@ -516,7 +516,8 @@ std::vector<std::string> consumer_loop_spans(bool pingpong, bool overlap) {
   auto softmax = [&] { s.insert(s.end(), {"softmax_max", "softmax_exp", "-"}); };
   auto rescale_and_pack = [&] { s.insert(s.end(), {"rescale_o", "-"}); };
   if (overlap) {
-    turn_start(), issue_qk(), issue_pv(), wait_mma(), softmax(), wait_mma(), rescale_and_pack();
+    // wait_group 1 frees K_j, wait_group 0 frees V_j+1 and its P registers, both before the softmax.
+    turn_start(), issue_qk(), issue_pv(), wait_mma(), wait_mma(), softmax(), rescale_and_pack();
   } else {
     turn_start(), issue_qk(), wait_mma(), softmax(), rescale_and_pack();
     turn_start(), issue_pv(), wait_mma();
