@@ -503,7 +503,7 @@ const Span* KernelAnalysis::find(const std::string& op) const {
   return nullptr;
 }
 
-std::vector<std::string> consumer_loop_spans(bool pingpong, bool overlap) {
+std::vector<std::string> consumer_loop_spans(bool pingpong, bool overlap, bool both_waits_first) {
   // The label of the code that follows each tr.now() of one KV-loop iteration, in the order
   // Consumer::run (kernels/sm90/consumer.cuh) calls them. "-": between spans (records, releases).
   std::vector<std::string> s;
@@ -517,7 +517,10 @@ std::vector<std::string> consumer_loop_spans(bool pingpong, bool overlap) {
   auto rescale_and_pack = [&] { s.insert(s.end(), {"rescale_o", "-"}); };
   if (overlap) {
     // wait_group 1 frees K_j, wait_group 0 frees V_j+1 and its P registers, both before the softmax.
-    turn_start(), issue_qk(), issue_pv(), wait_mma(), wait_mma(), softmax(), rescale_and_pack();
+    if (both_waits_first)
+      turn_start(), issue_qk(), issue_pv(), wait_mma(), wait_mma(), softmax(), rescale_and_pack();
+    else
+      turn_start(), issue_qk(), issue_pv(), wait_mma(), softmax(), wait_mma(), rescale_and_pack();
   } else {
     turn_start(), issue_qk(), wait_mma(), softmax(), rescale_and_pack();
     turn_start(), issue_pv(), wait_mma();
@@ -799,17 +802,31 @@ KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
     }
   if (!qk_span) throw std::runtime_error(fmt::format("{}: no clock interval with the QK HGMMA", fn.name));
   const size_t n = spans.size();
-  for (size_t l = 0; l < n; ++l) {
-    Span s = std::move(spans[(*qk_span + n - qk_label + l) % n]);
-    s.op = labels[l];
-    if (!matches(s, s.op))
-      throw std::runtime_error(
-          fmt::format("{}: the clock interval {:#x}-{:#x} should be {} (consumer.cuh order) "
-                      "but does not hold its instructions",
-                      fn.name, s.begin, s.end, s.op));
-    s.chain = critical_path(s.code, lat);
-    ka.spans.push_back(std::move(s));
+  // The current order, else (listings of kernels built before a5f1bb0) the older one; the first
+  // label the code does not hold is reported.
+  std::string mismatch;
+  for (bool both_waits_first : {true, false}) {
+    const auto order = consumer_loop_spans(knobs->pingpong, knobs->overlap, both_waits_first);
+    size_t l = 0;
+    while (l < n && matches(spans[(*qk_span + n - qk_label + l) % n], order[l])) ++l;
+    if (l < n) {
+      if (mismatch.empty()) {
+        const Span& s = spans[(*qk_span + n - qk_label + l) % n];
+        mismatch = fmt::format("{}: the clock interval {:#x}-{:#x} should be {} (consumer.cuh order) "
+                               "but does not hold its instructions",
+                               fn.name, s.begin, s.end, order[l]);
+      }
+      continue;
+    }
+    for (l = 0; l < n; ++l) {
+      Span s = std::move(spans[(*qk_span + n - qk_label + l) % n]);
+      s.op = order[l];
+      s.chain = critical_path(s.code, lat);
+      ka.spans.push_back(std::move(s));
+    }
+    break;
   }
+  if (ka.spans.empty()) throw std::runtime_error(mismatch);
 
   // final_o: the epilogue after the loop.
   Walk::Path after;

@@ -165,8 +165,9 @@ struct KernelAnalysis {
 
 /// Clock-interval labels of one consumer KV-loop iteration, in emission order (mirrors
 /// Consumer::run in kernels/sm90/consumer.cuh): the label of the code between each trace clock
-/// read and the next.
-std::vector<std::string> consumer_loop_spans(bool pingpong, bool overlap);
+/// read and the next. `both_waits_first`: with overlap, wait_group 1 and 0 both come before the
+/// softmax (kernels/sm90 since a5f1bb0); false: the older order, one wait on each side of it.
+std::vector<std::string> consumer_loop_spans(bool pingpong, bool overlap, bool both_waits_first = true);
 
 /// Analyses the KV loop and epilogue of a traced fa3_forward instance: the innermost loop whose
 /// body holds HGMMA and MUFU.EX2 (the one with the most clock reads if several), its

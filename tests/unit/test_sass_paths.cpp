@@ -3,6 +3,8 @@
 // of the H200 cuobjdump of kernels/sm90), CostModel::chain_latency, and the SM100 loop counts of a
 // hand-written fa4_forward excerpt (tests/data/sass_sm100_snippet.txt).
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -158,6 +160,13 @@ TEST_CASE("consumer.cuh emits 15 to 19 clock reads per KV-loop iteration", "[sas
   CHECK(consumer_loop_spans(true, false).size() == 19);
   CHECK(consumer_loop_spans(false, false).size() == 15);
   CHECK(consumer_loop_spans(false, true)[1] == "mma_qk");
+  // With overlap both wgmma waits precede the softmax; listings older than a5f1bb0 had one after.
+  const auto now = consumer_loop_spans(false, true), before = consumer_loop_spans(false, true, false);
+  const auto at = [](const std::vector<std::string>& v, const std::string& op) {
+    return std::find(v.begin(), v.end(), op) - v.begin();
+  };
+  CHECK(std::count(now.begin(), now.begin() + at(now, "softmax_max"), "wait wgmma") == 2);
+  CHECK(std::count(before.begin(), before.begin() + at(before, "softmax_max"), "wait wgmma") == 1);
 }
 
 TEST_CASE("SASS analysis of the real hd128 KV loop (H200 cuobjdump excerpt)", "[sass]") {
