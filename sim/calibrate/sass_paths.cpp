@@ -812,9 +812,10 @@ KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
     if (l < n) {
       if (mismatch.empty()) {
         const Span& s = spans[(*qk_span + n - qk_label + l) % n];
-        mismatch = fmt::format("{}: the clock interval {:#x}-{:#x} should be {} (consumer.cuh order) "
-                               "but does not hold its instructions",
-                               fn.name, s.begin, s.end, order[l]);
+        mismatch = fmt::format(
+            "{}: the clock interval {:#x}-{:#x} should be {} (consumer.cuh order) "
+            "but does not hold its instructions",
+            fn.name, s.begin, s.end, order[l]);
       }
       continue;
     }
