@@ -34,7 +34,7 @@ constexpr int kRecords = 3;                      // per warp and rep: start, iss
 /// reads clock64 (done). Lane 0 of each warp writes out[(rep * 8 + warp) * 3 + {0, 1, 2}].
 template <int K>
 __global__ void __launch_bounds__(256, 1)
-    queue_kernel(int reps, int active_mask, int delay1, int random_data, long long* out, float* sink) {
+    queue_kernel(int reps, int active_mask, int delay1, int random_data, long long* out, BlockClock* clk, float* sink) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint32_t* fill = reinterpret_cast<uint32_t*>(base);
@@ -67,6 +67,8 @@ __global__ void __launch_bounds__(256, 1)
   float d[kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) d[i] = 0.0f;
+  __syncthreads();
+  block_clock_begin(clk);  // the file's measured SM clock: clock64 over %globaltimer of the whole loop
 #pragma unroll 1
   for (int r = 0; r < reps; ++r) {
     __syncthreads();
@@ -96,6 +98,8 @@ __global__ void __launch_bounds__(256, 1)
       o[2] = t2;
     }
   }
+  __syncthreads();
+  block_clock_end(clk);
   float s = 0;
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) s += d[i];
@@ -111,14 +115,16 @@ struct QueueTimes {
 
 /// `threads`: 256 (both warpgroups resident) or 128 (warpgroup 0 alone in the CTA).
 template <int K>
-QueueTimes run_queue(int reps, int active_mask, int delay1, int threads = 256, int random_data = 0) {
+QueueTimes run_queue(ClockMeter& clock, int reps, int active_mask, int delay1, int threads = 256, int random_data = 0) {
   auto kern = queue_kernel<K>;
   allow_smem(kern, kQueueSmem);
   DeviceBuffer<long long> out(static_cast<size_t>(reps) * 8 * kRecords);
   MB_CHECK(cudaMemset(out.get(), 0, out.size() * sizeof(long long)));
   DeviceBuffer<float> sink(256);
-  kern<<<1, threads, kQueueSmem>>>(reps, active_mask, delay1, random_data, out.get(), sink.get());
+  DeviceBuffer<BlockClock> clk(1);
+  kern<<<1, threads, kQueueSmem>>>(reps, active_mask, delay1, random_data, out.get(), clk.get(), sink.get());
   MB_CHECK_LAUNCH("queue_kernel");
+  clock.add(clk.to_host(), 5000.0);
   const auto h = out.to_host();
   std::vector<double> issue[2], done[2];
   for (int r = 8; r < reps; ++r) {
@@ -178,8 +184,9 @@ void bench_wgmma_share(Report& rep) {
   // starts about when the first is accepted (issue end at K = 1, t1): issue end(K) = t1 +
   // (K - 1 - depth) slope, so depth = (t1 - c) / slope - 1.
   Json& depth = res["one_warpgroup"];
-  const QueueTimes k1 = run_queue<1>(reps, 1, 0), k8 = run_queue<8>(reps, 1, 0), k16 = run_queue<16>(reps, 1, 0),
-                   k24 = run_queue<24>(reps, 1, 0), k32 = run_queue<32>(reps, 1, 0);
+  const QueueTimes k1 = run_queue<1>(rep.clock(), reps, 1, 0), k8 = run_queue<8>(rep.clock(), reps, 1, 0),
+                   k16 = run_queue<16>(rep.clock(), reps, 1, 0), k24 = run_queue<24>(rep.clock(), reps, 1, 0),
+                   k32 = run_queue<32>(rep.clock(), reps, 1, 0);
   depth["k1"] = times_json(k1, 1);
   depth["k8"] = times_json(k8, 1);
   depth["k16"] = times_json(k16, 1);
@@ -196,15 +203,15 @@ void bench_wgmma_share(Report& rep) {
   share["solo"] = times_json(solo, 1);
   // The same alone in a 128-thread CTA, and on uniform [-1, 1) operands: what the solo time
   // depends on besides the tensor core.
-  share["solo_128_threads"] = times_json(run_queue<8>(reps, 1, 0, 128), 1);
-  share["solo_random_data"] = times_json(run_queue<8>(reps, 1, 0, 256, 1), 1);
-  share["solo_128_threads_random_data"] = times_json(run_queue<8>(reps, 1, 0, 128, 1), 1);
-  share["solo_k1_128_threads_random_data"] = times_json(run_queue<1>(reps, 1, 0, 128, 1), 1);
-  share["together_random_data"] = times_json(run_queue<8>(reps, 3, 0, 256, 1), 3);
-  const QueueTimes both = run_queue<8>(reps, 3, 0);
+  share["solo_128_threads"] = times_json(run_queue<8>(rep.clock(), reps, 1, 0, 128), 1);
+  share["solo_random_data"] = times_json(run_queue<8>(rep.clock(), reps, 1, 0, 256, 1), 1);
+  share["solo_128_threads_random_data"] = times_json(run_queue<8>(rep.clock(), reps, 1, 0, 128, 1), 1);
+  share["solo_k1_128_threads_random_data"] = times_json(run_queue<1>(rep.clock(), reps, 1, 0, 128, 1), 1);
+  share["together_random_data"] = times_json(run_queue<8>(rep.clock(), reps, 3, 0, 256, 1), 3);
+  const QueueTimes both = run_queue<8>(rep.clock(), reps, 3, 0);
   share["together"] = times_json(both, 3);
   for (int delay : {64, 128, 256, 512}) {
-    const QueueTimes t = run_queue<8>(reps, 3, delay);
+    const QueueTimes t = run_queue<8>(rep.clock(), reps, 3, delay);
     share["wg1_delayed_" + std::to_string(delay)] = times_json(t, 3);
   }
   // First come, first served per group: the first warpgroup finishes as if alone, the second

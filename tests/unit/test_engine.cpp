@@ -98,8 +98,8 @@ TEST_CASE("two warps issuing MMA groups at once on one SMSP interleave their ins
   const double lat = hw.mma_latency;
   // Both issue blocks span [0, 80): instruction i of each group is issued at 10 (i + 1) and runs
   // from then, or when the one before it finished. The queue runs A0 B0 A1 B1 ... A7 B7 from 10
-  // on: warp 0's group ends after 15 instructions, warp 4's after 16 (measured on an H100: 1.57x
-  // and 1.78x one group's time, wgmma_share).
+  // on: warp 0's group ends after 15 instructions, warp 4's after 16 (measured on an H100: 1.58x
+  // and 1.80x one group's time, wgmma_share).
   const Prediction together = test::run(micro("mma_share.json"), hw, Problem{});
   CHECK(warp_end(together, 0) == Approx(10 + 15 * instr + lat));
   CHECK(warp_end(together, 4) == Approx(10 + 16 * instr + lat));
