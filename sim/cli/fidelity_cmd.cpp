@@ -51,6 +51,11 @@ struct Fidelity : Command {
     text += fmt::format("  {:<22} {:>10.4f}  baseline {:>10.4f}  {:>+8.4f}      (fails below -{:g})    {}\n", "Spearman",
                         r.stats.spearman_time, b.spearman, delta(r.stats.spearman_time, b.spearman, 5e-5), kSpearmanTol,
                         bad("Spearman") ? "REGRESSED" : "ok");
+    if (b.has_sweep_spearman && r.sweep.has_spearman)
+      text += fmt::format("  {:<22} {:>10.4f}  baseline {:>10.4f}  {:>+8.4f}      (fails below -{:g})    {}\n",
+                          "sweep Spearman", r.sweep.spearman, b.sweep_spearman,
+                          delta(r.sweep.spearman, b.sweep_spearman, 5e-5), kSpearmanTol,
+                          bad("sweep Spearman") ? "REGRESSED" : "ok");
     text += fmt::format("  {:<22} {:>6.1f} pts  baseline {:>6.1f} pts  (not judged)\n", "max per-change diff",
                         r.max_change_diff_pts, b.max_change_diff_pts);
     // Which predictions moved since the baseline, largest first.
@@ -100,6 +105,7 @@ struct Fidelity : Command {
                                      d.cases.size(), d.has_ops ? ", ops.csv" : "", hardware.name);
       text += format_validation(d.cases, r.stats, -1);
       text += format_changes(r);
+      text += format_sweep(r);
       text += format_op_acceptance(r, detail);
       if (!secs.empty())
         text += fmt::format("\nre-predicted {} cases in {:.2f} s on {} threads; slowest {} on {} ({:.2f} s){}\n",

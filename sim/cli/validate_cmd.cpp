@@ -210,7 +210,7 @@ struct Validate : Command {
     std::cout << format_changes(acceptance) << format_op_acceptance(acceptance);
     nlohmann::json j = validation_json(cases, st, meta);
     j["acceptance"] = fidelity_json(acceptance);
-    if (!sweep.empty()) sweep_ranking(cases, j);
+    if (!sweep.empty()) report_sweep(cases, j);
     std::ofstream(out_dir + "/results.csv") << validation_csv(cases);
     std::ofstream(out_dir + "/ops.csv") << validation_ops_csv(cases);
     std::ofstream(out_dir + "/results.json") << j.dump(2) << "\n";
@@ -227,40 +227,22 @@ struct Validate : Command {
 
   /// Sweep: candidates measured on every problem, ranked by geometric-mean TFLOPS predicted and
   /// measured, and the Spearman correlation of the two rankings.
-  static void sweep_ranking(const std::vector<ValidationCase>& cases, nlohmann::json& j) {
-    std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> per;
-    std::map<std::string, bool> complete;
-    for (const auto& c : cases) {
-      complete.try_emplace(c.schedule, true);
-      if (!c.measured) {
-        complete[c.schedule] = false;
-        continue;
-      }
-      per[c.schedule].first.push_back(std::log(c.predicted_tflops()));
-      per[c.schedule].second.push_back(std::log(c.measured_tflops()));
-    }
-    std::vector<double> pg, mg;
+  static void report_sweep(const std::vector<ValidationCase>& cases, nlohmann::json& j) {
+    const SweepRanking r = sweep_ranking(cases);
+    std::cout << fmt::format("\nsweep: {} of {} candidates have compiled kernels for every problem\n", r.rows.size(),
+                             r.candidates);
     nlohmann::json rows = nlohmann::json::array();
-    for (const auto& [name, v] : per) {
-      if (!complete[name]) continue;
-      double p = 0, m = 0;
-      for (double x : v.first) p += x;
-      for (double x : v.second) m += x;
-      pg.push_back(std::exp(p / v.first.size()));
-      mg.push_back(std::exp(m / v.second.size()));
-      rows.push_back({{"candidate", name}, {"predicted_geomean_tflops", pg.back()}, {"measured_geomean_tflops", mg.back()}});
+    for (const auto& row : r.rows) {
+      std::cout << fmt::format("  {:<70} predicted {:7.1f}  measured {:7.1f} TFLOPS (geomean)\n", row.candidate,
+                               row.predicted_geomean_tflops, row.measured_geomean_tflops);
+      rows.push_back({{"candidate", row.candidate},
+                      {"predicted_geomean_tflops", row.predicted_geomean_tflops},
+                      {"measured_geomean_tflops", row.measured_geomean_tflops}});
     }
-    const size_t total = complete.size();
-    std::cout << fmt::format("\nsweep: {} of {} candidates have compiled kernels for every problem\n", pg.size(), total);
-    for (const auto& r : rows)
-      std::cout << fmt::format("  {:<70} predicted {:7.1f}  measured {:7.1f} TFLOPS (geomean)\n",
-                               r["candidate"].get<std::string>(), r["predicted_geomean_tflops"].get<double>(),
-                               r["measured_geomean_tflops"].get<double>());
-    j["sweep"] = {{"candidates", total}, {"measured_candidates", pg.size()}, {"ranking", rows}};
-    if (pg.size() >= 2) {
-      const double r = spearman(pg, mg);
-      std::cout << fmt::format("  Spearman of the candidate rankings (geomean TFLOPS): {:.3f}\n", r);
-      j["sweep"]["spearman"] = r;
+    j["sweep"] = {{"candidates", r.candidates}, {"measured_candidates", r.rows.size()}, {"ranking", rows}};
+    if (r.has_spearman) {
+      std::cout << fmt::format("  Spearman of the candidate rankings (geomean TFLOPS): {:.3f}\n", r.spearman);
+      j["sweep"]["spearman"] = r.spearman;
     }
   }
 };

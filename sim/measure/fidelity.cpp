@@ -88,6 +88,7 @@ double round_to(double x, int digits) { return std::stod(fmt::format("{:.{}f}", 
 FidelityReport fidelity_report(const std::vector<ValidationCase>& cases) {
   FidelityReport r;
   r.stats = validation_stats(cases);
+  r.sweep = sweep_ranking(cases);
 
   // Per change: each measured variant against the measured base of its schedule on its problem.
   std::map<std::pair<std::string, std::string>, const ValidationCase*> base;
@@ -241,9 +242,25 @@ std::string format_op_acceptance(const FidelityReport& r, bool detail) {
   return out;
 }
 
+std::string format_sweep(const FidelityReport& r) {
+  if (r.sweep.candidates == 0) return "";
+  std::string out =
+      fmt::format("\nsweep candidates ranked by geometric-mean TFLOPS ({} of {} measured on every problem):\n",
+                  r.sweep.rows.size(), r.sweep.candidates);
+  for (const auto& row : r.sweep.rows)
+    out += fmt::format("  {:<70} predicted {:7.1f}  measured {:7.1f}\n", row.candidate, row.predicted_geomean_tflops,
+                       row.measured_geomean_tflops);
+  if (r.sweep.has_spearman) out += fmt::format("Spearman of the candidate rankings: {:.3f}\n", r.sweep.spearman);
+  return out;
+}
+
 nlohmann::json fidelity_json(const FidelityReport& r) {
   auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
   nlohmann::json j;
+  if (r.sweep.candidates > 0) {
+    j["sweep"] = {{"candidates", r.sweep.candidates}, {"ranked", r.sweep.rows.size()}};
+    if (r.sweep.has_spearman) j["sweep"]["spearman"] = r.sweep.spearman;
+  }
   j["changes"] = nlohmann::json::array();
   for (const auto& c : r.changes)
     j["changes"].push_back({{"schedule", c.schedule},
@@ -483,7 +500,15 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
       ValidationCase& c = cases[i];
       const auto t0 = std::chrono::steady_clock::now();
       try {
-        const auto s = load_schedule(schedules_dir + "/" + c.schedule + ".json", {}, c.variant);
+        // A sweep candidate is its overrides of its family's schedule file (the kernel column's
+        // first word: "fa3_sm90 hd128 m128 ..." -> schedules/fa3_sm90.json).
+        const bool candidate = is_sweep_candidate(c.schedule);
+        const std::string family = c.kernel.substr(0, c.kernel.find(' '));
+        if (candidate && family.empty())
+          throw std::runtime_error("a sweep candidate without a kernel column: its schedule file is unknown");
+        const auto s = candidate
+                           ? load_schedule(schedules_dir + "/" + family + ".json", candidate_overrides(c.schedule))
+                           : load_schedule(schedules_dir + "/" + c.schedule + ".json", {}, c.variant);
         predict_case(*s, hw, c);
       } catch (const std::exception& e) {
         c.measured = false;  // out of the statistics; the caller reports the error
@@ -515,6 +540,8 @@ FidelityBaseline baseline_of(const FidelityReport& r, const std::vector<Validati
   b.max_abs_error_pct = r.stats.max_abs_err;
   b.spearman = r.stats.spearman_time;
   b.max_change_diff_pts = r.max_change_diff_pts;
+  b.has_sweep_spearman = r.sweep.has_spearman;
+  b.sweep_spearman = r.sweep.spearman;
   for (const auto& c : cases)
     if (c.measured) b.predicted_us[baseline_key(c)] = c.predicted_us;
   return b;
@@ -534,6 +561,7 @@ nlohmann::json baseline_json(const FidelityBaseline& b, const std::string& gpu) 
   j["max_abs_error_pct"] = round_to(b.max_abs_error_pct, 4);
   j["spearman_time"] = round_to(b.spearman, 6);
   j["max_change_diff_pts"] = round_to(b.max_change_diff_pts, 4);
+  if (b.has_sweep_spearman) j["sweep_spearman"] = round_to(b.sweep_spearman, 6);
   j["predicted_us"] = nlohmann::json::object();
   for (const auto& [k, v] : b.predicted_us) j["predicted_us"][k] = round_to(v, 3);
   return j;
@@ -550,6 +578,10 @@ FidelityBaseline parse_baseline(const nlohmann::json& j, const std::string& orig
   b.max_abs_error_pct = r.number("max_abs_error_pct", 0, 1e9);
   b.spearman = r.number("spearman_time", -1, 1);
   b.max_change_diff_pts = r.number_or("max_change_diff_pts", 0, 0, 1e9);
+  if (r.optional_raw("sweep_spearman")) {
+    b.has_sweep_spearman = true;
+    b.sweep_spearman = r.number("sweep_spearman", -1, 1);
+  }
   if (const auto* p = r.optional_raw("predicted_us")) {
     if (!p->is_object()) r.fail_at("predicted_us", "expected an object of case -> predicted us");
     for (const auto& [k, v] : p->items()) {
@@ -562,7 +594,7 @@ FidelityBaseline parse_baseline(const nlohmann::json& j, const std::string& orig
 }
 
 std::string Regression::message() const {
-  const bool drop = figure == "Spearman";
+  const bool drop = figure == "Spearman" || figure == "sweep Spearman";
   return fmt::format("{} regressed: baseline {:.4f}{}, now {:.4f}{} ({} {:.4f}{}, tolerance {:g}{})", figure, baseline,
                      drop ? "" : "%", now, drop ? "" : "%", drop ? "dropped by" : "grew by",
                      drop ? baseline - now : now - baseline, drop ? "" : " pts", tolerance, drop ? "" : " pts");
@@ -576,6 +608,8 @@ std::vector<Regression> regressions(const FidelityBaseline& base, const Fidelity
     out.push_back({"max |error|", base.max_abs_error_pct, now.stats.max_abs_err, kMaxErrTolPts});
   if (now.stats.spearman_time < base.spearman - kSpearmanTol)
     out.push_back({"Spearman", base.spearman, now.stats.spearman_time, kSpearmanTol});
+  if (base.has_sweep_spearman && now.sweep.has_spearman && now.sweep.spearman < base.sweep_spearman - kSpearmanTol)
+    out.push_back({"sweep Spearman", base.sweep_spearman, now.sweep.spearman, kSpearmanTol});
   return out;
 }
 

@@ -79,12 +79,15 @@ struct FidelityReport {
   std::vector<OpSummary> op_summary;
   int op_cases = 0;           ///< measured cases with measured spans
   bool ops_accepted = false;  ///< op_cases > 0 and every judged row passes
+  SweepRanking sweep;         ///< the candidates' ranking, when the cases are a sweep's (validate --sweep)
 };
 
 /// Everything above over the measured cases of `cases` (predicted_us/predicted_ops as set).
 FidelityReport fidelity_report(const std::vector<ValidationCase>& cases);
 /// The per-change table and its summary line.
 std::string format_changes(const FidelityReport& r);
+/// The sweep candidates' ranking and its Spearman ("" when the cases are not a sweep's).
+std::string format_sweep(const FidelityReport& r);
 /// The per-op table (every op, its rule, cases passing, mean and worst error) and the verdict;
 /// `detail`: also every failing (case, op) row.
 std::string format_op_acceptance(const FidelityReport& r, bool detail = false);
@@ -128,6 +131,8 @@ constexpr double kSpearmanTol = 0.005;  ///< Spearman may drop by this much
 struct FidelityBaseline {
   int cases = 0;
   double mape_pct = 0, max_abs_error_pct = 0, spearman = 0, max_change_diff_pts = 0;
+  bool has_sweep_spearman = false;
+  double sweep_spearman = 0;  ///< Spearman of the sweep candidates' rankings (sweep folders only)
   std::map<std::string, double> predicted_us;  ///< per case ("fa3_sm90:variant | problem")
 };
 /// Key of a case in FidelityBaseline::predicted_us.

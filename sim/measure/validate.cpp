@@ -88,6 +88,46 @@ ValidationStats validation_stats(const std::vector<ValidationCase>& cases) {
   return st;
 }
 
+std::vector<std::string> candidate_overrides(const std::string& label) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 1; i <= label.size(); ++i)
+    if (i == label.size() || (label[i] == '/' && label[i - 1] == ' ')) {
+      size_t end = i;
+      while (end > start && label[end - 1] == ' ') --end;
+      if (end > start) out.push_back(label.substr(start, end - start));
+      start = i;
+    }
+  return out;
+}
+
+SweepRanking sweep_ranking(const std::vector<ValidationCase>& cases) {
+  std::set<std::string> problems;
+  std::map<std::string, std::map<std::string, std::pair<double, double>>> per;  // candidate -> problem -> log TFLOPS
+  for (const auto& c : cases) {
+    if (!is_sweep_candidate(c.schedule)) continue;
+    problems.insert(c.problem_label);
+    auto& m = per[c.schedule];
+    if (c.measured) m[c.problem_label] = {std::log(c.predicted_tflops()), std::log(c.measured_tflops())};
+  }
+  SweepRanking r;
+  r.candidates = per.size();
+  std::vector<double> pg, mg;
+  for (const auto& [name, m] : per) {
+    if (m.size() != problems.size()) continue;  // not measured on every problem
+    double p = 0, q = 0;
+    for (const auto& [prob, v] : m) p += v.first, q += v.second;
+    r.rows.push_back({name, std::exp(p / m.size()), std::exp(q / m.size())});
+    pg.push_back(r.rows.back().predicted_geomean_tflops);
+    mg.push_back(r.rows.back().measured_geomean_tflops);
+  }
+  if (pg.size() >= 2) {
+    r.has_spearman = true;
+    r.spearman = spearman(pg, mg);
+  }
+  return r;
+}
+
 std::string format_validation(const std::vector<ValidationCase>& cases, const ValidationStats& st, int ops_case) {
   std::string out;
   const bool cudnn = std::any_of(cases.begin(), cases.end(), [](const auto& c) { return c.cudnn_us > 0; });

@@ -58,6 +58,27 @@ struct ValidationStats {
 };
 ValidationStats validation_stats(const std::vector<ValidationCase>& cases);
 
+/// Whether a case's schedule is a sweep candidate's label: its overrides of the sweep's schedule,
+/// as `validate --sweep` writes them ("/kv_stage=3 /tile={\"m_block\":128,\"n_block\":176}").
+inline bool is_sweep_candidate(const std::string& schedule) { return !schedule.empty() && schedule[0] == '/'; }
+/// The "/pointer=value" overrides of a candidate label (split where a space precedes a '/').
+std::vector<std::string> candidate_overrides(const std::string& label);
+
+/// Sweep candidates ranked by geometric-mean TFLOPS over the problems, predicted and measured
+/// (the sweep's objective): what `validate --sweep` reports and `fidelity` keeps from regressing.
+struct SweepRanking {
+  struct Row {
+    std::string candidate;
+    double predicted_geomean_tflops = 0, measured_geomean_tflops = 0;
+  };
+  size_t candidates = 0;   ///< distinct candidates among the cases
+  std::vector<Row> rows;   ///< those measured on every problem of the cases, in label order
+  bool has_spearman = false;
+  double spearman = 0;     ///< Spearman of the two rankings (has_spearman: at least 2 rows)
+};
+/// The ranking over the cases whose schedule is a candidate label (none: candidates = 0).
+SweepRanking sweep_ranking(const std::vector<ValidationCase>& cases);
+
 /// Terminal report: the case table, the statistics, and the per-op table of `ops_case`
 /// (index into cases; -1: none).
 std::string format_validation(const std::vector<ValidationCase>& cases, const ValidationStats& st, int ops_case);

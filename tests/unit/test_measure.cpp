@@ -356,3 +356,38 @@ TEST_CASE("validation_csv quotes a sweep candidate's overrides - fidelity reads 
   CHECK(back[0].problem.batch == 2);
   CHECK(back[0].measured_us == Approx(1808.845));
 }
+
+TEST_CASE("sweep candidates: overrides from their labels and the geomean-TFLOPS ranking", "[measure][sweep]") {
+  CHECK(candidate_overrides(R"(/kv_stage=3 /tile={"m_block":128,"n_block":176} /pingpong="auto")") ==
+        std::vector<std::string>{"/kv_stage=3", R"(/tile={"m_block":128,"n_block":176})", R"(/pingpong="auto")"});
+  CHECK(is_sweep_candidate("/kv_stage=3"));
+  CHECK_FALSE(is_sweep_candidate("fa3_sm90"));
+  // Candidate a: 100 and 400 TFLOPS measured (geomean 200), b: 300 and 300; c misses problem q.
+  auto make = [](const std::string& cand, const std::string& prob, double measured_tflops, double predicted_tflops,
+                 bool measured = true) {
+    ValidationCase c;
+    c.schedule = cand;
+    c.problem_label = prob;
+    c.problem.batch = 1;
+    c.problem.heads = 1;
+    c.problem.kv_heads = 1;
+    c.problem.seqlen_q = c.problem.seqlen_k = 1024;
+    c.problem.head_dim = c.problem.head_dim_v = 128;
+    c.measured = measured;
+    c.measured_us = c.problem.flops() / (measured_tflops * 1e6);
+    c.predicted_us = c.problem.flops() / (predicted_tflops * 1e6);
+    return c;
+  };
+  const std::vector<ValidationCase> cases = {make("/a=1", "p", 100, 100), make("/a=1", "q", 400, 400),
+                                             make("/a=2", "p", 300, 100), make("/a=2", "q", 300, 100),
+                                             make("/a=3", "p", 500, 500), make("/a=3", "q", 0, 0, false),
+                                             make("fa3_sm90", "p", 1, 1)};
+  const SweepRanking r = sweep_ranking(cases);
+  CHECK(r.candidates == 3);
+  REQUIRE(r.rows.size() == 2);
+  CHECK(r.rows[0].measured_geomean_tflops == Approx(200));
+  CHECK(r.rows[1].measured_geomean_tflops == Approx(300));
+  CHECK(r.rows[1].predicted_geomean_tflops == Approx(100));
+  REQUIRE(r.has_spearman);
+  CHECK(r.spearman == Approx(-1.0));  // measured: a < b; predicted: a > b
+}
