@@ -154,6 +154,23 @@ const std::set<std::string> kAsync = {"HGMMA",  "WARPGROUP", "SYNCS",   "BAR",  
 const std::set<std::string> kControl = {"BRA",   "BRX", "JMP", "JMX",   "CALL",     "RET",  "EXIT", "BSSY",     "BSYNC",
                                         "BREAK", "BPT", "NOP", "YIELD", "WARPSYNC", "KILL", "BMOV", "NANOSLEEP"};
 
+/// "0x..." as a 64-bit value (an instruction encoding word); nullopt if not hex.
+std::optional<uint64_t> parse_hex64(std::string_view s) {
+  s = trim(s);
+  if (s.size() < 3 || s.size() > 18 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return std::nullopt;
+  uint64_t v = 0;
+  for (size_t i = 2; i < s.size(); ++i) {
+    const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+    if (std::isdigit(static_cast<unsigned char>(c)))
+      v = v * 16 + static_cast<uint64_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v = v * 16 + static_cast<uint64_t>(c - 'a' + 10);
+    else
+      return std::nullopt;
+  }
+  return v;
+}
+
 std::optional<uint32_t> parse_hex(std::string_view s) {
   s = trim(s);
   if (s.size() < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X')) return std::nullopt;
@@ -356,9 +373,28 @@ Instr parse_instruction(uint32_t address, std::string_view text_in) {
   return in;
 }
 
+void decode_control(uint64_t high_word, Instr& in) {
+  const uint32_t c = static_cast<uint32_t>(high_word >> 41);
+  in.stall = static_cast<int>(c & 0xF);
+  in.yield = (c >> 4) & 1;
+  in.write_barrier = static_cast<int>((c >> 5) & 7);
+  in.read_barrier = static_cast<int>((c >> 8) & 7);
+  in.wait_mask = static_cast<int>((c >> 11) & 0x3F);
+}
+
+int static_issue_cycles(const std::vector<const Instr*>& span) {
+  int cycles = 0;
+  for (const Instr* in : span) {
+    if (in->stall < 0) return -1;
+    cycles += std::max(1, in->stall);
+  }
+  return cycles;
+}
+
 std::vector<Function> parse_cuobjdump(std::istream& in) {
   std::vector<Function> out;
   std::string line;
+  bool high_word_next = false;  // the line after an instruction holds its encoding's high word
   while (std::getline(in, line)) {
     const size_t f = line.find("Function : ");
     if (f != std::string::npos) {
@@ -377,13 +413,22 @@ std::vector<Function> parse_cuobjdump(std::istream& in) {
     const size_t close = s.find("*/");
     if (close == std::string_view::npos) continue;
     const auto addr = parse_hex("0x" + std::string(s.substr(2, close - 2)));
-    if (!addr) continue;  // an encoding line "/* 0x000fe2... */"
+    if (!addr) {  // an encoding line "/* 0x000fe2... */"
+      if (high_word_next && !out.back().code.empty()) {
+        const auto word = parse_hex64(s.substr(2, close - 2));
+        if (word) decode_control(*word, out.back().code.back());
+      }
+      high_word_next = false;
+      continue;
+    }
+    high_word_next = false;
     std::string_view body = s.substr(close + 2);
     const size_t semi = body.find(';');
     if (semi == std::string_view::npos) continue;
     body = trim(body.substr(0, semi));
     if (body.empty()) continue;
     out.back().code.push_back(parse_instruction(*addr, body));
+    high_word_next = true;
   }
   return out;
 }
@@ -823,6 +868,7 @@ KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
       Span s = std::move(spans[(*qk_span + n - qk_label + l) % n]);
       s.op = order[l];
       s.chain = critical_path(s.code, lat);
+      s.issue_cycles = static_issue_cycles(s.code);
       ka.spans.push_back(std::move(s));
     }
     break;
@@ -838,6 +884,7 @@ KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
     if (store && has(s, "F2FP") && has(s, "MUFU", "RCP")) {
       s.op = "final_o";
       s.chain = critical_path(s.code, lat);
+      s.issue_cycles = static_issue_cycles(s.code);
       ka.spans.push_back(std::move(s));
       break;
     }

@@ -73,6 +73,15 @@ struct Instr {
   bool clock_read = false;      ///< S2UR / CS2R / S2R of SR_CLOCKLO, SR_CLOCKHI (trace recorder)
   bool writes_neg_inf = false;  ///< a move or select of -INF into a register (score masking)
   bool reads_globaltimer = false;
+  /// Scheduling control of the instruction, from its encoding's high 64-bit word (bits 41-63;
+  /// layout as in Jia et al., "Dissecting the NVIDIA Volta GPU Architecture via
+  /// Microbenchmarking", 2018, which Hopper keeps): the cycles the warp waits before its next
+  /// instruction (ptxas covers fixed-latency dependencies with them), the scoreboards it sets and
+  /// waits on. -1 when the listing has no encoding for it.
+  int stall = -1;
+  bool yield = false;
+  int write_barrier = 7, read_barrier = 7;  ///< scoreboard set on completion / operand read; 7: none
+  int wait_mask = 0;                        ///< scoreboards waited on before issue (bit b: barrier b)
   bool is_branch() const { return target.has_value(); }
   bool backward() const { return target && *target <= address; }
 };
@@ -88,8 +97,17 @@ struct Function {
   std::vector<Instr> code;
 };
 
-/// Every function of a `cuobjdump -sass` listing, in file order.
+/// Every function of a `cuobjdump -sass` listing, in file order; each instruction's control
+/// fields from the encoding line that follows it, where the listing has one.
 std::vector<Function> parse_cuobjdump(std::istream& in);
+
+/// Sets `in`'s control fields from the high 64-bit word of its encoding.
+void decode_control(uint64_t high_word, Instr& in);
+
+/// Static issue time of a straight-line span for one warp alone: the sum over its instructions of
+/// max(1, stall), the cycles ptxas's schedule spends between issues without any scoreboard wait
+/// or competing warp. -1 when an instruction has no decoded control.
+int static_issue_cycles(const std::vector<const Instr*>& span);
 
 /// Dependent-issue latency of each chain class, cycles.
 struct Latencies {
@@ -136,6 +154,7 @@ struct Span {
   std::map<Skip, int> off_path;       ///< instructions skipped, by reason
   int instrumentation = 0;            ///< trace-recorder instructions on the path (clock read, guard)
   CriticalPath chain;
+  int issue_cycles = -1;              ///< static_issue_cycles of code
 };
 
 /// Knobs of an fa3_forward<Traits<...>> instance (kernels/sm90/kernel_traits.cuh).

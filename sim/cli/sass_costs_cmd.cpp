@@ -139,6 +139,8 @@ struct SassCosts : Command {
                              functions.size(), kernels.size());
     std::cout << fmt::format("latencies ({}): fma {:.4g}, alu {:.4g}, mufu {:.4g}, shfl {:.4g}, f2fp {:.4g} cycles\n",
                              hw.file, lat.fma, lat.alu, lat.mufu, lat.shfl, lat.f2fp);
+    std::cout << "issue: cycles one warp alone spends issuing the span by ptxas's control codes (sum of max(1, "
+                 "stall)), before any scoreboard wait; path: its longest dependency chain at those latencies\n";
     for (const auto& ka : kernels) print(ka, lat);
     if (!into.empty()) write(kernels);
     return 0;
@@ -156,9 +158,9 @@ struct SassCosts : Command {
                              off.empty() ? "none" : fmt::format("{}", fmt::join(off, ", ")), ka.loop_instrumentation);
     const std::vector<std::string> cols = {"FMNMX",    "FFMA", "FADD",           "FMUL", "MUFU.EX2",
                                            "MUFU.RCP", "SHFL", "F2FP.BF16.PACK", "ALU"};
-    std::cout << fmt::format("  {:<14}{:>6}{:>6}{:>5}{:>5}{:>5}{:>5}{:>5}{:>5}{:>5}{:>5}{:>6}  {:>6}  {}\n", "span",
-                             "instr", "FMNMX", "FFMA", "FADD", "FMUL", "EX2", "RCP", "SHFL", "F2FP", "ALU", "other",
-                             "path", "on the critical path (cycles each)");
+    std::cout << fmt::format("  {:<14}{:>6}{:>6}{:>5}{:>5}{:>5}{:>5}{:>5}{:>5}{:>5}{:>5}{:>6}  {:>6}  {:>6}  {}\n",
+                             "span", "instr", "FMNMX", "FFMA", "FADD", "FMUL", "EX2", "RCP", "SHFL", "F2FP", "ALU",
+                             "other", "issue", "path", "on the critical path (cycles each)");
     std::map<std::string, int> loop_total;
     for (const auto& s : ka.spans) {
       std::map<std::string, int> other;
@@ -177,8 +179,9 @@ struct SassCosts : Command {
       for (const auto& c : cols)
         if (s.counts.count(c)) named += s.counts.at(c);
       const int unnamed_chain = n - n_other - named;  // chain-class instructions outside the columns
-      row +=
-          fmt::format("{:>6}  {:>6.1f}  {}", n_other + unnamed_chain, s.chain.cycles, composition(s.chain, lat, true));
+      row += fmt::format("{:>6}  {:>6}  {:>6.1f}  {}", n_other + unnamed_chain,
+                         s.issue_cycles < 0 ? std::string("-") : std::to_string(s.issue_cycles), s.chain.cycles,
+                         composition(s.chain, lat, true));
       std::cout << row << "\n";
       const bool compute = std::find(kChainBlocks.begin(), kChainBlocks.end(), s.op) != kChainBlocks.end();
       if (compute) {

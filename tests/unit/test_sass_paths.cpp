@@ -334,3 +334,33 @@ TEST_CASE("SM100 loop counts of a hand-written fa4_forward listing", "[sass][sm1
   CHECK(sm100_cost_name(parse_instruction(0, "MUFU.RCP R2, R37")) == "MUFU.RCP");
   CHECK(sm100_cost_name(parse_instruction(0, "I2FP.F32.S32 R3, R4")) == "CVT");
 }
+
+TEST_CASE("control codes: stall, yield and scoreboards from the encoding's high word", "[sass]") {
+  // Three instructions of an H100 listing with their two encoding words each.
+  std::istringstream in(R"(	Function : _Z1fv
+        /*6a70*/               @P2 MUFU.EX2 R198, R23 ;                     /* 0x0000001700c62308 */
+                                                                            /* 0x0003e40000000800 */
+        /*6a80*/               @P0 FMUL R21, R21, UR21 ;                    /* 0x0000001515150c20 */
+                                                                            /* 0x000fcc0008400000 */
+        /*6ac0*/                   FSEL R21, -R20, -RZ, P0 ;                /* 0x800000ff14157208 */
+                                                                            /* 0x004fe20000000100 */
+        /*6ad0*/                   FFMA R24, R24, UR20, R152.reuse ;        /* 0x0000001418187c23 */
+)");
+  const auto fns = parse_cuobjdump(in);
+  REQUIRE(fns.size() == 1);
+  REQUIRE(fns[0].code.size() == 4);
+  const Instr& mufu = fns[0].code[0];
+  CHECK(mufu.stall == 2);
+  CHECK(mufu.yield);
+  CHECK(mufu.write_barrier == 7);
+  CHECK(mufu.read_barrier == 1);  // its source register may be rewritten once scoreboard 1 clears
+  CHECK(fns[0].code[1].stall == 6);  // FMUL -> the MUFU that reads R21: the FMUL's latency
+  const Instr& fsel = fns[0].code[2];
+  CHECK(fsel.stall == 1);
+  CHECK(fsel.wait_mask == 0b100);  // waits on scoreboard 2 before rewriting R21
+  CHECK(fns[0].code[3].stall == -1);  // no high word in the listing
+  std::vector<const Instr*> span = {&fns[0].code[0], &fns[0].code[1], &fns[0].code[2]};
+  CHECK(static_issue_cycles(span) == 2 + 6 + 1);
+  span.push_back(&fns[0].code[3]);
+  CHECK(static_issue_cycles(span) == -1);
+}
