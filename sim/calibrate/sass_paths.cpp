@@ -819,8 +819,16 @@ KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
     if (!contains_other) inner.push_back(l);
   }
   if (inner.empty()) throw std::runtime_error(fmt::format("{}: no loop with HGMMA and MUFU.EX2", fn.name));
-  const Loop loop =
-      *std::max_element(inner.begin(), inner.end(), [](const Loop& a, const Loop& b) { return a.clocks < b.clocks; });
+  // The traced loop with the most clock reads; of several (the kernel's masked and unmasked KV
+  // loops), the one with the fewest -INF writes: unmasked blocks are the steady state.
+  auto neg_inf = [&](const Loop& l) {
+    int n = 0;
+    for (size_t k = l.head; k <= l.back; ++k) n += code[k].writes_neg_inf;
+    return n;
+  };
+  const Loop loop = *std::min_element(inner.begin(), inner.end(), [&](const Loop& a, const Loop& b) {
+    return a.clocks != b.clocks ? a.clocks > b.clocks : neg_inf(a) < neg_inf(b);
+  });
   ka.loop_begin = code[loop.head].address;
   ka.loop_end = code[loop.back].address;
   ka.loop_instructions = static_cast<int>(loop.back - loop.head + 1);
