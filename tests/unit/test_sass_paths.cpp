@@ -335,7 +335,7 @@ TEST_CASE("SM100 loop counts of a hand-written fa4_forward listing", "[sass][sm1
   CHECK(sm100_cost_name(parse_instruction(0, "I2FP.F32.S32 R3, R4")) == "CVT");
 }
 
-TEST_CASE("control codes: stall, yield and scoreboards from the encoding's high word", "[sass]") {
+TEST_CASE("control codes - stall cycles and scoreboards from the encoding's high word", "[sass]") {
   // Three instructions of an H100 listing with their two encoding words each.
   std::istringstream in(R"(	Function : _Z1fv
         /*6a70*/               @P2 MUFU.EX2 R198, R23 ;                     /* 0x0000001700c62308 */
