@@ -419,8 +419,9 @@ __global__ void spin_kernel(long long cycles, BlockClock* out) {
 
 /// Warpgroup 0 issues back-to-back wgmma m64n128k16 (kMma 1: SS, both operands in SMEM; 2: RS, A
 /// from registers; 0: none) until warpgroup 1 is done; warpgroup 1 (one warp per SMSP) times
-/// `iters` x 64 steps of 8 independent kOp chains (throughput, not latency, bound).
-template <ChainOp kOp, int kMma>
+/// `iters` x 8 steps of kChains independent kOp chains (8: throughput bound; 1: one dependent chain,
+/// latency bound, each step waiting out the one before: the warp issues at its latency's pace).
+template <ChainOp kOp, int kMma, int kChains = 8>
 __global__ void __launch_bounds__(256, 1) pipes_under_mma_kernel(ChainArgs p, int iters, long long* out, float* sink) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
@@ -469,7 +470,7 @@ __global__ void __launch_bounds__(256, 1) pipes_under_mma_kernel(ChainArgs p, in
 #pragma unroll
     for (int u = 0; u < 8; ++u)
 #pragma unroll
-      for (int c = 0; c < 8; ++c) x[c] = chain_step<kOp>(x[c], p, u);
+      for (int c = 0; c < kChains; ++c) x[c] = chain_step<kOp>(x[c], p, u);
   }
   const long long t1 = clock64();
   if (threadIdx.x % 32 == 0) out[warp - 4] = t1 - t0;
@@ -482,9 +483,9 @@ __global__ void __launch_bounds__(256, 1) pipes_under_mma_kernel(ChainArgs p, in
 
 /// Lane-ops per clock of one warp running kOp chains beside warpgroup 0's kMma wgmmas (median over
 /// the four warps, each on its own SMSP).
-template <ChainOp kOp, int kMma>
+template <ChainOp kOp, int kMma, int kChains = 8>
 double pipe_rate_under_mma(const ChainArgs& p, int iters) {
-  auto kern = pipes_under_mma_kernel<kOp, kMma>;
+  auto kern = pipes_under_mma_kernel<kOp, kMma, kChains>;
   allow_smem(kern, kIssueSmem);
   DeviceBuffer<long long> out(4);
   DeviceBuffer<float> sink(256);
@@ -492,7 +493,7 @@ double pipe_rate_under_mma(const ChainArgs& p, int iters) {
   MB_CHECK_LAUNCH("pipes_under_mma_kernel");
   const auto h = out.to_host();
   std::vector<double> rate;
-  for (long long c : h) rate.push_back(64.0 * 32 * iters / static_cast<double>(c));
+  for (long long c : h) rate.push_back(8.0 * kChains * 32 * iters / static_cast<double>(c));
   return median(rate);
 }
 
@@ -532,6 +533,22 @@ void bench_pipes_under_mma(Report& rep) {
       [&] { return pipe_rate_under_mma<ChainOp::Mufu, 2>(p, iters / 4); });
   res["ratio_ss_median"] = median(std::vector<double>{f.first, m.first, e.first});
   res["ratio_rs_median"] = median(std::vector<double>{f.second, m.second, e.second});
+  // One dependent chain: a warp issuing at its dependencies' pace (as ptxas's stall counts make
+  // a softmax warp alone do), not at a pipe's rate. Does the wgmma beside it slow that too?
+  const auto f1 = one(
+      "ffma_one_chain", [&] { return pipe_rate_under_mma<ChainOp::Ffma, 0, 1>(p, iters); },
+      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 1, 1>(p, iters); },
+      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 2, 1>(p, iters); });
+  const auto m1 = one(
+      "fmnmx_one_chain", [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 0, 1>(p, iters); },
+      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 1, 1>(p, iters); },
+      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 2, 1>(p, iters); });
+  const auto e1 = one(
+      "mufu_ex2_one_chain", [&] { return pipe_rate_under_mma<ChainOp::Mufu, 0, 1>(p, iters / 4); },
+      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 1, 1>(p, iters / 4); },
+      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 2, 1>(p, iters / 4); });
+  res["one_chain_ratio_ss_median"] = median(std::vector<double>{f1.first, m1.first, e1.first});
+  res["one_chain_ratio_rs_median"] = median(std::vector<double>{f1.second, m1.second, e1.second});
   // The kernels above are too short for %globaltimer: the SM clock comes from a spin kernel.
   DeviceBuffer<BlockClock> out(1);
   spin_kernel<<<1, 32>>>(400000, out.get());
