@@ -95,6 +95,7 @@ FidelityReport fidelity_report(const std::vector<ValidationCase>& cases) {
   for (const auto& c : cases)
     if (c.measured && c.variant.empty()) base[{c.schedule, c.problem_label}] = &c;
   double sum_diff = 0;
+  size_t judged = 0;
   for (const auto& c : cases) {
     if (!c.measured || c.variant.empty()) continue;
     const auto b = base.find({c.schedule, c.problem_label});
@@ -105,6 +106,14 @@ FidelityReport fidelity_report(const std::vector<ValidationCase>& cases) {
     row.problem = c.problem_label;
     row.measured_pct = 100.0 * (c.measured_us / b->second->measured_us - 1);
     row.predicted_pct = 100.0 * (c.predicted_us / b->second->predicted_us - 1);
+    row.same_kernel = !c.kernel.empty() && c.kernel == b->second->kernel;
+    if (row.same_kernel) {
+      ++r.same_kernel_changes;
+      r.same_kernel_noise_pct = std::max(r.same_kernel_noise_pct, std::fabs(row.measured_pct));
+      r.changes.push_back(row);
+      continue;
+    }
+    ++judged;
     row.significant = std::fabs(row.measured_pct) > kSignificantChangePct;
     row.signs_agree = row.measured_pct * row.predicted_pct > 0;
     if (row.significant) {
@@ -119,7 +128,7 @@ FidelityReport fidelity_report(const std::vector<ValidationCase>& cases) {
     }
     r.changes.push_back(row);
   }
-  if (!r.changes.empty()) r.mean_change_diff_pts = sum_diff / static_cast<double>(r.changes.size());
+  if (judged > 0) r.mean_change_diff_pts = sum_diff / static_cast<double>(judged);
 
   // Per op: every measured case with measured spans.
   for (const auto& c : cases) {
@@ -199,12 +208,20 @@ std::string format_changes(const FidelityReport& r) {
   for (const auto& c : r.changes)
     out += fmt::format("{:<30} {:<22} {:>9} {:>10} {:>6.1f} pts  {}\n", c.variant, c.problem, pct(c.measured_pct),
                        pct(c.predicted_pct), c.diff_pts(),
-                       !c.significant ? "" : c.signs_agree ? "agree" : "DISAGREE");
+                       c.same_kernel     ? "same kernel as the base: noise"
+                       : !c.significant ? ""
+                       : c.signs_agree  ? "agree"
+                                        : "DISAGREE");
   out += fmt::format(
       "{} changes: max |diff| {:.1f} pts ({}), mean |diff| {:.1f} pts; signs agree on {} of {} changes with |measured| "
       "> {:g}%\n",
-      r.changes.size(), r.max_change_diff_pts, r.max_change, r.mean_change_diff_pts, r.signs_agree,
-      r.significant_changes, kSignificantChangePct);
+      r.changes.size() - r.same_kernel_changes, r.max_change_diff_pts, r.max_change, r.mean_change_diff_pts,
+      r.signs_agree, r.significant_changes, kSignificantChangePct);
+  if (r.same_kernel_changes > 0)
+    out += fmt::format(
+        "{} more variants ran the base's own kernel (not counted above): their measured changes, up to {:.1f}%, are "
+        "run-to-run noise\n",
+        r.same_kernel_changes, r.same_kernel_noise_pct);
   return out;
 }
 
@@ -270,8 +287,11 @@ nlohmann::json fidelity_json(const FidelityReport& r) {
                             {"predicted_change_pct", c.predicted_pct},
                             {"diff_pts", c.diff_pts()},
                             {"significant", c.significant},
-                            {"signs_agree", c.signs_agree}});
-  j["changes_summary"] = {{"changes", r.changes.size()},
+                            {"signs_agree", c.signs_agree},
+                            {"same_kernel", c.same_kernel}});
+  j["changes_summary"] = {{"changes", r.changes.size() - r.same_kernel_changes},
+                          {"same_kernel_changes", r.same_kernel_changes},
+                          {"same_kernel_noise_pct", r.same_kernel_noise_pct},
                           {"max_abs_diff_pts", r.max_change_diff_pts},
                           {"max_abs_diff_case", r.max_change},
                           {"mean_abs_diff_pts", r.mean_change_diff_pts},

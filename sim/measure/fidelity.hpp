@@ -39,8 +39,12 @@ const std::vector<std::string>& acceptance_compute_ops();
 struct ChangeRow {
   std::string schedule, variant, problem;
   double measured_pct = 0, predicted_pct = 0;
-  bool significant = false;  ///< |measured_pct| > kSignificantChangePct
+  bool significant = false;  ///< |measured_pct| > kSignificantChangePct (never for same_kernel)
   bool signs_agree = false;  ///< predicted and measured change have the same sign
+  /// The variant resolved to the base's kernel (same kernel column, e.g. no_pingpong where the
+  /// base has no pingpong): its measured change is run-to-run noise, not a schedule change, so
+  /// it is reported apart and left out of the per-change figures.
+  bool same_kernel = false;
   double diff_pts() const { return predicted_pct - measured_pct; }
 };
 
@@ -74,6 +78,8 @@ struct FidelityReport {
   std::vector<ChangeRow> changes;
   double max_change_diff_pts = 0, mean_change_diff_pts = 0;
   std::string max_change;  ///< "variant on problem" of the largest |difference|
+  int same_kernel_changes = 0;      ///< variants that ran the base's kernel (not in the figures above)
+  double same_kernel_noise_pct = 0;  ///< the largest |measured change| among them: the noise floor
   int significant_changes = 0, signs_agree = 0;
   std::vector<OpRow> ops;
   std::vector<OpSummary> op_summary;

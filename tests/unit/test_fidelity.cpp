@@ -97,6 +97,27 @@ TEST_CASE("fidelity: per change against the base schedule", "[fidelity]") {
   CHECK(j["changes_summary"]["max_abs_diff_pts"].get<double>() == Approx(10));
 }
 
+TEST_CASE("fidelity: a variant that ran the base's kernel is noise - not a change", "[fidelity]") {
+  auto cases = table();
+  cases.push_back(vc("same", "P1", 107, 110));
+  cases.back().kernel = cases[0].kernel;  // resolved to the base's kernel: +7% measured is noise
+  const FidelityReport r = fidelity_report(cases);
+  REQUIRE(r.changes.size() == 4);
+  CHECK(r.changes[3].same_kernel);
+  CHECK_FALSE(r.changes[3].significant);
+  CHECK(r.same_kernel_changes == 1);
+  CHECK(r.same_kernel_noise_pct == Approx(7));
+  // The three real changes keep their figures: max 10, mean 6, signs 1 of 2.
+  CHECK(r.max_change_diff_pts == Approx(10));
+  CHECK(r.mean_change_diff_pts == Approx(6));
+  CHECK(r.significant_changes == 2);
+  CHECK(r.signs_agree == 1);
+  const std::string text = format_changes(r);
+  CHECK_THAT(text, Catch::Contains("3 changes:"));
+  CHECK_THAT(text, Catch::Contains("1 more variants ran the base's own kernel"));
+  CHECK(fidelity_json(r)["changes_summary"]["same_kernel_changes"] == 1);
+}
+
 TEST_CASE("fidelity: per-op acceptance rules", "[fidelity]") {
   auto cases = table();
   ValidationCase& c = cases[0];
