@@ -198,7 +198,9 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
       out += fmt::format("{:.3f},{:.2f},", c.traced_us, c.trace_overhead_pct());
     else
       out += ",,";
-    out += "\"" + c.skipped + "\"\n";  // always quoted (readers expect it)
+    std::string skipped;  // always quoted, inner quotes doubled (RFC 4180)
+    for (char ch : c.skipped) skipped += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    out += "\"" + skipped + "\"\n";
   }
   return out;
 }
