@@ -217,6 +217,7 @@ std::vector<Benchmark> latency_benchmarks();
 std::vector<Benchmark> launch_benchmarks();
 std::vector<Benchmark> operand_benchmarks();
 std::vector<Benchmark> mma_queue_benchmarks();
+std::vector<Benchmark> softmax_block_benchmarks();
 
 /// 2D bf16 tensor map over `rows` x 128 columns (row stride 256 B: a head_dim-128 K/V layout),
 /// boxes of 64 columns x `box_rows` rows, 128B swizzle, L2 promotion 256 B (as FA3's).

@@ -19,8 +19,10 @@ struct RowStats {
 
 /// Masks S of KV block j in place: keys past seqlen_k and, when causal, keys after the query's
 /// diagonal (bottom-right aligned) become -inf. `row0`: first query row of this thread's r0.
-template <int N>
-__device__ __forceinline__ void mask_scores(float (&s)[N / 2], int j, int row0, const Params& p) {
+/// `p`: the kernel's Params (seqlen_q, seqlen_k, causal); a template parameter, so that this
+/// header needs no kernel traits (kernels/microbench softmax_block runs these functions alone).
+template <int N, class ParamsT>
+__device__ __forceinline__ void mask_scores(float (&s)[N / 2], int j, int row0, const ParamsT& p) {
   const int lane = threadIdx.x % 32;
   const int col0 = j * N + 2 * (lane % 4);
   const int shift = p.seqlen_k - p.seqlen_q;

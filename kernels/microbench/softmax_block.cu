@@ -1,0 +1,171 @@
+// The SM90 kernel's own softmax code (kernels/sm90/softmax.cuh: row_max, exp_scores, rescale +
+// pack_p on a 64-element score fragment and a 64-element O fragment, as at hd128 n_block 128),
+// timed between clock reads as the traced kernel times its spans, on one warp per SMSP: alone,
+// and beside a warpgroup running back-to-back wgmma on the same SMSPs.
+//
+// Why: in the traced kernel these spans take 1.6-2x their static issue time (the sum of ptxas's
+// stall counts, `attnsim sass-costs`). Alone, the same code shows whether that gap is the code's
+// own (issue rate, scoreboards) or its surroundings' (the other warps, the running wgmma).
+#include <algorithm>
+#include <cuda/ptx>
+
+#include "common/wgmma_sync.cuh"
+#include "microbench.cuh"
+#include "sm90/softmax.cuh"
+#include "wgmma_ops.cuh"
+
+namespace mb {
+namespace {
+
+using attnsim::hopper::fence_regs;
+using attnsim::hopper::smem_desc;
+using attnsim::hopper::Wgmma;
+using attnsim::hopper::wgmma_commit;
+using attnsim::hopper::wgmma_fence;
+using attnsim::hopper::wgmma_wait;
+
+constexpr int kN = 128;  // n_block: 64 scores per thread
+constexpr int kD = 128;  // head_dim: 64 O elements per thread
+constexpr int kBlockSmem = 8192 + 16384 + 1024;
+
+__device__ __forceinline__ uint32_t clock32() {
+  uint32_t t;
+  asm volatile("mov.u32 %0, %%clock;" : "=r"(t));
+  return t;
+}
+
+/// Warpgroup 0 (kMma: back-to-back wgmma m64n128k16 SS until warpgroup 1 is done, else idle);
+/// warpgroup 1, one warp per SMSP, runs `iters` softmax blocks on fresh scores and accumulates
+/// the cycles of each span (row max, exp + sums, rescale + pack) into out[4 * (warp - 4) + k].
+template <bool kMma>
+__global__ void __launch_bounds__(256, 1)
+    softmax_block_kernel(int iters, float scale_log2, long long* out, BlockClock* clk, float* sink) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ volatile int stop;
+  if (threadIdx.x == 0) stop = 0;
+  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint32_t* fill = reinterpret_cast<uint32_t*>(base);
+  for (int i = threadIdx.x; i < (8192 + 16384) / 4; i += blockDim.x) fill[i] = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  __syncthreads();
+  const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
+  if (warp < 4) {
+    if constexpr (kMma) {
+      const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
+      const uint64_t da = smem_desc(a0, 16, 1024, 1), db = smem_desc(b0, 16, 1024, 1);
+      float d[64];
+#pragma unroll
+      for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+      while (!stop) {
+        fence_regs(d);
+        wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < 8; ++k) Wgmma<128>::ss(d, da, db, 1);
+        wgmma_commit();
+        wgmma_wait<0>();
+        fence_regs(d);
+      }
+      float s = 0;
+#pragma unroll
+      for (int i = 0; i < 64; ++i) s += d[i];
+      if (s == 1234567.0f) sink[threadIdx.x] = s;
+    }
+    return;
+  }
+  const long long start = clock64();
+  while (clock64() - start < 4000) {  // let the tensor cores get busy first
+  }
+  const int lane = threadIdx.x % 32;
+  float s[kN / 2], o[kD / 2];
+  uint32_t p[kN / 4];
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) s[i] = static_cast<float>(hash32(i * 32 + lane) & 0xFFFF) * (1.0f / 8192.0f);
+#pragma unroll
+  for (int i = 0; i < kD / 2; ++i) o[i] = 1.0f;
+  attnsim::sm90::RowStats st;
+  long long acc[3] = {0, 0, 0};
+  if (threadIdx.x == 128) *clk = BlockClock{clock64(), 0, globaltimer(), 0, smid(), 0};
+#pragma unroll 1
+  for (int it = 0; it < iters; ++it) {
+    // Fresh scores (as a new QK would give), outside the timed spans.
+#pragma unroll
+    for (int i = 0; i < kN / 2; ++i) s[i] = fmaf(s[i], 0.999f, 0.25f * static_cast<float>(it & 3));
+    float alpha[2];
+    const uint32_t t0 = clock32();
+    attnsim::sm90::row_max<kN>(s, st, scale_log2, alpha);
+    const uint32_t t1 = clock32();
+    attnsim::sm90::exp_scores<kN>(s, st, scale_log2, alpha);
+    const uint32_t t2 = clock32();
+    attnsim::sm90::rescale<kD>(o, alpha);
+    attnsim::sm90::pack_p<kN>(s, p);
+    const uint32_t t3 = clock32();
+    acc[0] += t1 - t0;
+    acc[1] += t2 - t1;
+    acc[2] += t3 - t2;
+#pragma unroll
+    for (int i = 0; i < kN / 2; ++i) s[i] = __uint_as_float(p[i / 2] & 0x7FFF7FFFu) * 1e-30f + s[i] * 0.5f;
+  }
+  if (threadIdx.x == 128) {
+    clk->clk1 = clock64();
+    clk->ns1 = globaltimer();
+  }
+  if (lane == 0)
+    for (int k = 0; k < 3; ++k) out[4 * (warp - 4) + k] = acc[k];
+  if (threadIdx.x == 128) stop = 1;
+  float x = st.sum[0] + st.sum[1];
+#pragma unroll
+  for (int i = 0; i < kD / 2; ++i) x += o[i];
+  if (x == 1234567.0f) sink[threadIdx.x] = x;
+}
+
+/// Mean cycles per block of each span (median over the 4 warps).
+template <bool kMma>
+std::vector<double> span_cycles(ClockMeter& clock, int iters) {
+  auto kern = softmax_block_kernel<kMma>;
+  allow_smem(kern, kBlockSmem);
+  DeviceBuffer<long long> out(16);
+  DeviceBuffer<BlockClock> clk(1);
+  DeviceBuffer<float> sink(256);
+  kern<<<1, 256, kBlockSmem>>>(iters, 0.0883883f * 1.4426950f, out.get(), clk.get(), sink.get());
+  MB_CHECK_LAUNCH("softmax_block_kernel");
+  clock.add(clk.to_host(), 5000.0);
+  const auto h = out.to_host();
+  std::vector<double> r;
+  for (int k = 0; k < 3; ++k) {
+    std::vector<double> v;
+    for (int w = 0; w < 4; ++w) v.push_back(static_cast<double>(h[4 * w + k]) / iters);
+    r.push_back(median(v));
+  }
+  return r;
+}
+
+void bench_softmax_block(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "kernels/sm90/softmax.cuh's row_max, exp_scores, and rescale + pack_p on a 64-score / 64-O "
+      "fragment per thread (hd128, n_block 128), one warp per SMSP (warpgroup 1), fresh scores each "
+      "block; cycles between 32-bit clock reads around each span, as the traced kernel reads them; "
+      "mean over the blocks, median over the 4 warps. Alone (warpgroup 0 idle) and beside "
+      "warpgroup 0 running back-to-back wgmma m64n128k16 SS on the same SMSPs.");
+  const int iters = rep.opt().quick ? 200 : 4000;
+  Json& res = rep.results();
+  const char* names[3] = {"softmax_max", "softmax_exp", "rescale_o"};
+  const auto alone = span_cycles<false>(rep.clock(), iters);
+  const auto beside = span_cycles<true>(rep.clock(), iters);
+  for (int k = 0; k < 3; ++k) {
+    Json& j = res["spans"][names[k]];
+    j["alone_cycles"] = alone[k];
+    j["beside_wgmma_cycles"] = beside[k];
+  }
+  res["softmax_exp_alone_cycles"] = alone[1];
+  res["softmax_exp_beside_wgmma_cycles"] = beside[1];
+}
+
+}  // namespace
+
+std::vector<Benchmark> softmax_block_benchmarks() {
+  return {{"softmax_block", "the SM90 kernel's softmax spans (hd128) timed alone and beside running wgmma",
+           bench_softmax_block}};
+}
+
+}  // namespace mb
