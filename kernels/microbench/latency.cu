@@ -15,6 +15,7 @@
 
 #include "common/wgmma_sync.cuh"
 #include "wgmma_ops.cuh"
+#include "wgmma_tiles.cuh"
 
 namespace mb {
 namespace {
@@ -151,17 +152,7 @@ using attnsim::hopper::wgmma_fence;
 using attnsim::hopper::wgmma_wait;
 
 
-constexpr int kIssueSmem = 8192 + 32768 + 1024;  // A: 4 k-steps 64x16, B: 4 k-steps up to 256x16, align slack
-
-/// Fills the A/B tiles with non-zero bf16 and returns the 1024-aligned base.
-__device__ __forceinline__ uint8_t* issue_tiles(uint8_t* raw) {
-  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
-  uint32_t* w = reinterpret_cast<uint32_t*>(base);
-  for (int i = threadIdx.x; i < (8192 + 32768) / 4; i += blockDim.x) w[i] = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
-  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-  __syncthreads();
-  return base;
-}
+constexpr int kIssueSmem = kWgmmaTileSmem;
 
 /// One warpgroup: per rep, after the previous group has finished (wait_group 0), wgmma.fence,
 /// clock64, K wgmma m64nNk16 SS into one accumulator, clock64, commit, wait_group 0. K = 0
@@ -172,7 +163,7 @@ __device__ __forceinline__ uint8_t* issue_tiles(uint8_t* raw) {
 template <int N, int K, bool kKstep>
 __global__ void __launch_bounds__(128, 1) wgmma_issue_kernel(int reps, long long* out, float* sink) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* base = issue_tiles(smem_raw);
+  uint8_t* base = fill_wgmma_tiles(smem_raw);
   const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
   uint64_t da[4], db[4];
 #pragma unroll
@@ -208,7 +199,7 @@ __global__ void __launch_bounds__(128, 1) wgmma_issue_kernel(int reps, long long
 template <int N>
 __global__ void __launch_bounds__(128, 1) wgmma_wait_ready_kernel(int reps, long long* out, float* sink) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* base = issue_tiles(smem_raw);
+  uint8_t* base = fill_wgmma_tiles(smem_raw);
   const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
   const uint64_t da = smem_desc(a0, 16, 1024, 1), db = smem_desc(b0, 16, 1024, 1);
   float d[N / 2];
@@ -426,35 +417,10 @@ __global__ void __launch_bounds__(256, 1) pipes_under_mma_kernel(ChainArgs p, in
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
   if (threadIdx.x == 0) stop = 0;
-  uint8_t* base = issue_tiles(smem_raw);  // ends with __syncthreads
+  uint8_t* base = fill_wgmma_tiles(smem_raw);  // ends with __syncthreads
   const int warp = threadIdx.x / 32;
   if (warp < 4) {
-    if constexpr (kMma != 0) {
-      const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
-      const uint64_t da = smem_desc(a0, 16, 1024, 1), db = smem_desc(b0, 16, 1024, 1);
-      uint32_t a[4] = {0x3f803f80u, 0x3f803f80u ^ threadIdx.x, 0x3f803f80u, 0x3f803f81u};
-      float d[64];
-#pragma unroll
-      for (int i = 0; i < 64; ++i) d[i] = 0.0f;
-      while (!stop) {
-        fence_regs(d);
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < 8; ++k) {
-          if constexpr (kMma == 1)
-            Wgmma<128>::ss(d, da, db, 1);
-          else
-            Wgmma<128>::rs(d, a, db, 1);
-        }
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_regs(d);
-      }
-      float s = 0;
-#pragma unroll
-      for (int i = 0; i < 64; ++i) s += d[i];
-      if (s == 1234567.0f) sink[threadIdx.x] = s;
-    }
+    if constexpr (kMma != 0) wgmma_until<kMma == 2>(base, stop, sink);
     return;
   }
   // Let the tensor cores get busy first.

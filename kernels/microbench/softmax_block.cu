@@ -6,27 +6,17 @@
 // Why: in the traced kernel these spans take 1.6-2x their static issue time (the sum of ptxas's
 // stall counts, `attnsim sass-costs`). Alone, the same code shows whether that gap is the code's
 // own (issue rate, scoreboards) or its surroundings' (the other warps, the running wgmma).
-#include <algorithm>
 #include <cuda/ptx>
 
-#include "common/wgmma_sync.cuh"
 #include "microbench.cuh"
 #include "sm90/softmax.cuh"
-#include "wgmma_ops.cuh"
+#include "wgmma_tiles.cuh"
 
 namespace mb {
 namespace {
 
-using attnsim::hopper::fence_regs;
-using attnsim::hopper::smem_desc;
-using attnsim::hopper::Wgmma;
-using attnsim::hopper::wgmma_commit;
-using attnsim::hopper::wgmma_fence;
-using attnsim::hopper::wgmma_wait;
-
 constexpr int kN = 128;  // n_block: 64 scores per thread
 constexpr int kD = 128;  // head_dim: 64 O elements per thread
-constexpr int kBlockSmem = 8192 + 16384 + 1024;
 
 __device__ __forceinline__ uint32_t clock32() {
   uint32_t t;
@@ -43,33 +33,10 @@ __global__ void __launch_bounds__(256, 1)
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
   if (threadIdx.x == 0) stop = 0;
-  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint32_t* fill = reinterpret_cast<uint32_t*>(base);
-  for (int i = threadIdx.x; i < (8192 + 16384) / 4; i += blockDim.x) fill[i] = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
-  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-  __syncthreads();
+  const uint8_t* base = fill_wgmma_tiles(smem_raw);  // ends with __syncthreads
   const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
   if (warp < 4) {
-    if constexpr (kMma) {
-      const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
-      const uint64_t da = smem_desc(a0, 16, 1024, 1), db = smem_desc(b0, 16, 1024, 1);
-      float d[64];
-#pragma unroll
-      for (int i = 0; i < 64; ++i) d[i] = 0.0f;
-      while (!stop) {
-        fence_regs(d);
-        wgmma_fence();
-#pragma unroll
-        for (int k = 0; k < 8; ++k) Wgmma<128>::ss(d, da, db, 1);
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_regs(d);
-      }
-      float s = 0;
-#pragma unroll
-      for (int i = 0; i < 64; ++i) s += d[i];
-      if (s == 1234567.0f) sink[threadIdx.x] = s;
-    }
+    if constexpr (kMma) wgmma_until<false>(base, stop, sink);
     return;
   }
   const long long start = clock64();
@@ -122,11 +89,11 @@ __global__ void __launch_bounds__(256, 1)
 template <bool kMma>
 std::vector<double> span_cycles(ClockMeter& clock, int iters) {
   auto kern = softmax_block_kernel<kMma>;
-  allow_smem(kern, kBlockSmem);
+  allow_smem(kern, kWgmmaTileSmem);
   DeviceBuffer<long long> out(16);
   DeviceBuffer<BlockClock> clk(1);
   DeviceBuffer<float> sink(256);
-  kern<<<1, 256, kBlockSmem>>>(iters, 0.0883883f * 1.4426950f, out.get(), clk.get(), sink.get());
+  kern<<<1, 256, kWgmmaTileSmem>>>(iters, 0.0883883f * 1.4426950f, out.get(), clk.get(), sink.get());
   MB_CHECK_LAUNCH("softmax_block_kernel");
   clock.add(clk.to_host(), 5000.0);
   const auto h = out.to_host();

@@ -1,0 +1,64 @@
+// Shared by the microbenchmarks that run wgmma (latency.cu, softmax_block.cu): operand tiles in
+// shared memory, and a warpgroup that keeps its SMSPs' tensor cores busy while other warps are
+// timed beside it.
+#pragma once
+#include <cstdint>
+#include <cuda/ptx>
+
+#include "common/wgmma_sync.cuh"
+#include "microbench.cuh"
+#include "wgmma_ops.cuh"
+
+namespace mb {
+
+/// Dynamic shared memory of the tiles: A 4 k-steps of 64x16, B 4 k-steps of up to 256x16 bf16,
+/// plus slack to align the base to 1024 B (128B-swizzle atoms).
+constexpr int kWgmmaTileSmem = 8192 + 32768 + 1024;
+
+/// Fills A and B with bf16 in [1, 2) (7 hashed mantissa bits: non-zero, varied), makes the writes
+/// visible to the async proxy the tensor core reads through, __syncthreads; returns the
+/// 1024-aligned base.
+__device__ __forceinline__ uint8_t* fill_wgmma_tiles(uint8_t* raw) {
+  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
+  uint32_t* w = reinterpret_cast<uint32_t*>(base);
+  for (int i = threadIdx.x; i < (8192 + 32768) / 4; i += blockDim.x) w[i] = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  __syncthreads();
+  return base;
+}
+
+/// The calling warpgroup issues groups of 8 wgmma m64n128k16 bf16 (kRs: A from registers, else
+/// from SMEM) into one register accumulator, wait_group 0 after each group, until `stop` is set.
+/// `sink` only keeps the accumulator alive.
+template <bool kRs>
+__device__ __forceinline__ void wgmma_until(const uint8_t* base, const volatile int& stop, float* sink) {
+  using attnsim::hopper::fence_regs;
+  using attnsim::hopper::smem_desc;
+  using attnsim::hopper::Wgmma;
+  const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
+  const uint64_t da = smem_desc(a0, 16, 1024, 1), db = smem_desc(b0, 16, 1024, 1);
+  uint32_t a[4] = {0x3f803f80u, 0x3f803f80u ^ threadIdx.x, 0x3f803f80u, 0x3f803f81u};
+  float d[64];
+#pragma unroll
+  for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+  while (!stop) {
+    fence_regs(d);
+    attnsim::hopper::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      if constexpr (kRs)
+        Wgmma<128>::rs(d, a, db, 1);
+      else
+        Wgmma<128>::ss(d, da, db, 1);
+    }
+    attnsim::hopper::wgmma_commit();
+    attnsim::hopper::wgmma_wait<0>();
+    fence_regs(d);
+  }
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 64; ++i) s += d[i];
+  if (s == 1234567.0f) sink[threadIdx.x] = s;
+}
+
+}  // namespace mb
