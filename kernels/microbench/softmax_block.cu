@@ -15,19 +15,18 @@
 namespace mb {
 namespace {
 
-constexpr int kN = 128;  // n_block: 64 scores per thread
-constexpr int kD = 128;  // head_dim: 64 O elements per thread
-
 __device__ __forceinline__ uint32_t clock32() {
   uint32_t t;
   asm volatile("mov.u32 %0, %%clock;" : "=r"(t));
   return t;
 }
 
-/// Warpgroup 0 (kMma: back-to-back wgmma m64n128k16 SS until warpgroup 1 is done, else idle);
-/// warpgroup 1, one warp per SMSP, runs `iters` softmax blocks on fresh scores and accumulates
-/// the cycles of each span (row max, exp + sums, rescale + pack) into out[4 * (warp - 4) + k].
-template <bool kMma>
+/// Warpgroup 0 (kMma 1: back-to-back wgmma m64n128k16 SS until warpgroup 1 is done; 2: RS, A
+/// from registers, as the PV GEMM; 0: idle); warpgroup 1, one warp per SMSP, runs `iters` softmax
+/// blocks of n_block kN (kN / 2 scores per thread) and head_dim kD (kD / 2 O elements) on fresh
+/// scores and accumulates the cycles of each span (row max, exp + sums, rescale + pack) into
+/// out[4 * (warp - 4) + k].
+template <int kN, int kD, int kMma>
 __global__ void __launch_bounds__(256, 1)
     softmax_block_kernel(int iters, float scale_log2, long long* out, BlockClock* clk, float* sink) {
   extern __shared__ uint8_t smem_raw[];
@@ -36,7 +35,7 @@ __global__ void __launch_bounds__(256, 1)
   const uint8_t* base = fill_wgmma_tiles(smem_raw);  // ends with __syncthreads
   const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
   if (warp < 4) {
-    if constexpr (kMma) wgmma_until<false>(base, stop, sink);
+    if constexpr (kMma != 0) wgmma_until<kMma == 2>(base, stop, sink);
     return;
   }
   const long long start = clock64();
@@ -86,9 +85,9 @@ __global__ void __launch_bounds__(256, 1)
 }
 
 /// Mean cycles per block of each span (median over the 4 warps).
-template <bool kMma>
+template <int kN, int kD, int kMma>
 std::vector<double> span_cycles(ClockMeter& clock, int iters) {
-  auto kern = softmax_block_kernel<kMma>;
+  auto kern = softmax_block_kernel<kN, kD, kMma>;
   allow_smem(kern, kWgmmaTileSmem);
   DeviceBuffer<long long> out(16);
   DeviceBuffer<BlockClock> clk(1);
@@ -106,26 +105,42 @@ std::vector<double> span_cycles(ClockMeter& clock, int iters) {
   return r;
 }
 
+/// The three spans of one tile shape alone, beside SS wgmma and beside RS wgmma, into `j`.
+template <int kN, int kD>
+std::vector<double> shape(Report& rep, Json& j, int iters) {
+  const char* names[3] = {"softmax_max", "softmax_exp", "rescale_o"};
+  const auto alone = span_cycles<kN, kD, 0>(rep.clock(), iters);
+  const auto ss = span_cycles<kN, kD, 1>(rep.clock(), iters);
+  const auto rs = span_cycles<kN, kD, 2>(rep.clock(), iters);
+  j["n_block"] = kN;
+  j["head_dim"] = kD;
+  for (int k = 0; k < 3; ++k) {
+    Json& x = j["spans"][names[k]];
+    x["alone_cycles"] = alone[k];
+    x["beside_wgmma_cycles"] = ss[k];
+    x["beside_wgmma_rs_cycles"] = rs[k];
+    x["slowdown_beside_wgmma"] = ss[k] / alone[k];
+  }
+  return {alone[1], ss[1]};
+}
+
 void bench_softmax_block(Report& rep) {
   require_sm90(rep);
   rep.set_method(
-      "kernels/sm90/softmax.cuh's row_max, exp_scores, and rescale + pack_p on a 64-score / 64-O "
-      "fragment per thread (hd128, n_block 128), one warp per SMSP (warpgroup 1), fresh scores each "
-      "block; cycles between 32-bit clock reads around each span, as the traced kernel reads them; "
-      "mean over the blocks, median over the 4 warps. Alone (warpgroup 0 idle) and beside "
-      "warpgroup 0 running back-to-back wgmma m64n128k16 SS on the same SMSPs.");
+      "kernels/sm90/softmax.cuh's row_max, exp_scores, and rescale + pack_p on the fragments of "
+      "the kernel's tile shapes (hd64: n_block 128, hd128: n_block 128, hd256: n_block 80), one "
+      "warp per SMSP (warpgroup 1), fresh scores each block; cycles between 32-bit clock reads "
+      "around each span, as the traced kernel reads them; mean over the blocks, median over the 4 "
+      "warps. Alone (warpgroup 0 idle) and beside warpgroup 0 running back-to-back wgmma "
+      "m64n128k16, SS and RS, on the same SMSPs.");
   const int iters = rep.opt().quick ? 200 : 4000;
   Json& res = rep.results();
-  const char* names[3] = {"softmax_max", "softmax_exp", "rescale_o"};
-  const auto alone = span_cycles<false>(rep.clock(), iters);
-  const auto beside = span_cycles<true>(rep.clock(), iters);
-  for (int k = 0; k < 3; ++k) {
-    Json& j = res["spans"][names[k]];
-    j["alone_cycles"] = alone[k];
-    j["beside_wgmma_cycles"] = beside[k];
-  }
-  res["softmax_exp_alone_cycles"] = alone[1];
-  res["softmax_exp_beside_wgmma_cycles"] = beside[1];
+  Json& shapes = res["shapes"];
+  shape<128, 64>(rep, shapes["hd64 n_block 128"], iters);
+  const auto hd128 = shape<128, 128>(rep, shapes["hd128 n_block 128"], iters);
+  shape<80, 256>(rep, shapes["hd256 n_block 80"], iters);
+  res["softmax_exp_alone_cycles"] = hd128[0];
+  res["softmax_exp_beside_wgmma_cycles"] = hd128[1];
 }
 
 }  // namespace
