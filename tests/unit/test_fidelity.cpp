@@ -224,6 +224,36 @@ TEST_CASE("fidelity: the baseline round-trips and the regression rule has its to
   CHECK_THROWS_AS(parse_baseline(bad, "fidelity.json"), InputError);
 }
 
+TEST_CASE("fidelity: a sweep's ranking Spearman round-trips and may not drop", "[fidelity][sweep]") {
+  // Two candidates on one problem: a measured faster than b, predicted so too (Spearman 1).
+  auto cand = [](const std::string& label, double measured, double predicted) {
+    ValidationCase c = vc("", "P1", measured, predicted);
+    c.schedule = label;
+    c.problem.batch = c.problem.heads = c.problem.kv_heads = 1;
+    c.problem.seqlen_q = c.problem.seqlen_k = 1024;
+    c.problem.head_dim = c.problem.head_dim_v = 64;
+    return c;
+  };
+  const std::vector<ValidationCase> cases = {cand("/a=1", 100, 110), cand("/a=2", 200, 190)};
+  const FidelityReport r = fidelity_report(cases);
+  REQUIRE(r.sweep.has_spearman);
+  CHECK(r.sweep.spearman == Approx(1.0));
+  CHECK_THAT(format_sweep(r), Catch::Contains("Spearman of the candidate rankings: 1.000"));
+  const FidelityBaseline b = baseline_of(r, cases);
+  const FidelityBaseline back = parse_baseline(baseline_json(b, "h100_sxm"), "fidelity.json");
+  REQUIRE(back.has_sweep_spearman);
+  CHECK(back.sweep_spearman == Approx(1.0));
+  CHECK(regressions(back, r).empty());
+  // The same cases predicted in the other order: the ranking flips, Spearman -1, a regression.
+  const std::vector<ValidationCase> flipped = {cand("/a=1", 100, 210), cand("/a=2", 200, 190)};
+  const auto regs = regressions(back, fidelity_report(flipped));
+  REQUIRE_FALSE(regs.empty());
+  CHECK(regs.back().figure == "sweep Spearman");
+  CHECK_THAT(regs.back().message(), Catch::Contains("dropped by 2.0000"));
+  // A folder without a sweep writes no sweep figure.
+  CHECK_FALSE(baseline_json(baseline_of(fidelity_report(table()), table()), "h100_sxm").contains("sweep_spearman"));
+}
+
 TEST_CASE("fidelity: results.csv and ops.csv are read by column name", "[fidelity]") {
   const std::string results =
       "schedule,variant,problem,batch,heads,kv_heads,seqlen_q,seqlen_k,head_dim,causal,kernel,predicted_us,"
