@@ -51,9 +51,8 @@ __global__ void __launch_bounds__(256, 1)
   }
   cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
   __syncthreads();
-  // Warp-uniform for ptxas (a shuffle from lane 0), so that the wgmma region below is not a
-  // divergent branch: there ptxas keeps the descriptors out of uniform registers and the
-  // wgmmas wait for each other.
+  // Warp-uniform for ptxas (a shuffle from lane 0, as CUTLASS's canonical warp index), so that
+  // the wgmma region below is not a divergent branch.
   const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0), group = warp / 4;
   const bool active = (active_mask >> group) & 1;
   const int delay = group == 1 ? delay1 : 0;
