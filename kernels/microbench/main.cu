@@ -98,6 +98,8 @@ const Expect kExpect[] = {
     {"cvt", "/results/f2i_shares_mufu_ratio", 0.1, 4},
     {"wgmma_share", "/results/mma_queue_depth", -4, 256},
     {"wgmma_share", "/results/together_first_done_over_solo", 0.5, 4},
+    {"softmax_block", "/results/softmax_exp_alone_cycles", 50, 1e5},
+    {"softmax_block", "/results/softmax_exp_beside_wgmma_cycles", 50, 1e5},
 };
 
 void usage() {
