@@ -164,13 +164,8 @@ template <int N, int K, bool kKstep>
 __global__ void __launch_bounds__(128, 1) wgmma_issue_kernel(int reps, long long* out, float* sink) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* base = fill_wgmma_tiles(smem_raw);
-  const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
   uint64_t da[4], db[4];
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    da[k] = smem_desc(a0 + 32 * k, 16, 1024, 1);
-    db[k] = smem_desc(b0 + 32 * k, 16, 1024, 1);
-  }
+  kstep_descs(base, da, db);
   float d[N / 2];
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) d[i] = 0.0f;

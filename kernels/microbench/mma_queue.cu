@@ -13,12 +13,12 @@
 #include "common/wgmma_sync.cuh"
 #include "microbench.cuh"
 #include "wgmma_ops.cuh"
+#include "wgmma_tiles.cuh"
 
 namespace mb {
 namespace {
 
 using attnsim::hopper::fence_regs;
-using attnsim::hopper::smem_desc;
 using attnsim::hopper::Wgmma;
 using attnsim::hopper::wgmma_commit;
 using attnsim::hopper::wgmma_fence;
@@ -56,13 +56,8 @@ __global__ void __launch_bounds__(256, 1)
   const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0), group = warp / 4;
   const bool active = (active_mask >> group) & 1;
   const int delay = group == 1 ? delay1 : 0;
-  const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
   uint64_t da[4], db[4];
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    da[k] = smem_desc(a0 + 32 * k, 16, 1024, 1);
-    db[k] = smem_desc(b0 + 32 * k, 16, 1024, 1);
-  }
+  kstep_descs(base, da, db);
   float d[kN / 2];
 #pragma unroll
   for (int i = 0; i < kN / 2; ++i) d[i] = 0.0f;

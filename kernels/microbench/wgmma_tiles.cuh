@@ -27,6 +27,18 @@ __device__ __forceinline__ uint8_t* fill_wgmma_tiles(uint8_t* raw) {
   return base;
 }
 
+/// SMEM descriptors of the tiles' 4 k-steps, K-major, 128B swizzle: A (64x16) at base, B (Nx16)
+/// at base + 8192; rows 128 B apart, 8-row atoms 1024 B apart, each k-step 32 B further inside
+/// the atom.
+__device__ __forceinline__ void kstep_descs(const uint8_t* base, uint64_t (&da)[4], uint64_t (&db)[4]) {
+  const uint32_t a0 = smem_u32(base), b0 = a0 + 8192;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    da[k] = attnsim::hopper::smem_desc(a0 + 32 * k, 16, 1024, 1);
+    db[k] = attnsim::hopper::smem_desc(b0 + 32 * k, 16, 1024, 1);
+  }
+}
+
 /// The calling warpgroup issues groups of 8 wgmma m64n128k16 bf16 (kRs: A from registers, else
 /// from SMEM) into one register accumulator, wait_group 0 after each group, until `stop` is set.
 /// `sink` only keeps the accumulator alive.
