@@ -1,8 +1,11 @@
 // `attnsim calibrate RESULTS... --into configs/hw/X.json`: microbenchmark results -> measured constants.
+// `attnsim calibrate softmax_block.json --costs configs/costs/X.json`: the kernel's own compute spans,
+// timed alone and beside wgmma -> each block's measured timing in a cost file.
 #include <fmt/format.h>
 
 #include <iostream>
 
+#include "calibrate/block_timing.hpp"
 #include "calibrate/calibrate.hpp"
 #include "cli/commands.hpp"
 #include "model/hardware.hpp"
@@ -12,10 +15,14 @@ namespace {
 
 struct Calibrate : Command {
   std::vector<std::string> results;
-  std::string into;
+  std::string into, costs;
   bool dry_run = false;
 
   int run() override {
+    if (into.empty() == costs.empty())
+      throw std::invalid_argument(
+          "calibrate needs exactly one of --into (a hardware config) and --costs (a cost file)");
+    if (!costs.empty()) return run_costs();
     const Hardware before = load_hardware(into);
     std::string note;
     const auto constants = derive_constants(results, note);
@@ -33,15 +40,36 @@ struct Calibrate : Command {
     }
     return 0;
   }
+
+  int run_costs() const {
+    if (results.size() != 1) throw std::invalid_argument("--costs takes one softmax_block result file");
+    std::string note;
+    const auto points = derive_block_timings(results[0], note);
+    std::cout << fmt::format("measured block timings for {} from {}\n", costs, note);
+    std::cout << fmt::format("  {:<12}{:>9}{:>9}{:>12}{:>12}  {}\n", "block", "elements", "alone", "beside SS",
+                             "beside RS", "shapes");
+    for (const auto& p : points)
+      std::cout << fmt::format("  {:<12}{:>9g}{:>9.1f}{:>12.1f}{:>12.1f}  {}\n", p.block, p.elements, p.alone,
+                               p.beside_ss, p.beside_rs, fmt::join(p.shapes, "; "));
+    if (!dry_run) {
+      apply_block_timings(costs, points, note);
+      std::cout << fmt::format("wrote {}\n", costs);
+    }
+    return 0;
+  }
 };
 
 }  // namespace
 
 std::unique_ptr<Command> add_calibrate(CLI::App& app, CLI::App*& sub) {
   auto c = std::make_unique<Calibrate>();
-  sub = app.add_subcommand("calibrate", "fold kernels/microbench results into a hardware config (marked measured)");
+  sub = app.add_subcommand(
+      "calibrate", "fold kernels/microbench results into a hardware config or a cost file (marked measured)");
   sub->add_option("results", c->results, "result JSON files or folders of them")->required();
-  sub->add_option("--into", c->into, "hardware config to update, e.g. configs/hw/h100_sxm.json")->required();
+  sub->add_option("--into", c->into, "hardware config to update, e.g. configs/hw/h100_sxm.json");
+  sub->add_option("--costs", c->costs,
+                  "cost file to write a softmax_block result's measured block timings into, e.g. "
+                  "configs/costs/sm90_softmax.json");
   sub->add_flag("--dry-run", c->dry_run, "print what would change, write nothing");
   return c;
 }

@@ -117,6 +117,28 @@ CostModel CostModel::read(const std::string& file) {
       }
       ch->finish();
     }
+    if (auto ms = b.optional_object("measured")) {
+      ms->string("source");
+      const nlohmann::json& pts = ms->raw("points");
+      if (!pts.is_array() || pts.empty()) ms->fail_at("points", "expected a non-empty array of timing points");
+      for (size_t i = 0; i < pts.size(); ++i) {
+        const std::string at = ms->child_path("points") + "/" + std::to_string(i);
+        if (!pts[i].is_object())
+          throw InputError(file, at, "expected an object {\"elements\": n, \"alone_cycles\": c, ...}");
+        JsonReader pr(pts[i], file, at);
+        TimingPoint p;
+        p.elements = pr.number("elements", 1e-9, 1e6);
+        if (!c.measured.empty() && p.elements <= c.measured.back().elements)
+          pr.fail_at("elements", "timing points must be in increasing order of elements");
+        p.alone = pr.number("alone_cycles", 1e-9, 1e9);
+        p.beside_ss = pr.number("beside_wgmma_ss_cycles", 1e-9, 1e9);
+        p.beside_rs = pr.number("beside_wgmma_rs_cycles", 1e-9, 1e9);
+        pr.string_or("shapes", "");
+        pr.finish();
+        c.measured.push_back(p);
+      }
+      ms->finish();
+    }
     b.string("derivation");
     // Counts read from a kernel's SASS say so: provenance, where they were counted, what they replaced.
     if (!b.choice_or("provenance", "", {"published", "measured", "derived", "assumed"}).empty()) b.string("source");
@@ -148,6 +170,25 @@ Work CostModel::work(const std::string& name, double elements, double rows) cons
 }
 
 double CostModel::latency(const std::string& name) const { return block(name).latency; }
+
+MeasuredTiming CostModel::measured_timing(const std::string& name, double elements) const {
+  const auto& points = block(name).measured;
+  MeasuredTiming m;
+  if (points.empty()) return m;
+  // A block never runs faster beside wgmma than alone: a noisy point below 1 counts as 1.
+  auto timing = [](const TimingPoint& p, double alone) {
+    return MeasuredTiming{alone, std::max(1.0, p.beside_ss / p.alone), std::max(1.0, p.beside_rs / p.alone)};
+  };
+  const TimingPoint &first = points.front(), &last = points.back();
+  if (elements <= first.elements) return timing(first, first.alone * elements / first.elements);
+  if (elements >= last.elements) return timing(last, last.alone * elements / last.elements);
+  size_t i = 0;
+  while (points[i + 1].elements < elements) ++i;
+  const double t = (elements - points[i].elements) / (points[i + 1].elements - points[i].elements);
+  const MeasuredTiming a = timing(points[i], points[i].alone), b = timing(points[i + 1], points[i + 1].alone);
+  return {a.alone * (1 - t) + b.alone * t, a.beside_ss * (1 - t) + b.beside_ss * t,
+          a.beside_rs * (1 - t) + b.beside_rs * t};
+}
 
 double class_latency(LatencyClass c, const Hardware& hw) {
   switch (c) {

@@ -5,7 +5,9 @@
 // (`attnsim sass-costs`); the file says which. A block may say so with "provenance" and
 // "source", and keep what a count replaced under "was" (instructions too).
 // A block may also carry its dependency chain (the critical path found in a kernel's SASS by
-// `attnsim sass-costs`): instructions of each latency class on it, per tile shape.
+// `attnsim sass-costs`): instructions of each latency class on it, per tile shape; and its
+// timing measured on the GPU with the kernel's own code (kernels/microbench softmax_block, folded
+// in by `attnsim calibrate --costs`): cycles alone and beside another warp's SS / RS wgmma.
 #pragma once
 #include <array>
 #include <map>
@@ -33,12 +35,21 @@ struct ChainPoint {
   std::array<double, kLatencyClasses> per_class{};  ///< instructions on the path, by LatencyClass
 };
 
+/// One tile shape's measured timing of a block (kernels/microbench softmax_block), cycles.
+struct TimingPoint {
+  double elements = 0;   ///< elements per thread-row at this tile shape
+  double alone = 0;      ///< the span alone on its SMSP
+  double beside_ss = 0;  ///< beside another warpgroup's back-to-back SS wgmma on the same SMSPs
+  double beside_rs = 0;  ///< beside RS wgmma
+};
+
 /// Work of one named block, for one warp: per element of a row, per row, and a fixed latency.
 struct BlockCost {
   Work per_element;               ///< warp work per column of the 32 rows
   Work per_row;                   ///< warp work once per row set (32 rows)
   double latency = 0;             ///< cycles after the pipe work (dependency tail)
   std::vector<ChainPoint> chain;  ///< critical path per tile shape, by increasing elements (may be empty)
+  std::vector<TimingPoint> measured;  ///< measured timing per tile shape, by increasing elements (may be empty)
 };
 
 class JsonReader;
@@ -62,6 +73,12 @@ class CostModel {
   /// latency is interpolated linearly in `elements`; outside them, the nearest point's counts
   /// are scaled by elements / point.elements. 0 when the block has no chain.
   double chain_latency(const std::string& block, double elements, const Hardware& hw) const;
+  /// Measured timing of block `block` at `elements` elements per thread-row (as for
+  /// chain_latency): alone cycles interpolated linearly between points and scaled by
+  /// elements / point.elements outside them; the slowdowns beside wgmma (beside / alone)
+  /// interpolated between points and held at the nearest point outside. All-default (alone 0)
+  /// when the block has no measurement.
+  MeasuredTiming measured_timing(const std::string& block, double elements) const;
   const BlockCost& block(const std::string& name) const;
   const std::string& file() const { return file_; }
 

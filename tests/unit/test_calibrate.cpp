@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <map>
 
+#include "calibrate/block_timing.hpp"
 #include "calibrate/calibrate.hpp"
+#include "lower/costs.hpp"
 #include "model/json_reader.hpp"
 #include "test_support.hpp"
 
@@ -84,4 +86,43 @@ TEST_CASE("calibrate derives the latency - issue - sharing and launch constants 
   CHECK(v.at("cta_prologue_cycles") > 0);
   for (const auto& c : constants)
     if (c.name == "cta_launch_cycles" || c.name == "tma_latency_hbm" || c.name == "kv_fill_bytes_per_s") CHECK_THAT(c.how, Catch::Contains("Eigen"));
+}
+
+TEST_CASE("calibrate --costs folds the committed softmax_block results into a cost file's measured timings",
+          "[calibrate][costs]") {
+  const std::string results = test::root() + "/configs/measured/h100_sxm/softmax_block.json";
+  std::string note;
+  const auto points = derive_block_timings(results, note);
+  CHECK_THAT(note, Catch::Contains("H100"));
+  // Three blocks; hd64 and hd128 (both n_block 128) share the softmax blocks' 64 elements.
+  std::map<std::string, std::vector<double>> elements;
+  for (const auto& p : points) {
+    elements[p.block].push_back(p.elements);
+    CHECK(p.alone > 0);
+    CHECK(p.beside_ss > p.alone);  // the spans slow beside wgmma
+  }
+  CHECK(elements.at("softmax_exp") == std::vector<double>{40, 64});
+  CHECK(elements.at("rescale_o") == std::vector<double>{32, 64, 128});
+  const auto doc = load_json_file(results);
+  const auto& shapes = doc["results"]["shapes"];
+  for (const auto& p : points)
+    if (p.block == "softmax_exp" && p.elements == 64)
+      CHECK(p.alone == Approx((shapes["hd64 n_block 128"]["spans"]["softmax_exp"]["alone_cycles"].get<double>() +
+                               shapes["hd128 n_block 128"]["spans"]["softmax_exp"]["alone_cycles"].get<double>()) /
+                              2));
+
+  const fs::path tmp = fs::temp_directory_path() / "attnsim_calibrate_costs_test.json";
+  fs::copy_file(test::root() + "/configs/costs/sm90_softmax.json", tmp, fs::copy_options::overwrite_existing);
+  apply_block_timings(tmp.string(), points, note);
+  const CostModel m = CostModel::load(tmp.string());
+  const MeasuredTiming at40 = m.measured_timing("softmax_exp", 40);
+  const auto& hd256 = shapes["hd256 n_block 80"]["spans"]["softmax_exp"];
+  CHECK(at40.alone == Approx(hd256["alone_cycles"].get<double>()).epsilon(0.001));
+  CHECK(at40.beside_ss == Approx(hd256["beside_wgmma_cycles"].get<double>() / hd256["alone_cycles"].get<double>())
+                              .epsilon(0.001));
+  CHECK_THAT(load_json_file(tmp.string())["blocks"]["softmax_exp"]["measured"]["source"].get<std::string>(),
+             Catch::Contains("softmax_block on NVIDIA H100"));
+  fs::remove(tmp);
+  CHECK_THROWS_WITH(derive_block_timings(test::root() + "/configs/measured/h100_sxm/wgmma.json", note),
+                    Catch::Contains("wgmma.json: /benchmark: expected a kernels/microbench softmax_block result"));
 }

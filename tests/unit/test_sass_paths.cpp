@@ -241,6 +241,33 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
   CHECK(m.latency("max") == 0);
   CHECK_THROWS_AS(m.chain_latency("missing", 64, hw), InputError);
 
+  SECTION("measured timings: alone interpolated and scaled, slowdowns interpolated and held") {
+    auto doc = load_json_file(data("costs_chain.json"));
+    doc["blocks"]["max"]["measured"] = {
+        {"source", "test"},
+        {"points",
+         {{{"elements", 32}, {"alone_cycles", 100}, {"beside_wgmma_ss_cycles", 150}, {"beside_wgmma_rs_cycles", 120}},
+          {{"elements", 64}, {"alone_cycles", 200}, {"beside_wgmma_ss_cycles", 400},
+           {"beside_wgmma_rs_cycles", 180}}}}};
+    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_measured.json";
+    std::ofstream(tmp) << doc.dump();
+    const CostModel mm = CostModel::load(tmp.string());
+    CHECK(mm.measured_timing("plain", 64).alone == 0);
+    const MeasuredTiming mid = mm.measured_timing("max", 48);
+    CHECK(mid.alone == Approx(150));
+    CHECK(mid.beside_ss == Approx((1.5 + 2.0) / 2));
+    CHECK(mid.beside_rs == Approx((1.2 + 1.0) / 2));  // 180 / 200 < 1 counts as 1
+    const MeasuredTiming wide = mm.measured_timing("max", 128);
+    CHECK(wide.alone == Approx(400));
+    CHECK(wide.beside_ss == Approx(2.0));
+    doc["blocks"]["max"]["measured"]["points"][1]["elements"] = 16;
+    const fs::path bad = fs::temp_directory_path() / "attnsim_costs_measured_bad.json";  // load() caches by path
+    std::ofstream(bad) << doc.dump();
+    CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/blocks/max/measured/points/1/elements"));
+    fs::remove(tmp);
+    fs::remove(bad);
+  }
+
   SECTION("a chain may name only instructions with a latency class, in increasing elements") {
     auto doc = load_json_file(data("costs_chain.json"));
     const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_chain_bad.json";

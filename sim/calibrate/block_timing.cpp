@@ -1,0 +1,112 @@
+#include "calibrate/block_timing.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "lower/costs.hpp"
+#include "model/json_format.hpp"
+#include "model/json_reader.hpp"
+
+namespace attnsim {
+
+namespace {
+using json = nlohmann::json;
+
+double number_at(const json& doc, const std::string& file, const std::string& pointer) {
+  const json::json_pointer p(pointer);
+  if (!doc.contains(p) || !doc[p].is_number()) throw InputError(file, pointer, "expected a number");
+  return doc[p].get<double>();
+}
+
+/// Blocks the benchmark times, and what their elements per thread-row count (as fa3's lowering).
+struct Span {
+  const char* block;
+  bool per_head_dim;  ///< elements = head_dim / 2 (O), else n_block / 2 (scores)
+};
+constexpr Span kSpans[] = {{"softmax_max", false}, {"softmax_exp", false}, {"rescale_o", true}};
+}  // namespace
+
+std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std::string& note) {
+  const json doc = load_json_file(file);
+  if (!doc.is_object() || doc.value("benchmark", "") != "softmax_block")
+    throw InputError(file, "/benchmark", "expected a kernels/microbench softmax_block result file");
+  const json::json_pointer shapes("/results/shapes");
+  if (!doc.contains(shapes) || !doc[shapes].is_object() || doc[shapes].empty())
+    throw InputError(file, shapes.to_string(), "expected the timed tile shapes");
+  std::map<std::pair<std::string, double>, std::vector<BlockTimingPoint>> by_key;
+  for (auto it = doc[shapes].begin(); it != doc[shapes].end(); ++it) {
+    const std::string at = shapes.to_string() + "/" + it.key();
+    const double n_block = number_at(doc, file, at + "/n_block"), head_dim = number_at(doc, file, at + "/head_dim");
+    for (const auto& s : kSpans) {
+      const std::string sp = at + "/spans/" + s.block;
+      BlockTimingPoint p;
+      p.block = s.block;
+      p.elements = (s.per_head_dim ? head_dim : n_block) / 2;
+      p.alone = number_at(doc, file, sp + "/alone_cycles");
+      p.beside_ss = number_at(doc, file, sp + "/beside_wgmma_cycles");
+      p.beside_rs = number_at(doc, file, sp + "/beside_wgmma_rs_cycles");
+      p.shapes = {it.key()};
+      by_key[{p.block, p.elements}].push_back(p);
+    }
+  }
+  std::vector<BlockTimingPoint> out;
+  for (auto& [key, same] : by_key) {  // ordered by block, then elements
+    BlockTimingPoint m = same.front();
+    m.shapes.clear();
+    m.alone = m.beside_ss = m.beside_rs = 0;
+    for (const auto& p : same) {
+      m.alone += p.alone / same.size();
+      m.beside_ss += p.beside_ss / same.size();
+      m.beside_rs += p.beside_rs / same.size();
+      m.shapes.push_back(p.shapes.front());
+    }
+    out.push_back(m);
+  }
+  note = fmt::format("{}, driver {}, {}", doc.value("gpu", "?"), doc.value("driver_version", "?"),
+                     doc.value("date", std::string("?")).substr(0, 10));
+  return out;
+}
+
+void apply_block_timings(const std::string& costs_file, const std::vector<BlockTimingPoint>& points,
+                         const std::string& note) {
+  CostModel::load(costs_file);  // refuse to start from a broken file
+  std::ifstream in(costs_file);
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
+  std::map<std::string, nlohmann::ordered_json> measured;
+  auto round1 = [](double v) { return std::round(v * 10) / 10; };
+  for (const auto& p : points) {
+    if (!doc["blocks"].contains(p.block))
+      throw InputError(costs_file, "/blocks/" + p.block, "missing block that the measurement times");
+    nlohmann::ordered_json j;
+    j["elements"] = p.elements == std::floor(p.elements) ? nlohmann::ordered_json(std::llround(p.elements))
+                                                         : nlohmann::ordered_json(p.elements);
+    j["alone_cycles"] = round1(p.alone);
+    j["beside_wgmma_ss_cycles"] = round1(p.beside_ss);
+    j["beside_wgmma_rs_cycles"] = round1(p.beside_rs);
+    j["shapes"] = fmt::format("{}", fmt::join(p.shapes, "; "));
+    measured[p.block]["points"].push_back(j);
+  }
+  for (auto& [block, m] : measured) {
+    m["source"] = fmt::format(
+        "kernels/microbench softmax_block on {}: the {} span of kernels/sm90's own softmax code, one warp per SMSP, "
+        "alone and beside another warpgroup's back-to-back wgmma m64n128k16 (SS, RS) on the same SMSPs; mean "
+        "cycles per block, median over the 4 warps; shapes with the same elements per thread-row averaged",
+        note, block);
+    doc["blocks"][block]["measured"] = m;
+  }
+  const std::string tmp = costs_file + ".tmp";
+  std::ofstream(tmp) << format_json(doc) + "\n";
+  try {
+    CostModel::load(tmp);  // the result must load
+  } catch (...) {
+    std::filesystem::remove(tmp);
+    throw;
+  }
+  std::filesystem::rename(tmp, costs_file);
+}
+
+}  // namespace attnsim
