@@ -88,6 +88,7 @@ class Engine {
     tc_last_complete_.assign(tc_q_.size(), 0.0);
     tc_exec_end_.assign(tc_q_.size(), 0.0);
     tc_busy_.assign(tc_q_.size(), 0);
+    tc_mma_.assign(tc_q_.size(), SmspMma::idle);
     barriers_.resize(prog.barriers.size());
     for (size_t b = 0; b < barriers_.size(); ++b) barriers_[b].pending = prog.barriers[b].expected;
     tma_rate_ = tma_bytes_per_clk(hw, opt.active_sms, opt.kv_sharing);
@@ -231,7 +232,7 @@ class Engine {
           ws.since = now_;
           ws.compute_start = now_;
           ++ws.version;
-          pipes_.start(w, ws.smsp, op.work, now_);
+          pipes_.start(w, ws.smsp, op.work, now_, op.measured);
           reschedule_compute();
           return;
         }
@@ -523,7 +524,7 @@ class Engine {
       const double dur = j.cycles;
       const double start = std::max(tc_exec_end_[tq], j.issued);
       const int instrs = std::max(1, j.op->count);
-      set_tensor_busy(tq, true);
+      set_tensor_busy(tq, j.op);
       units_.tensor_busy += dur / tensor_queues();
       units_.tensor_flops += j.op->flops / instrs;
       units_.mma_smem_bytes += j.op->bytes / instrs;
@@ -535,7 +536,7 @@ class Engine {
       q_.push(std::max(now_, start + dur), kPrioCompletion, kTensorDone, tq);
       return;
     }
-    set_tensor_busy(tq, false);
+    set_tensor_busy(tq, nullptr);
   }
   void tensor_done(int tq) {
     tc_q_[tq].pop_front();
@@ -543,14 +544,16 @@ class Engine {
   }
   // While an SMSP's tensor core runs wgmma, its CUDA-core pipes keep only a fraction of their rate
   // (the accumulators share the register file's ports; measured by kernels/microbench
-  // pipes_under_mma). Not on SM100, whose single FIFO stands for the whole SM and accumulates in TMEM.
-  void set_tensor_busy(int tq, bool busy) {
-    if (tc_busy_[tq] == busy) return;
-    tc_busy_[tq] = busy;
+  // pipes_under_mma and, per block of the kernel's own code, softmax_block), by the operand
+  // source of the running instruction. Not on SM100, whose single FIFO stands for the whole SM and
+  // accumulates in TMEM.
+  void set_tensor_busy(int tq, const Op* running) {
+    tc_busy_[tq] = running != nullptr;
     if (hw_.has_tmem()) return;
-    pipes_.scale_smsp(tq, busy ? hw_.fma_rate_beside_mma : 1, busy ? hw_.alu_rate_beside_mma : 1,
-                      busy ? hw_.mufu_rate_beside_mma : 1, now_);
-    reschedule_compute();
+    const SmspMma mma = !running ? SmspMma::idle : running->a_in_registers ? SmspMma::rs : SmspMma::ss;
+    if (mma == tc_mma_[tq]) return;
+    tc_mma_[tq] = mma;
+    if (pipes_.set_smsp_mma(tq, mma, now_)) reschedule_compute();
   }
 
   // --- TMA engine (FIFO, bandwidth = min(per-SM port, L2 share)) ----------------
@@ -708,6 +711,7 @@ class Engine {
   std::vector<double> tc_last_complete_;   // per queue: when its last started instruction's result is visible
   std::vector<double> tc_exec_end_;        // per queue: when the executing instruction finishes
   std::vector<char> tc_busy_;              // per queue: executing an instruction now
+  std::vector<SmspMma> tc_mma_;            // per queue: what the pipes beside it see running
   std::deque<Job> tma_q_;
   double units_end_ = 0;
   double tma_rate_ = 1;

@@ -10,30 +10,58 @@ namespace attnsim {
 PipeSharing::PipeSharing(const Hardware& hw, int num_warps) : slots_(static_cast<size_t>(num_warps)) {
   if (hw.smsp_per_sm > kMaxSmsp) throw std::invalid_argument("more SMSPs than the pipe model supports");
   for (int s = 0; s < hw.smsp_per_sm; ++s) {
-    capacity_[s * kPipesPerSmsp + kIssuePipe] = hw.issue_per_clk_smsp;
-    capacity_[s * kPipesPerSmsp + kFmaPipe] = hw.fma_lanes_per_clk_smsp;
-    capacity_[s * kPipesPerSmsp + kAluPipe] = hw.alu_lanes_per_clk_smsp;
-    capacity_[s * kPipesPerSmsp + kMufuPipe] = hw.mufu_lanes_per_clk_smsp;
-    capacity_[s * kPipesPerSmsp + kMmaSyncPipe] = hw.mma_sync_flops_per_clk / hw.smsp_per_sm;
+    nominal_[s * kPipesPerSmsp + kIssuePipe] = hw.issue_per_clk_smsp;
+    nominal_[s * kPipesPerSmsp + kFmaPipe] = hw.fma_lanes_per_clk_smsp;
+    nominal_[s * kPipesPerSmsp + kAluPipe] = hw.alu_lanes_per_clk_smsp;
+    nominal_[s * kPipesPerSmsp + kMufuPipe] = hw.mufu_lanes_per_clk_smsp;
+    nominal_[s * kPipesPerSmsp + kMmaSyncPipe] = hw.mma_sync_flops_per_clk / hw.smsp_per_sm;
   }
-  capacity_[kTmemResource] = hw.tmem_bytes_per_clk;
-  capacity_[kSmemResource] = hw.smem_bytes_per_clk;
-  nominal_ = capacity_;
+  nominal_[kTmemResource] = hw.tmem_bytes_per_clk;
+  nominal_[kSmemResource] = hw.smem_bytes_per_clk;
+  beside_mma_ = {hw.fma_rate_beside_mma, hw.alu_rate_beside_mma, hw.mufu_rate_beside_mma};
 }
 
-void PipeSharing::scale_smsp(int smsp, double fma, double alu, double mufu, double now) {
+bool PipeSharing::set_smsp_mma(int smsp, SmspMma mma, double now) {
+  if (smsp_mma_[smsp] == mma) return false;
+  smsp_mma_[smsp] = mma;
+  bool affected = false;
+  for (int w : active_) affected |= slots_[static_cast<size_t>(w)].smsp == smsp;
+  if (!affected) return false;  // blocks started later read the state when they start
   advance(now);
-  const int base = smsp * kPipesPerSmsp;
-  capacity_[base + kFmaPipe] = nominal_[base + kFmaPipe] * fma;
-  capacity_[base + kAluPipe] = nominal_[base + kAluPipe] * alu;
-  capacity_[base + kMufuPipe] = nominal_[base + kMufuPipe] * mufu;
+  for (int w : active_)
+    if (slots_[static_cast<size_t>(w)].smsp == smsp) refresh(slots_[static_cast<size_t>(w)]);
   solve();
+  return true;
 }
 
-double PipeSharing::start(int warp, int smsp, const Work& w, double now) {
+void PipeSharing::refresh(Slot& s) const {
+  const SmspMma mma = smsp_mma_[s.smsp];
+  s.effective = s.demand;
+  if (mma == SmspMma::idle) {
+    s.effective_standalone = s.standalone;
+    return;
+  }
+  if (s.beside[0] > 0) {  // measured: the whole block stretches, holding its pipes as long
+    const double k = s.beside[mma == SmspMma::ss ? 0 : 1];
+    for (double& d : s.effective) d *= k;
+    s.effective_standalone = s.standalone * k;
+    return;
+  }
+  // Not measured: each CUDA-core pipe of the SMSP does its work at the pipe's rate beside wgmma.
+  const int base = s.smsp * kPipesPerSmsp;
+  s.effective[base + kFmaPipe] /= beside_mma_[0];
+  s.effective[base + kAluPipe] /= beside_mma_[1];
+  s.effective[base + kMufuPipe] /= beside_mma_[2];
+  s.effective_standalone = 0;
+  for (int r = 0; r < kNumResources; ++r)
+    if (s.effective[r] > 0) s.effective_standalone = std::max(s.effective_standalone, s.effective[r] / nominal_[r]);
+}
+
+double PipeSharing::start(int warp, int smsp, const Work& w, double now, const MeasuredTiming& measured) {
   advance(now);
   Slot& s = slots_[static_cast<size_t>(warp)];
   s = Slot{};
+  s.smsp = smsp;
   const int base = smsp * kPipesPerSmsp;
   s.demand[base + kIssuePipe] = w.issue;
   s.demand[base + kFmaPipe] = w.fma_lanes;
@@ -49,6 +77,11 @@ double PipeSharing::start(int warp, int smsp, const Work& w, double now) {
     s.standalone = std::max(s.standalone, s.demand[r] / nominal_[r]);
     consumed_[r] += s.demand[r];
   }
+  if (measured.alone > 0) {
+    s.standalone = std::max(s.standalone, measured.alone);
+    s.beside = {measured.beside_ss, measured.beside_rs};
+  }
+  refresh(s);
   s.active = true;
   s.remaining = 1;
   s.last = now;
@@ -72,7 +105,7 @@ void PipeSharing::rebalance(double now) {
 void PipeSharing::advance(double now) {
   for (int w : active_) {
     Slot& s = slots_[static_cast<size_t>(w)];
-    if (s.standalone > 0) s.remaining -= (now - s.last) * s.speed / s.standalone;
+    if (s.effective_standalone > 0) s.remaining -= (now - s.last) * s.speed / s.effective_standalone;
     if (s.remaining < 0) s.remaining = 0;
     s.last = now;
   }
@@ -84,7 +117,7 @@ void PipeSharing::solve() {
   std::vector<int> open;
   for (int w : active_) {
     Slot& s = slots_[static_cast<size_t>(w)];
-    if (s.standalone <= 0) {
+    if (s.effective_standalone <= 0) {
       s.speed = 1;
       continue;
     }
@@ -96,11 +129,11 @@ void PipeSharing::solve() {
     std::array<double, kNumResources> load{};
     for (int w : open) {
       const Slot& s = slots_[static_cast<size_t>(w)];
-      for (int r = 0; r < kNumResources; ++r) load[r] += s.demand[r] / s.standalone;
+      for (int r = 0; r < kNumResources; ++r) load[r] += s.effective[r] / s.effective_standalone;
     }
     double inc = 1 - level;
     for (int r = 0; r < kNumResources; ++r)
-      if (load[r] > 0) inc = std::min(inc, (capacity_[r] - used[r]) / load[r]);
+      if (load[r] > 0) inc = std::min(inc, (nominal_[r] - used[r]) / load[r]);
     inc = std::max(inc, 0.0);
     level += inc;
     for (int r = 0; r < kNumResources; ++r) used[r] += inc * load[r];
@@ -109,7 +142,7 @@ void PipeSharing::solve() {
       Slot& s = slots_[static_cast<size_t>(w)];
       bool saturated = level >= 1 - 1e-12;
       for (int r = 0; r < kNumResources && !saturated; ++r)
-        saturated = s.demand[r] > 0 && used[r] >= capacity_[r] * (1 - 1e-12);
+        saturated = s.effective[r] > 0 && used[r] >= nominal_[r] * (1 - 1e-12);
       if (saturated)
         s.speed = level;
       else
@@ -125,9 +158,9 @@ void PipeSharing::solve() {
 
 double PipeSharing::finish_time(int warp) const {
   const Slot& s = slots_[static_cast<size_t>(warp)];
-  if (s.standalone <= 0) return s.last;
+  if (s.effective_standalone <= 0) return s.last;
   if (s.speed <= 0) return std::numeric_limits<double>::infinity();
-  return s.last + s.remaining * s.standalone / s.speed;
+  return s.last + s.remaining * s.effective_standalone / s.speed;
 }
 
 }  // namespace attnsim

@@ -5,7 +5,14 @@
 // of a block's stand-alone speed): all blocks speed up together until a resource
 // saturates, blocks using it are frozen, the rest continue (progressive filling).
 // Two MUFU-bound warps on one SMSP therefore each run at half speed; on two SMSPs
-// both run at full speed.
+// both run at full speed. A block with a measured timing (MeasuredTiming) takes at least its
+// measured stand-alone time, so a latency-bound block leaves pipe capacity to others.
+// While the SMSP's tensor core runs wgmma, blocks do their work slower and hold their pipes
+// longer: a measured block stretches as a whole by its measured slowdown beside SS or RS wgmma
+// (demand and stand-alone time both x slowdown); any other block does each pipe's work at that
+// pipe's rate beside wgmma (Hardware::*_rate_beside_mma). kernels/microbench softmax_block shows
+// the first: two of the kernel's exp blocks on one SMSP beside wgmma take 1.7x one block's time
+// there, as two blocks alone take 1.6x one alone; a cap on speed alone would give 1.4x.
 #pragma once
 #include <array>
 #include <vector>
@@ -23,26 +30,31 @@ constexpr int kTmemResource = kMaxSmsp * kPipesPerSmsp;
 constexpr int kSmemResource = kTmemResource + 1;
 constexpr int kNumResources = kSmemResource + 1;
 
+/// What an SMSP's tensor core is running: the CUDA-core pipes beside it slow, by operand source.
+enum class SmspMma : uint8_t { idle, ss, rs };
+
 /// The shared pipes of one SM and the compute blocks currently using them (one per warp at most).
 class PipeSharing {
  public:
   explicit PipeSharing(const Hardware& hw, int num_warps);
 
-  /// Starts warp `warp`'s block on SMSP `smsp` at time `now`. Returns its stand-alone duration (cycles).
-  double start(int warp, int smsp, const Work& work, double now);
+  /// Starts warp `warp`'s block on SMSP `smsp` at time `now`. Returns its stand-alone duration
+  /// (cycles): the longest pipe's work at its nominal rate, or the measured alone time if longer.
+  double start(int warp, int smsp, const Work& work, double now, const MeasuredTiming& measured = {});
   /// Removes a finished block (after advance() brought it to zero remaining work).
   void finish(int warp, double now);
   /// Brings every block's remaining work to time `now` and recomputes all rates.
   void rebalance(double now);
-  /// Scales SMSP `smsp`'s FMA, ALU and MUFU pipes to these fractions of their nominal rates from
-  /// time `now` on (1 = nominal): the pipes slow while the SMSP's tensor core runs wgmma.
-  void scale_smsp(int smsp, double fma, double alu, double mufu, double now);
+  /// From time `now` on, SMSP `smsp`'s tensor core runs `mma` (idle, SS or RS wgmma): the blocks
+  /// on that SMSP take their times beside it (see above). Returns whether a running block's rate
+  /// changed (so that its finish must be rescheduled).
+  bool set_smsp_mma(int smsp, SmspMma mma, double now);
   /// Projected finish time of warp's block at current rates (+inf when stalled).
   double finish_time(int warp) const;
   bool active(int warp) const { return slots_[warp].active; }
   /// Work consumed so far per resource, in the resource's units (lane-ops, bytes, instructions).
   const std::array<double, kNumResources>& consumed() const { return consumed_; }
-  /// Nominal capacity per resource per cycle (utilisation is reported against it).
+  /// Capacity per resource per cycle (utilisation is reported against it).
   const std::array<double, kNumResources>& capacity() const { return nominal_; }
 
  private:
@@ -54,13 +66,20 @@ class PipeSharing {
     double remaining = 0;                        ///< fraction of the block left, 1 -> 0
     double speed = 0;                            ///< fraction of stand-alone speed
     double last = 0;                             ///< time `remaining` was last updated
+    int smsp = 0;
+    std::array<double, 2> beside{0, 0};  ///< measured slowdown beside SS, RS wgmma (0: not measured)
+    std::array<double, kNumResources> effective{};  ///< demand as its SMSP's tensor core state makes it
+    double effective_standalone = 0;                ///< cycles at full speed in that state
   };
+  /// Recomputes the slot's effective demand and stand-alone time for its SMSP's tensor core state.
+  void refresh(Slot& s) const;
   void advance(double now);
   void solve();
-  std::array<double, kNumResources> nominal_{};   ///< per cycle, as the hardware config gives it
-  std::array<double, kNumResources> capacity_{};  ///< per cycle now (nominal, or scaled by scale_smsp)
+  std::array<double, kNumResources> nominal_{};  ///< per cycle, as the hardware config gives it
   std::array<double, kNumResources> consumed_{};
   std::vector<Slot> slots_;
+  std::array<SmspMma, kMaxSmsp> smsp_mma_{};
+  std::array<double, 3> beside_mma_{};  ///< fma, alu, mufu rate fractions beside wgmma (hardware config)
   std::vector<int> active_;  ///< warps with an active block, in start order
 };
 

@@ -26,6 +26,15 @@ struct Work {
   bool empty() const;
 };
 
+/// A compute block's timing measured on the GPU with the kernel's own code
+/// (kernels/microbench softmax_block): what its instruction schedule costs alone, and how much
+/// longer it takes while another warp's wgmma runs on the same SMSP's tensor core.
+struct MeasuredTiming {
+  double alone = 0;      ///< cycles alone (0: not measured; pipe throughput and chain decide)
+  double beside_ss = 1;  ///< time beside SS wgmma (both operands in SMEM) / time alone, >= 1
+  double beside_rs = 1;  ///< time beside RS wgmma (A from registers) / time alone, >= 1
+};
+
 /// `n` warp instructions of integer/address work (descriptor updates, loop control): issue
 /// slots and the ALU pipe. Used for the cost of issuing asynchronous work (TMA, MMA).
 inline Work alu_instructions(double n) {
@@ -59,6 +68,7 @@ struct Op {
   int16_t name = ATTNSIM_OP_COMPUTE;  ///< attnsim_op_id used for the span
   int8_t stage = -1;
   int8_t parity = 0;  ///< Wait: phase parity awaited (mbarrier try_wait.parity semantics)
+  bool a_in_registers = false;  ///< Mma: operand A comes from registers (wgmma RS), else from SMEM
   int32_t block = -1;
   int32_t tile = -1;
   int32_t barrier = -1;  ///< mbarrier or named-barrier id
@@ -69,6 +79,7 @@ struct Op {
   double chain = 0;      ///< Compute: dependency-chain latency, cycles: the block ends no sooner than
                          ///< its start + chain, however free the pipes are (critical path in the SASS)
   Work work;             ///< Compute
+  MeasuredTiming measured;  ///< Compute: measured stand-alone time and slowdowns beside wgmma, if any
 };
 
 /// A warp and the program it runs.

@@ -91,11 +91,12 @@ void WarpBuilder::arrive(int barrier, int count) {
   note_arriver(barrier);
 }
 
-void WarpBuilder::compute(int name, const Work& work, double latency, double chain) {
+void WarpBuilder::compute(int name, const Work& work, double latency, double chain, const MeasuredTiming& measured) {
   Op& op = push(OpKind::Compute, name);
   op.work = work;
   op.latency = latency;
   op.chain = chain;
+  op.measured = measured;
 }
 
 void WarpBuilder::tma_load(int name, int barrier, double bytes, bool from_hbm) {
@@ -111,8 +112,9 @@ void WarpBuilder::tma_store(int name, double bytes) {
   op.bytes = bytes;
 }
 
-void WarpBuilder::mma(int name, double flops, double smem_bytes, int instructions) {
+void WarpBuilder::mma(int name, double flops, double smem_bytes, int instructions, bool a_in_registers) {
   Op& op = push(OpKind::Mma, name);
+  op.a_in_registers = a_in_registers;
   op.flops = flops;
   op.bytes = smem_bytes;
   op.count = instructions;

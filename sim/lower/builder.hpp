@@ -33,15 +33,17 @@ class WarpBuilder {
   void wait(int barrier, int parity);
   void arrive(int barrier, int count);
   /// A compute block: `work` on the pipes (processor sharing), lasting at least `chain` cycles
-  /// (its dependency chain), then `latency` cycles of tail.
-  void compute(int name, const Work& work, double latency = 0, double chain = 0);
+  /// (its dependency chain), then `latency` cycles of tail; `measured`: its timing measured on the
+  /// GPU, if any (stand-alone cycles and slowdowns beside wgmma).
+  void compute(int name, const Work& work, double latency = 0, double chain = 0, const MeasuredTiming& measured = {});
   /// TMA load of `bytes` completing on `barrier`; `from_hbm`: no other CTA reads this tile, so it
   /// misses in L2 (Q tiles), else it is an L2 hit (K/V tiles shared by a head's m-blocks).
   void tma_load(int name, int barrier, double bytes, bool from_hbm = false);
   void tma_store(int name, double bytes);
   /// An MMA group of `instructions` wgmma / tcgen05.mma instructions, `flops` and `smem_bytes`
-  /// of operand reads in all, queued on the tensor core.
-  void mma(int name, double flops, double smem_bytes, int instructions = 1);
+  /// of operand reads in all, queued on the tensor core; `a_in_registers`: wgmma RS (A from the
+  /// issuing warps' registers), else both operands from SMEM (or TMEM on SM100).
+  void mma(int name, double flops, double smem_bytes, int instructions = 1, bool a_in_registers = false);
   void commit(int barrier, int count);
   void bar_sync(int barrier, int threads);
   void bar_arrive(int barrier, int threads);

@@ -13,9 +13,12 @@
 // Ops: producer_acquire, producer_commit, consumer_wait, consumer_release (optional
 // "count", default 1), compute (issue, fma_lanes, alu_lanes, mufu_lanes, tmem_bytes,
 // smem_bytes, latency (a tail after the block), chain (the block's dependency-chain latency: it
-// lasts at least that long); optional "name" from the op vocabulary), tma_load (pipeline,
-// bytes, from_hbm: arrive.expect_tx on the producer's stage, then the copy), tma_store (bytes),
-// mma (flops, smem_bytes, instructions: the group's MMA instruction count), mma_commit (pipeline, side "full" | "empty"), wait_mma (pending:
+// lasts at least that long), measured ({"alone_cycles", "beside_ss", "beside_rs"}: a timing
+// measured on the GPU, the slowdowns beside SS / RS wgmma as time beside / time alone); optional
+// "name" from the op vocabulary), tma_load (pipeline, bytes, from_hbm: arrive.expect_tx on the
+// producer's stage, then the copy), tma_store (bytes), mma (flops, smem_bytes, instructions: the
+// group's MMA instruction count, a_in_registers: wgmma RS), mma_commit (pipeline, side "full" |
+// "empty"), wait_mma (pending:
 // wgmma.wait_group), cp_async (bytes), wait_cp_async (pending), bar_sync and bar_arrive
 // (barrier; 32 threads per warp), repeat (times, body). compute also takes mma_sync_flops.
 #include <fmt/format.h>
@@ -177,7 +180,14 @@ class ExplicitSchedule : public Schedule {
         w.tmem_bytes = o.number_or("tmem_bytes", 0, 0, 1e12);
         w.smem_bytes = o.number_or("smem_bytes", 0, 0, 1e12);
         w.mma_sync_flops = o.number_or("mma_sync_flops", 0, 0, 1e15);
-        wb.compute(op_id(o), w, o.number_or("latency", 0, 0, 1e9), o.number_or("chain", 0, 0, 1e9));
+        MeasuredTiming m;
+        if (auto mr = o.optional_object("measured")) {
+          m.alone = mr->number("alone_cycles", 1e-9, 1e12);
+          m.beside_ss = mr->number("beside_ss", 1, 100);
+          m.beside_rs = mr->number("beside_rs", 1, 100);
+          mr->finish();
+        }
+        wb.compute(op_id(o), w, o.number_or("latency", 0, 0, 1e9), o.number_or("chain", 0, 0, 1e9), m);
       } else if (kind == "tma_load") {
         const auto& p = pipe();
         PipelineState& s = producer(p);
@@ -188,7 +198,7 @@ class ExplicitSchedule : public Schedule {
         wb.tma_store(op_id(o, ATTNSIM_OP_STORE_O), o.number("bytes", 1, 1e12));
       } else if (kind == "mma") {
         wb.mma(op_id(o, ATTNSIM_OP_MMA), o.number("flops", 1, 1e15), o.number_or("smem_bytes", 0, 0, 1e12),
-               static_cast<int>(o.integer_or("instructions", 1, 1, 4096)));
+               static_cast<int>(o.integer_or("instructions", 1, 1, 4096)), o.boolean_or("a_in_registers", false));
       } else if (kind == "mma_commit") {
         const auto& p = pipe();
         if (o.choice("side", {"full", "empty"}) == "full") {

@@ -137,6 +137,20 @@ TEST_CASE("CUDA-core pipes slow while their SMSP's tensor core runs wgmma", "[en
   CHECK(warp_end(sm100, 4) == Approx(100));  // SM100 accumulates in TMEM: no interference modelled
 }
 
+TEST_CASE("a block with a measured timing stretches beside wgmma and holds its pipes as long", "[engine][mma]") {
+  Hardware hw = test::without_fixed_costs(b200());
+  hw.tmem_columns = 0;  // SM90-style: per-SMSP tensor cores with register accumulators
+  hw.mufu_lanes_per_clk_smsp = 4;
+  hw.mufu_rate_beside_mma = 0.5;  // for blocks without a measurement only
+  const Prediction p = test::run(micro("measured_beside.json"), hw, Problem{});
+  CHECK(warp_end(p, 4) == Approx(750));   // alone 500 x 1.5 beside SS wgmma
+  CHECK(warp_end(p, 5) == Approx(1200));  // two beside SS: 0.8 + 0.8 of the MUFU -> 750 x 1.6
+  CHECK(warp_end(p, 9) == Approx(1200));
+  CHECK(warp_end(p, 6) == Approx(800));  // two, no wgmma: 500 x 1.6
+  CHECK(warp_end(p, 10) == Approx(800));
+  CHECK(warp_end(p, 7) == Approx(1000));  // beside RS wgmma: x 2
+}
+
 TEST_CASE("predict adds the CTA prologue and the launch to the CTA's program time", "[engine][fixed]") {
   const Hardware bare = test::without_fixed_costs(b200());
   Hardware hw = bare;

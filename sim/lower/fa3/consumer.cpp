@@ -37,6 +37,10 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const double exp_chain = c.costs.chain_latency("softmax_exp", n_blk / 2.0, c.hw);
   const double rescale_chain = c.costs.chain_latency("rescale_o", dv / 2.0, c.hw);
   const double final_chain = c.costs.chain_latency("final_o", dv / 2.0, c.hw);
+  // The spans' timing measured with the kernel's own softmax code (alone, beside SS and RS wgmma).
+  const MeasuredTiming max_measured = c.costs.measured_timing("softmax_max", n_blk / 2.0);
+  const MeasuredTiming exp_measured = c.costs.measured_timing("softmax_exp", n_blk / 2.0);
+  const MeasuredTiming rescale_measured = c.costs.measured_timing("rescale_o", dv / 2.0);
   const bool loader = !k.warp_specialization && group == 0 && warp_in_group == 0;
   if (loader)  // its TMA arrive.expect_tx is the "load" arrival of each full barrier
     for (Pipe* p : {&c.q, &c.k_pipe, &c.v_pipe}) p->arrive_count("load", true, false);
@@ -77,14 +81,14 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     w.consumer_wait(c.v_pipe.ids, v_wait);
     v_wait.advance();
     w.compute(ATTNSIM_OP_MMA_PV, issue(n_blk / 16), 0, issue_chain(n_blk / 16, dv));
-    w.mma(ATTNSIM_OP_MMA_PV, pv_flops, pv_smem, n_blk / 16);
+    w.mma(ATTNSIM_OP_MMA_PV, pv_flops, pv_smem, n_blk / 16, true);
   };
   auto softmax = [&](int j, int tile, bool masked) {
     w.tags(group, j, tile);
     Work m = max_work;
     if (masked) m += mask_work;
-    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"), max_chain);
-    w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_work, 0, exp_chain);
+    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"), max_chain, max_measured);
+    w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_work, 0, exp_chain, exp_measured);
   };
 
   for (size_t t = 0; t < c.tiles.size(); ++t) {
@@ -119,7 +123,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         w.consumer_release(c.v_pipe.ids, v_rel, release);
         if (loader && j > 0) load_kv(j - 1, tile);  // the stages of block j+1 are free now
         softmax(j, tile, j >= first_masked);
-        w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain);
+        w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain, rescale_measured);
       }
       turn_start();
       pv(0, tile);
@@ -135,7 +139,10 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         w.wait_mma(0);
         w.consumer_release(c.k_pipe.ids, k_rel, release);
         softmax(j, tile, j >= first_masked);
-        w.compute(ATTNSIM_OP_RESCALE_O, j < n - 1 ? rescale_work : pack_work, 0, rescale_chain);
+        if (j < n - 1)
+          w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain, rescale_measured);
+        else  // first block: nothing to rescale, P packed
+          w.compute(ATTNSIM_OP_RESCALE_O, pack_work, 0, rescale_chain);
         turn_start();
         pv(j, tile);
         turn_end();
