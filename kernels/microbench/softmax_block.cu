@@ -21,17 +21,19 @@ __device__ __forceinline__ uint32_t clock32() {
   return t;
 }
 
-/// Warpgroup 0 (kMma 1: back-to-back wgmma m64n128k16 SS until warpgroup 1 is done; 2: RS, A
-/// from registers, as the PV GEMM; 0: idle); warpgroup 1, one warp per SMSP, runs `iters` softmax
-/// blocks of n_block kN (kN / 2 scores per thread) and head_dim kD (kD / 2 O elements) on fresh
-/// scores and accumulates the cycles of each span (row max, exp + sums, rescale + pack) into
-/// out[4 * (warp - 4) + k].
-template <int kN, int kD, int kMma>
-__global__ void __launch_bounds__(256, 1)
-    softmax_block_kernel(int iters, float scale_log2, long long* out, BlockClock* clk, float* sink) {
+/// Warpgroup 0 (kMma 1: back-to-back wgmma m64n128k16 SS until the softmax warps are done; 2: RS,
+/// A from registers, as the PV GEMM; 0: idle); warpgroups 1..kGroups, one warp per SMSP each, run
+/// `iters` softmax blocks of n_block kN (kN / 2 scores per thread) and head_dim kD (kD / 2 O
+/// elements) on fresh scores and accumulate the cycles of each span (row max, exp + sums,
+/// rescale + pack) into out[3 * (warp - 4) + k]. kGroups 2: two softmax warps share each SMSP, in
+/// step (both start together), as the consumer warpgroups of a kernel without pingpong can.
+template <int kN, int kD, int kMma, int kGroups = 1>
+__global__ void __launch_bounds__(128 * (kGroups + 1), 1)
+    softmax_block_kernel(int iters, int delay, float scale_log2, long long* out, BlockClock* clk, float* sink) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
-  if (threadIdx.x == 0) stop = 0;
+  __shared__ int done_warps;
+  if (threadIdx.x == 0) stop = done_warps = 0;
   const uint8_t* base = fill_wgmma_tiles(smem_raw);  // ends with __syncthreads
   const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
   if (warp < 4) {
@@ -39,7 +41,7 @@ __global__ void __launch_bounds__(256, 1)
     return;
   }
   const long long start = clock64();
-  while (clock64() - start < 4000) {  // let the tensor cores get busy first
+  while (clock64() - start < delay) {  // let the tensor cores get busy first; the delay varies the phase
   }
   const int lane = threadIdx.x % 32;
   float s[kN / 2], o[kD / 2];
@@ -75,43 +77,52 @@ __global__ void __launch_bounds__(256, 1)
     clk->clk1 = clock64();
     clk->ns1 = globaltimer();
   }
-  if (lane == 0)
-    for (int k = 0; k < 3; ++k) out[4 * (warp - 4) + k] = acc[k];
-  if (threadIdx.x == 128) stop = 1;
+  if (lane == 0) {
+    for (int k = 0; k < 3; ++k) out[3 * (warp - 4) + k] = acc[k];
+    if (atomicAdd(&done_warps, 1) == 4 * kGroups - 1) stop = 1;  // the last softmax warp stops the wgmma
+  }
   float x = st.sum[0] + st.sum[1];
 #pragma unroll
   for (int i = 0; i < kD / 2; ++i) x += o[i];
   if (x == 1234567.0f) sink[threadIdx.x] = x;
 }
 
-/// Mean cycles per block of each span (median over the 4 warps).
-template <int kN, int kD, int kMma>
-std::vector<double> span_cycles(ClockMeter& clock, int iters) {
-  auto kern = softmax_block_kernel<kN, kD, kMma>;
+/// Mean cycles per block of each span: median over the 4 kGroups softmax warps of a launch, then
+/// median over `launches` launches whose softmax warps start at different delays (4000 + 97 i
+/// cycles), so that no one phase between the softmax loop and the wgmma stream decides.
+template <int kN, int kD, int kMma, int kGroups = 1>
+std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
+  auto kern = softmax_block_kernel<kN, kD, kMma, kGroups>;
   allow_smem(kern, kWgmmaTileSmem);
-  DeviceBuffer<long long> out(16);
+  constexpr int kThreads = 128 * (kGroups + 1);
+  DeviceBuffer<long long> out(12 * kGroups);
   DeviceBuffer<BlockClock> clk(1);
-  DeviceBuffer<float> sink(256);
-  kern<<<1, 256, kWgmmaTileSmem>>>(iters, 0.0883883f * 1.4426950f, out.get(), clk.get(), sink.get());
-  MB_CHECK_LAUNCH("softmax_block_kernel");
-  clock.add(clk.to_host(), 5000.0);
-  const auto h = out.to_host();
-  std::vector<double> r;
-  for (int k = 0; k < 3; ++k) {
-    std::vector<double> v;
-    for (int w = 0; w < 4; ++w) v.push_back(static_cast<double>(h[4 * w + k]) / iters);
-    r.push_back(median(v));
+  DeviceBuffer<float> sink(kThreads);
+  std::vector<std::vector<double>> per_launch(3);
+  for (int i = 0; i < launches; ++i) {
+    kern<<<1, kThreads, kWgmmaTileSmem>>>(iters, 4000 + 97 * i, 0.0883883f * 1.4426950f, out.get(), clk.get(),
+                                          sink.get());
+    MB_CHECK_LAUNCH("softmax_block_kernel");
+    clock.add(clk.to_host(), 5000.0);
+    const auto h = out.to_host();
+    for (int k = 0; k < 3; ++k) {
+      std::vector<double> v;
+      for (int w = 0; w < 4 * kGroups; ++w) v.push_back(static_cast<double>(h[3 * w + k]) / iters);
+      per_launch[k].push_back(median(v));
+    }
   }
-  return r;
+  return {median(per_launch[0]), median(per_launch[1]), median(per_launch[2])};
 }
 
 /// The three spans of one tile shape alone, beside SS wgmma and beside RS wgmma, into `j`.
 template <int kN, int kD>
-std::vector<double> shape(Report& rep, Json& j, int iters) {
+std::vector<double> shape(Report& rep, Json& j, int iters, int launches) {
   const char* names[3] = {"softmax_max", "softmax_exp", "rescale_o"};
-  const auto alone = span_cycles<kN, kD, 0>(rep.clock(), iters);
-  const auto ss = span_cycles<kN, kD, 1>(rep.clock(), iters);
-  const auto rs = span_cycles<kN, kD, 2>(rep.clock(), iters);
+  const auto alone = span_cycles<kN, kD, 0>(rep.clock(), iters, launches);
+  const auto ss = span_cycles<kN, kD, 1>(rep.clock(), iters, launches);
+  const auto rs = span_cycles<kN, kD, 2>(rep.clock(), iters, launches);
+  const auto pair_alone = span_cycles<kN, kD, 0, 2>(rep.clock(), iters, launches);
+  const auto pair_ss = span_cycles<kN, kD, 1, 2>(rep.clock(), iters, launches);
   j["n_block"] = kN;
   j["head_dim"] = kD;
   for (int k = 0; k < 3; ++k) {
@@ -120,6 +131,8 @@ std::vector<double> shape(Report& rep, Json& j, int iters) {
     x["beside_wgmma_cycles"] = ss[k];
     x["beside_wgmma_rs_cycles"] = rs[k];
     x["slowdown_beside_wgmma"] = ss[k] / alone[k];
+    x["pair_alone_cycles"] = pair_alone[k];
+    x["pair_beside_wgmma_cycles"] = pair_ss[k];
   }
   return {alone[1], ss[1]};
 }
@@ -131,14 +144,18 @@ void bench_softmax_block(Report& rep) {
       "the kernel's tile shapes (hd64: n_block 128, hd128: n_block 128, hd256: n_block 80), one "
       "warp per SMSP (warpgroup 1), fresh scores each block; cycles between 32-bit clock reads "
       "around each span, as the traced kernel reads them; mean over the blocks, median over the 4 "
-      "warps. Alone (warpgroup 0 idle) and beside warpgroup 0 running back-to-back wgmma "
-      "m64n128k16, SS and RS, on the same SMSPs.");
-  const int iters = rep.opt().quick ? 200 : 4000;
+      "warps, median over 9 launches whose softmax warps start 4000 + 97 i cycles in. Alone "
+      "(warpgroup 0 idle) and beside warpgroup 0 running back-to-back wgmma "
+      "m64n128k16, SS and RS, on the same SMSPs. pair_*: two softmax warps per SMSP (warpgroups 1 "
+      "and 2) running the same spans in step, alone and beside SS wgmma (at hd256 their fragments do "
+      "not fit 168 registers: pair figures there include spills).");
+  const int iters = rep.opt().quick ? 200 : 4000, launches = rep.opt().quick ? 1 : 9;
   Json& res = rep.results();
+  res["launches"] = launches;
   Json& shapes = res["shapes"];
-  shape<128, 64>(rep, shapes["hd64 n_block 128"], iters);
-  const auto hd128 = shape<128, 128>(rep, shapes["hd128 n_block 128"], iters);
-  shape<80, 256>(rep, shapes["hd256 n_block 80"], iters);
+  shape<128, 64>(rep, shapes["hd64 n_block 128"], iters, launches);
+  const auto hd128 = shape<128, 128>(rep, shapes["hd128 n_block 128"], iters, launches);
+  shape<80, 256>(rep, shapes["hd256 n_block 80"], iters, launches);
   res["softmax_exp_alone_cycles"] = hd128[0];
   res["softmax_exp_beside_wgmma_cycles"] = hd128[1];
 }

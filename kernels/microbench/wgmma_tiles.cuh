@@ -39,9 +39,24 @@ __device__ __forceinline__ void kstep_descs(const uint8_t* base, uint64_t (&da)[
   }
 }
 
-/// The calling warpgroup issues groups of 8 wgmma m64n128k16 bf16 (kRs: A from registers, else
-/// from SMEM) into one register accumulator, wait_group 0 after each group, until `stop` is set.
-/// `sink` only keeps the accumulator alive.
+/// True on every thread of warpgroup 0 when `v` is true on any of its 128 threads (bar.red.or on
+/// named barrier 1, which only warpgroup 0 uses).
+__device__ __forceinline__ bool warpgroup0_any(bool v) {
+  uint32_t r;
+  asm volatile(
+      "{ .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred q, 1, 128, p;\n selp.u32 %0, 1, 0, q; }"
+      : "=r"(r)
+      : "r"(static_cast<uint32_t>(v))
+      : "memory");
+  return r != 0;
+}
+
+/// Warpgroup 0 issues groups of 8 wgmma m64n128k16 bf16 (kRs: A from registers, else from SMEM)
+/// into one register accumulator, wait_group 0 after each group, until `stop` is set (checked every
+/// 4 groups). Its four
+/// warps agree on when to stop (warpgroup0_any): a warp that stopped one group before the others
+/// would leave them a wgmma without the whole warpgroup, an illegal instruction. `sink` only keeps
+/// the accumulator alive.
 template <bool kRs>
 __device__ __forceinline__ void wgmma_until(const uint8_t* base, const volatile int& stop, float* sink) {
   using attnsim::hopper::fence_regs;
@@ -53,20 +68,24 @@ __device__ __forceinline__ void wgmma_until(const uint8_t* base, const volatile 
   float d[64];
 #pragma unroll
   for (int i = 0; i < 64; ++i) d[i] = 0.0f;
-  while (!stop) {
-    fence_regs(d);
-    attnsim::hopper::wgmma_fence();
+  // Agreeing costs a barrier: once per 4 groups, so the tensor core stays about as busy as without.
+  do {
+#pragma unroll 1
+    for (int g = 0; g < 4; ++g) {
+      fence_regs(d);
+      attnsim::hopper::wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      if constexpr (kRs)
-        Wgmma<128>::rs(d, a, db, 1);
-      else
-        Wgmma<128>::ss(d, da, db, 1);
+      for (int k = 0; k < 8; ++k) {
+        if constexpr (kRs)
+          Wgmma<128>::rs(d, a, db, 1);
+        else
+          Wgmma<128>::ss(d, da, db, 1);
+      }
+      attnsim::hopper::wgmma_commit();
+      attnsim::hopper::wgmma_wait<0>();
+      fence_regs(d);
     }
-    attnsim::hopper::wgmma_commit();
-    attnsim::hopper::wgmma_wait<0>();
-    fence_regs(d);
-  }
+  } while (!warpgroup0_any(stop != 0));
   float s = 0;
 #pragma unroll
   for (int i = 0; i < 64; ++i) s += d[i];
