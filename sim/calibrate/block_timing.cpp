@@ -3,12 +3,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "lower/costs.hpp"
-#include "model/json_format.hpp"
 #include "model/json_reader.hpp"
 
 namespace attnsim {
@@ -94,19 +92,11 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
     m["source"] = fmt::format(
         "kernels/microbench softmax_block on {}: the {} span of kernels/sm90's own softmax code, one warp per SMSP, "
         "alone and beside another warpgroup's back-to-back wgmma m64n128k16 (SS, RS) on the same SMSPs; mean "
-        "cycles per block, median over the 4 warps; shapes with the same elements per thread-row averaged",
+        "cycles per block, median over the warps and over phase-varied launches; shapes with the same elements per thread-row averaged",
         note, block);
     doc["blocks"][block]["measured"] = m;
   }
-  const std::string tmp = costs_file + ".tmp";
-  std::ofstream(tmp) << format_json(doc) + "\n";
-  try {
-    CostModel::load(tmp);  // the result must load
-  } catch (...) {
-    std::filesystem::remove(tmp);
-    throw;
-  }
-  std::filesystem::rename(tmp, costs_file);
+  CostModel::write(costs_file, doc);
 }
 
 }  // namespace attnsim

@@ -327,22 +327,13 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels) const {
     if (!updated.contains("latency_class")) updated["latency_class"] = c->second;
     entry = updated;
   }
-  const std::string text = format_json(doc) + "\n";
   if (dry_run) {
     for (const auto& block : kChainBlocks)
       std::cout << fmt::format("  \"{}\": {{... \"chain\": {}}}\n", block,
                                format_json(doc["blocks"][block]["chain"], 2));
     return;
   }
-  const std::string tmp = into + ".tmp";
-  std::ofstream(tmp) << text;
-  try {
-    CostModel::load(tmp);  // the result must load
-  } catch (...) {
-    std::filesystem::remove(tmp);
-    throw;
-  }
-  std::filesystem::rename(tmp, into);
+  CostModel::write(into, doc);
   std::cout << fmt::format("wrote {}\n", into);
 }
 

@@ -3,10 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <stdexcept>
 
 #include "model/hardware.hpp"
+#include "model/json_format.hpp"
 #include "model/json_reader.hpp"
 
 namespace attnsim {
@@ -148,6 +151,18 @@ CostModel CostModel::read(const std::string& file) {
   }
   r.finish();
   return m;
+}
+
+void CostModel::write(const std::string& file, const nlohmann::ordered_json& doc) {
+  const std::string tmp = file + ".tmp";
+  std::ofstream(tmp) << format_json(doc) + "\n";
+  try {
+    read(tmp);  // the result must load; not load(), whose cache would answer for a reused path
+  } catch (...) {
+    std::filesystem::remove(tmp);
+    throw;
+  }
+  std::filesystem::rename(tmp, file);
 }
 
 CostModel CostModel::from_schedule(JsonReader& r) {

@@ -11,6 +11,7 @@
 #pragma once
 #include <array>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,9 @@ class CostModel {
   MeasuredTiming measured_timing(const std::string& block, double elements) const;
   const BlockCost& block(const std::string& name) const;
   const std::string& file() const { return file_; }
+  /// Writes `doc` to cost file `file` in the files' own layout (format_json), replacing it only
+  /// if the result loads (read uncached); throws InputError naming the file and JSON path if not.
+  static void write(const std::string& file, const nlohmann::ordered_json& doc);
 
  private:
   static CostModel read(const std::string& file);
