@@ -258,6 +258,13 @@ double span_ns(const std::vector<BlockClock>& recs) {
   return static_cast<double>(hi - lo);
 }
 
+std::vector<double> block_clock_ghz(const std::vector<BlockClock>& recs) {
+  std::vector<double> out;
+  for (const auto& r : recs)
+    if (r.ns1 > r.ns0) out.push_back(static_cast<double>(r.clk1 - r.clk0) / static_cast<double>(r.ns1 - r.ns0));
+  return out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Report
 
@@ -318,5 +325,14 @@ CUtensorMap make_tmap(const void* base, unsigned long long rows, int box_rows) {
   return m;
 }
 
-
+void report_clock(Report& rep, const std::vector<BlockClock>& run, double run_seconds,
+                  const std::vector<BlockClock>& calibration) {
+  const std::vector<double> ghz = block_clock_ghz(run);
+  Json& res = rep.results();
+  res["clock_ghz"] = median(ghz);
+  res["clock_ghz_min_over_sms"] = vmin(ghz);
+  res["clock_ghz_max_over_sms"] = vmax(ghz);
+  res["run_seconds"] = run_seconds;
+  res["calibration_run_clock_ghz"] = median(block_clock_ghz(calibration));
+}
 }  // namespace mb

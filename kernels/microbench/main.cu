@@ -39,7 +39,7 @@ std::vector<Benchmark> registry() {
   std::vector<Benchmark> all;
   for (auto part : {pipe_benchmarks(), mma_benchmarks(), memory_benchmarks(), sync_benchmarks(),
                     latency_benchmarks(), launch_benchmarks(), operand_benchmarks(),
-                    mma_queue_benchmarks(), softmax_block_benchmarks()})
+                    mma_queue_benchmarks(), softmax_block_benchmarks(), ifetch_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -63,6 +63,10 @@ const Expect kExpect[] = {
     {"wgmma", "/results/mma_latency", -1000, 10000},
     {"mma_sync", "/results/mma_sync_flops_per_clk_sm", 32, 65536},
     {"clock_under_load", "/results/clock_ghz", 0.2, 5},
+    {"clock_under_ffma", "/results/clock_ghz", 0.2, 5},
+    {"ifetch", "/results/ifetch_cycles_per_instruction", 0.5, 100},
+    {"ifetch", "/results/ifetch_runahead_bytes", 0, 1 << 20},
+    {"clock_under_mma_sync", "/results/clock_ghz", 0.2, 5},
     {"tma", "/results/tma_latency", -5000, 100000},
     {"tma", "/results/tma_latency_16k_tensor2d", 10, 1e6},
     {"tma", "/results/tma_bytes_per_clk_sm", 0.5, 8192},

@@ -168,6 +168,8 @@ class ClockMeter {
 
 /// Chip-wide span (max ns1 - min ns0) of a launch's block records, in ns.
 double span_ns(const std::vector<BlockClock>& recs);
+/// Per-block SM clock of a launch: (clk1 - clk0) / (ns1 - ns0) of each block, GHz.
+std::vector<double> block_clock_ghz(const std::vector<BlockClock>& recs);
 
 // ---------------------------------------------------------------------------------------------
 // Report and registry
@@ -198,6 +200,11 @@ class Report {
   ClockMeter clock_;
 };
 
+/// Writes a clock_under_* benchmark's results: clock_ghz (median over SMs), its min and max over
+/// SMs, the run's seconds, and the clock of the short calibration launch before it.
+void report_clock(Report& rep, const std::vector<BlockClock>& run, double run_seconds,
+                  const std::vector<BlockClock>& calibration);
+
 /// A benchmark: its name (also the JSON file name), one line of what it measures, and its body.
 /// Throws SkipBenchmark unless the GPU is compute capability 9.0, the only one with wgmma.
 void require_sm90(const Report& rep);
@@ -217,6 +224,7 @@ std::vector<Benchmark> latency_benchmarks();
 std::vector<Benchmark> launch_benchmarks();
 std::vector<Benchmark> operand_benchmarks();
 std::vector<Benchmark> mma_queue_benchmarks();
+std::vector<Benchmark> ifetch_benchmarks();
 std::vector<Benchmark> softmax_block_benchmarks();
 
 /// 2D bf16 tensor map over `rows` x 128 columns (row stride 256 B: a head_dim-128 K/V layout),

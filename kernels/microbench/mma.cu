@@ -434,6 +434,32 @@ void bench_mma_sync(Report& rep) {
   rep.results()["mma_sync_dependent_latency_cycles"] = lat;
 }
 
+void bench_clock_under_mma_sync(Report& rep) {
+  rep.set_method(
+      "mma.sync m16n8k16 bf16 (HMMA), 8 warps per SM with 8 independent accumulators each, on all SMs, for ~2 s "
+      "(quick: ~0.3 s) after a calibration launch; every block stamps (clock64, %globaltimer) at its start and end; "
+      "clock_ghz = median over SMs of cycles / ns: the SM clock of a kernel whose GEMMs run on warp-level mma.sync.");
+  const int grid = rep.dev().sm_count, warps = 8;
+  const double seconds = rep.opt().quick ? 0.3 : 2.0;
+  DeviceBuffer<WarpSpan> spans(static_cast<size_t>(grid) * kMaxWarps);
+  DeviceBuffer<BlockClock> blocks(grid);
+  DeviceBuffer<float> sink(static_cast<size_t>(grid) * warps * 32);
+  allow_smem(mma_sync_kernel<8>, kOneBlockPerSmSmem);
+  auto launch = [&](int iters) {
+    mma_sync_kernel<8><<<grid, warps * 32, kOneBlockPerSmSmem>>>(iters, (1ull << warps) - 1, spans.get(),
+                                                                blocks.get(), sink.get());
+    MB_CHECK_LAUNCH("mma_sync_kernel (clock)");
+    return blocks.to_host();
+  };
+  const int cal_iters = 2000;
+  const auto cal = launch(cal_iters);
+  const double cal_s = span_ns(cal) * 1e-9;
+  const int iters = static_cast<int>(std::clamp(seconds / std::max(cal_s, 1e-9) * cal_iters, 1.0 * cal_iters, 2e9));
+  const auto run = launch(iters);
+  rep.clock().add(run);
+  report_clock(rep, run, span_ns(run) * 1e-9, cal);
+}
+
 void bench_clock_under_load(Report& rep) {
   require_sm90(rep);
   rep.set_method(
@@ -495,6 +521,7 @@ std::vector<Benchmark> mma_benchmarks() {
       {"wgmma", "wgmma m64nNk16 bf16 throughput and latency, N = 64..256, SS and RS", bench_wgmma},
       {"mma_sync", "mma.sync m16n8k16 bf16 throughput and latency", bench_mma_sync},
       {"clock_under_load", "SM clock during a long wgmma loop on all SMs", bench_clock_under_load},
+      {"clock_under_mma_sync", "SM clock during a long mma.sync loop on all SMs", bench_clock_under_mma_sync},
   };
 }
 

@@ -11,6 +11,7 @@
 // kernel, so they do not depend on the clock the SM happened to run at.
 #include "microbench.cuh"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -599,6 +600,35 @@ void bench_cvt(Report& rep) {
 
 }  // namespace
 
+void bench_clock_under_ffma(Report& rep) {
+  rep.set_method(
+      "FFMA chains (fma.rn.f32, 8 independent chains per warp, 64 steps unrolled), 32 warps per SM on all SMs, "
+      "no tensor-core work, for ~2 s (quick: ~0.3 s) after a calibration launch of ~4 M cycles; every block stamps "
+      "(clock64, %globaltimer) at its start and end; clock_ghz = median over SMs of cycles / ns: the SM clock a "
+      "CUDA-core kernel (FA2-style GEMMs on FFMA) runs at once the chip's power management has settled.");
+  const DeviceInfo& dev = rep.dev();
+  const int grid = dev.sm_count, block = 32 * 32;
+  const double seconds = rep.opt().quick ? 0.3 : 2.0;
+  DeviceBuffer<WarpSpan> spans(static_cast<size_t>(grid) * kMaxWarps);
+  DeviceBuffer<BlockClock> blocks(grid);
+  DeviceBuffer<float> sink(static_cast<size_t>(grid) * block);
+  PipeArgs args{0.999f, 0.001f, 0x9E3779B9u, 0x7F4A7C15u};
+  allow_smem(pipe_kernel<FfmaOp>, kOneBlockPerSmSmem);
+  auto launch = [&](int iters) {
+    pipe_kernel<FfmaOp><<<grid, block, kOneBlockPerSmSmem>>>(iters, ~0ull >> 32, args, spans.get(), blocks.get(),
+                                                             sink.get());
+    MB_CHECK_LAUNCH("pipe_kernel<FfmaOp> (clock)");
+    return blocks.to_host();
+  };
+  const int cal_iters = std::max(8, static_cast<int>(4e6 / (8 * FfmaOp::kEstCyclesPerIter)));
+  const auto cal = launch(cal_iters);
+  const double cal_s = span_ns(cal) * 1e-9;
+  const int iters = static_cast<int>(std::clamp(seconds / std::max(cal_s, 1e-9) * cal_iters, 1.0 * cal_iters, 2e9));
+  const auto run = launch(iters);
+  rep.clock().add(run);
+  report_clock(rep, run, span_ns(run) * 1e-9, cal);
+}
+
 std::vector<Benchmark> pipe_benchmarks() {
   return {
       {"mufu_ex2", "MUFU.EX2 throughput per SM and per SMSP, 1..32 warps", bench_mufu},
@@ -608,6 +638,7 @@ std::vector<Benchmark> pipe_benchmarks() {
       {"exp2_emu", "emulated exp2 (degree-3 polynomial) throughput and accuracy", bench_exp2_emu},
       {"exp2_mix", "MUFU.EX2 and emulated exp2 running together", bench_exp2_mix},
       {"cvt", "F2I (float -> int) throughput, alone and interleaved with MUFU.EX2: does it share MUFU's pipe?", bench_cvt},
+      {"clock_under_ffma", "SM clock during a long FFMA loop on all SMs (no tensor cores)", bench_clock_under_ffma},
   };
 }
 
