@@ -143,7 +143,11 @@ double compulsory_hbm_bytes(const Problem& problem) {
           static_cast<double>(problem.kv_heads) * problem.seqlen_k * (problem.head_dim + problem.head_dim_v));
 }
 
-Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& problem, const PredictOptions& opt) {
+Prediction predict(const Schedule& schedule, const Hardware& hw_in, const Problem& problem, const PredictOptions& opt) {
+  // Cycles turn into time at the clock the chip holds under this schedule's kind of work: power
+  // management lets it run faster without tensor-core load (kernels/microbench clock_under_*).
+  Hardware hw = hw_in;
+  hw.clock_ghz = hw_in.clock_under(schedule.clock_load());
   schedule.check(hw, problem);
   const GridPlan plan = schedule.plan_grid(hw, problem, opt.max_tiles);
   if (plan.over_budget)
@@ -264,6 +268,7 @@ Prediction predict(const Schedule& schedule, const Hardware& hw, const Problem& 
   // Back-to-back launches: each kernel also pays the launch and grid setup/teardown of an empty
   // kernel of the same shape (launch_ns).
   p.cycles += hw.launch_ns * hw.clock_ghz;
+  p.clock_ghz = hw.clock_ghz;
   p.time_us = p.cycles * hw.us_per_cycle();
   p.tflops = p.time_us > 0 ? p.flops / (p.time_us * 1e-6) / 1e12 : 0;  // 0 us: empty programs, no fixed costs
   return p;

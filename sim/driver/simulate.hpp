@@ -32,6 +32,7 @@ struct PredictOptions {
 struct Prediction {
   double time_us = 0;  ///< kernel time
   double cycles = 0;   ///< kernel time in SM cycles
+  double clock_ghz = 0;  ///< SM clock that turned cycles into time (Hardware::clock_under the schedule's load)
   double tflops = 0;   ///< problem FLOP / time (dense FLOP, halved when causal)
   double flops = 0;
   SimResult critical;      ///< the CTA that finishes last (its timeline when recorded)

@@ -58,6 +58,9 @@ class Schedule {
   /// Resources one CTA uses for `problem` (for sweep constraints and Pareto fronts):
   /// "smem_bytes", "tmem_columns", "registers" (32-bit, whole CTA), "warps". Empty when unknown.
   virtual std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const { return {}; }
+  /// What the SM's clock runs under with this schedule (Hardware::clock_under): tensor-core work
+  /// unless the family's GEMMs run on mma.sync or the CUDA cores.
+  virtual Hardware::ClockLoad clock_load() const { return Hardware::ClockLoad::tensor_core; }
   /// The real kernel this schedule resolves to for `problem` on `hw` (the knobs resolved exactly
   /// as for the prediction). Families without a kernel say so in why_not.
   virtual KernelChoice real_kernel(const Hardware& hw, const Problem& problem) const;

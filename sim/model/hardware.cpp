@@ -62,6 +62,8 @@ const std::vector<ConstantSpec>& constant_specs() {
       int_c("num_sms", &Hardware::num_sms, 1, 1024),
       int_c("smsp_per_sm", &Hardware::smsp_per_sm, 1, 16),
       dbl_c("clock_ghz", &Hardware::clock_ghz, 0.1, 5.0),
+      dbl_c("clock_ghz_cuda_cores", &Hardware::clock_ghz_cuda_cores, 0.1, 5.0),
+      dbl_c("clock_ghz_mma_sync", &Hardware::clock_ghz_mma_sync, 0.1, 5.0),
       dbl_c("issue_per_clk_smsp", &Hardware::issue_per_clk_smsp, 0.125, 8),
       dbl_c("fma_lanes_per_clk_smsp", &Hardware::fma_lanes_per_clk_smsp, 1, 256),
       dbl_c("alu_lanes_per_clk_smsp", &Hardware::alu_lanes_per_clk_smsp, 1, 256),
@@ -77,6 +79,7 @@ const std::vector<ConstantSpec>& constant_specs() {
       int_c("max_registers_per_thread", &Hardware::max_registers_per_thread, 16, 1024),
       int_c("max_warps_per_sm", &Hardware::max_warps_per_sm, 1, 256),
       int_c("register_alloc_unit", &Hardware::register_alloc_unit, 1, 4096),
+      int_c("register_banks", &Hardware::register_banks, 1, 64),
       dbl_c("l2_bytes_per_clk", &Hardware::l2_bytes_per_clk, 1, 1e7),
       dbl_c("hbm_bytes_per_s", &Hardware::hbm_bytes_per_s, 1e9, 1e15),
       dbl_c("tma_bytes_per_clk_sm", &Hardware::tma_bytes_per_clk_sm, 1, 1 << 16),
@@ -90,6 +93,10 @@ const std::vector<ConstantSpec>& constant_specs() {
       dbl_c("mufu_latency", &Hardware::mufu_latency, 0, 1000),
       dbl_c("shfl_latency", &Hardware::shfl_latency, 0, 1000),
       dbl_c("f2fp_latency", &Hardware::f2fp_latency, 0, 1000),
+      dbl_c("lds_latency", &Hardware::lds_latency, 0, 1000),
+      int_c("icache_bytes", &Hardware::icache_bytes, 0, 1 << 24),
+      dbl_c("ifetch_cycles_per_instruction", &Hardware::ifetch_cycles_per_instruction, 0, 100),
+      dbl_c("ifetch_runahead_bytes", &Hardware::ifetch_runahead_bytes, 0, 1 << 20),
       dbl_c("wgmma_issue_cycles", &Hardware::wgmma_issue_cycles, 0, 1000),
       dbl_c("mma_queue_depth", &Hardware::mma_queue_depth, 0, 1024),
       dbl_c("wgmma_wait_ready_cycles", &Hardware::wgmma_wait_ready_cycles, 0, 1000),
@@ -180,6 +187,18 @@ void check_consistency(const Hardware& hw, const std::string& file) {
 }
 
 }  // namespace
+
+double Hardware::clock_under(ClockLoad load) const {
+  switch (load) {
+    case ClockLoad::mma_sync:
+      return clock_ghz_mma_sync;
+    case ClockLoad::cuda_cores:
+      return clock_ghz_cuda_cores;
+    case ClockLoad::tensor_core:
+      break;
+  }
+  return clock_ghz;
+}
 
 int Hardware::ctas_per_sm_by_registers(int threads, int regs_per_thread) const {
   const int warps = (threads + 31) / 32;

@@ -25,7 +25,12 @@ struct Hardware {
   // Chip
   int num_sms = 0;       ///< SMs on the chip
   int smsp_per_sm = 4;   ///< SM sub-partitions; warp w sits on SMSP w % smsp_per_sm
-  double clock_ghz = 0;  ///< SM clock used to turn cycles into time
+  double clock_ghz = 0;  ///< SM clock used to turn cycles into time, under tensor-core (wgmma / tcgen05) load
+  /// SM clock while the chip runs CUDA-core work only (FFMA, no tensor core): power allows more
+  /// (kernels/microbench clock_under_ffma). Used for schedules whose GEMMs run on the CUDA cores.
+  double clock_ghz_cuda_cores = 0;
+  /// SM clock under warp-level mma.sync load (kernels/microbench clock_under_mma_sync).
+  double clock_ghz_mma_sync = 0;
 
   // Per SMSP pipes (lane-operations per cycle; a warp instruction is 32 lane-ops)
   double issue_per_clk_smsp = 1;       ///< warp instructions issued per cycle
@@ -45,6 +50,7 @@ struct Hardware {
   int max_registers_per_thread = 0;
   int max_warps_per_sm = 0;
   int register_alloc_unit = 256;  ///< registers are given to a warp in multiples of this many
+  int register_banks = 2;         ///< register file banks an instruction's source operands are read from
 
   // Memory system, shared by all SMs
   double l2_bytes_per_clk = 0;      ///< L2 -> SM aggregate bandwidth (whole chip)
@@ -65,6 +71,12 @@ struct Hardware {
   double mufu_latency = 0;  ///< MUFU.EX2 -> dependent MUFU.EX2
   double shfl_latency = 0;  ///< SHFL.BFLY -> next SHFL.BFLY that exchanges its result
   double f2fp_latency = 0;  ///< F2FP.BF16.F32.PACK_AB (cvt.rn.bf16x2.f32) -> dependent use of the packed result
+  double lds_latency = 0;   ///< ld.shared (LDS) -> dependent load using its result (kernels/microbench operand)
+
+  // Instruction fetch (kernels/microbench ifetch)
+  int icache_bytes = 0;  ///< code a warp's SMSP keeps cached: a loop up to this size issues at full rate
+  double ifetch_cycles_per_instruction = 0;  ///< issue rate floor of code streamed from beyond that cache
+  double ifetch_runahead_bytes = 0;  ///< how far ahead of issue the fetch unit brings in code while the warp waits
 
   // Issue costs of asynchronous and synchronisation instructions (cycles)
   double wgmma_issue_cycles = 0;       ///< issue -> issue of back-to-back wgmma.mma_async m64n128k16 bf16 SS of one
@@ -114,6 +126,11 @@ struct Hardware {
   /// at 112 registers: 32256 of 65536 registers, yet 4 warps per SMSP, 16 per SM: one CTA of 9
   /// (ncu on an H100 says the same: "Block Limit Registers 1").
   int ctas_per_sm_by_registers(int threads, int regs_per_thread) const;
+  /// What the SM's clock runs under: the tensor cores (wgmma, tcgen05), warp-level mma.sync, or
+  /// the CUDA cores only.
+  enum class ClockLoad { tensor_core, mma_sync, cuda_cores };
+  /// The SM clock under `load`, GHz.
+  double clock_under(ClockLoad load) const;
   /// Seconds per cycle times 1e6: microseconds per cycle.
   double us_per_cycle() const { return 1e-3 / clock_ghz; }
 };

@@ -30,7 +30,7 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
   out.time_us = p.time_us;
   out.tflops = p.tflops;
   out.cycles = p.cycles;
-  out.clock_ghz = hw.clock_ghz;
+  out.clock_ghz = p.clock_ghz;
   out.ctas_simulated = p.ctas_simulated;
   out.events = p.events;
   switch (p.mode) {

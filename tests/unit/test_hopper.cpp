@@ -4,6 +4,7 @@
 #include <set>
 
 #include "lower/builder.hpp"
+#include "lower/issue_timing.hpp"
 #include "model/json_reader.hpp"
 #include "test_support.hpp"
 
@@ -86,10 +87,21 @@ TEST_CASE("BlackFlash 64x64x64 blocks: 4*64^3 FLOP of mma.sync per block", "[hop
 TEST_CASE("FA2-style on the CUDA cores: Br x Bc x d multiply-adds twice per block with one FFMA each",
           "[hopper][budget]") {
   const Hardware hw = h100();
-  const auto s = load_schedule(schedule("fa2_sm80"));
   const Problem p = shape(64, 4096);
-  const Budget one = budget(*s, hw, p, 1), two = budget(*s, hw, p, 2);
-  CHECK(two.fma_lanes - one.fma_lanes == Approx(2.0 * 64 * 64 * 64));  // Br = Bc = 64 at d = 64
+  // Priced by instruction counts (the schedule without its SASS issue timing): one FFMA per multiply-add.
+  nlohmann::json doc = load_json_file(schedule("fa2_sm80"));
+  doc.erase("issue_timing");
+  const auto counted = parse_schedule(doc, schedule("fa2_sm80"));
+  CHECK(budget(*counted, hw, p, 2).fma_lanes - budget(*counted, hw, p, 1).fma_lanes ==
+        Approx(2.0 * 64 * 64 * 64));  // Br = Bc = 64 at d = 64
+  // Timed from the kernel's SASS: each warp's GEMM spans hold its 2 x 16 x 64 x 64 / 32 FFMAs per lane and the
+  // integer multiply-adds of its addressing, all on the FMA pipe; the four warps of the CTA together.
+  const auto timed = load_schedule(schedule("fa2_sm80"));
+  const KernelIssue* k = IssueTimings::load(test::root() + "/configs/costs/fa2_sm80_issue.json").find(64, 64, 64);
+  REQUIRE(k);
+  const double gemm_ffma = k->blocks.at("mma_qk").ffma + k->blocks.at("mma_pv").ffma;
+  CHECK(gemm_ffma >= 2 * 16 * 64 * 64 / 32);
+  CHECK(budget(*timed, hw, p, 2).fma_lanes - budget(*timed, hw, p, 1).fma_lanes == Approx(4 * 32 * gemm_ffma));
 }
 
 TEST_CASE("every bundled schedule simulates on H100", "[hopper]") {

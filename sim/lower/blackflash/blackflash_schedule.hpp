@@ -35,6 +35,8 @@ class BlackFlashSchedule : public Schedule {
   CtaProgram lower(const Hardware& hw, const Problem& problem, const std::vector<TileWork>& tiles) const override;
   std::vector<std::string> knob_lines(const Hardware& hw, const Problem& problem) const override;
   std::vector<std::string> roles() const override { return {warp_role(kLoadWarp), warp_role(kLoadWarp + 1)}; }
+  /// GEMMs on mma.sync: the chip holds a higher clock than under wgmma.
+  Hardware::ClockLoad clock_load() const override { return Hardware::ClockLoad::mma_sync; }
   std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const override;
   /// kernels/blackflash with this schedule's kv_stage, p_over_k and registers_per_thread
   /// (head_dim 64, bf16 only).

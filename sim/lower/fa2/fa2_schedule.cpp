@@ -12,6 +12,7 @@
 #include "lower/builder.hpp"
 #include "lower/costs.hpp"
 #include "lower/families.hpp"
+#include "lower/issue_timing.hpp"
 #include "plan/tile_scheduler.hpp"
 
 namespace attnsim {
@@ -37,6 +38,12 @@ class Fa2Schedule : public Schedule {
     if (!(c.is_string() && c.get<std::string>() == "auto"))
       ctas_per_sm_ = static_cast<int>(r.integer("ctas_per_sm", 1, 32));
     costs_ = CostModel::from_schedule(r);
+    if (const auto* f = r.optional_raw("issue_timing")) {
+      if (!f->is_string()) r.fail_at("issue_timing", "expected the path of an issue-timing file (configs/costs/...)");
+      std::string path = f->get<std::string>();
+      if (!path.empty() && path[0] != '/') path = project_root() + "/" + path;
+      issue_ = &IssueTimings::load(path);
+    }
   }
 
   struct Resolved {
@@ -97,6 +104,16 @@ class Fa2Schedule : public Schedule {
     const int rows = k.br / kWarps;  // rows per warp
     const double per_thread_scores = static_cast<double>(rows) * k.bc / 32;
     const double per_thread_out = static_cast<double>(rows) * p.head_dim_v / 32;
+    // The compiled kernel's blocks timed from its SASS (in-order issue of one warp), when the
+    // schedule names an issue-timing file that has this tile shape; instruction counts otherwise.
+    const KernelIssue* sass = issue_ && gemm_ == "fma" ? issue_->find(p.head_dim, k.br, k.bc) : nullptr;
+    auto timed = [&](WarpBuilder& w, int op, const Work& counted, double latency = 0) {
+      if (!sass) return w.compute(op, counted, latency);
+      const auto b = sass->blocks.find(attnsim_op_name(op));
+      if (b == sass->blocks.end())
+        throw InputError(issue_->file(), "/kernels", fmt::format("{} has no block {}", sass->kernel, attnsim_op_name(op)));
+      w.compute(op, b->second.work(), 0, 0, b->second.timing());
+    };
     Work qk, pv;
     if (gemm_ == "fma") {
       qk = costs_.work("fma_qk", per_thread_scores * p.head_dim);
@@ -130,13 +147,13 @@ class Fa2Schedule : public Schedule {
             w.wait_cp_async(0);
           }
           w.bar_sync(sync, 32);
-          w.compute(ATTNSIM_OP_MMA_QK, qk);
+          timed(w, ATTNSIM_OP_MMA_QK, qk);
           Work m = max_w;
-          if (j >= n - tiles[t].masked_blocks) m += mask_w;
-          w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, costs_.latency("softmax_max"));
-          w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_w);
-          if (j > 0) w.compute(ATTNSIM_OP_RESCALE_O, rescale_w);
-          w.compute(ATTNSIM_OP_MMA_PV, pv);
+          if (j >= n - tiles[t].masked_blocks) m += mask_w;  // (the SASS timing's loop masks every block)
+          timed(w, ATTNSIM_OP_SOFTMAX_MAX, m, costs_.latency("softmax_max"));
+          timed(w, ATTNSIM_OP_SOFTMAX_EXP, exp_w);
+          if (j > 0) timed(w, ATTNSIM_OP_RESCALE_O, rescale_w);
+          timed(w, ATTNSIM_OP_MMA_PV, pv);
           w.bar_sync(sync, 32);  // the K/V tile may be overwritten
         }
         w.tags(-1, -1, tile);
@@ -155,6 +172,9 @@ class Fa2Schedule : public Schedule {
         k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
   }
   std::vector<std::string> roles() const override { return {fa2::kWarpRole}; }
+  Hardware::ClockLoad clock_load() const override {
+    return gemm_ == "fma" ? Hardware::ClockLoad::cuda_cores : Hardware::ClockLoad::mma_sync;
+  }
   KernelChoice real_kernel(const Hardware& hw, const Problem& p) const override {
     KernelChoice c;
     if (gemm_ != "fma") {
@@ -191,6 +211,7 @@ class Fa2Schedule : public Schedule {
   std::string gemm_;
   int registers_ = 112;
   CostModel costs_;
+  const IssueTimings* issue_ = nullptr;  ///< the kernel's blocks timed from its SASS (optional)
 };
 
 }  // namespace

@@ -1,0 +1,138 @@
+// `attnsim sass-costs LISTING --family fa2 [--into configs/costs/fa2_sm80_issue.json --origin TEXT]`:
+// the in-order issue time of each compute span of the traced kernels/fa2 instances
+// (sim/calibrate/sass_fa2.hpp), printed, and optionally written as the issue-timing file the
+// fa2_sm80 lowering reads (sim/lower/issue_timing.hpp).
+#include "cli/sass_costs_fa2.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "calibrate/sass_fa2.hpp"
+#include "lower/issue_timing.hpp"
+#include "model/hardware.hpp"
+#include "model/json_format.hpp"
+#include "model/json_reader.hpp"
+
+namespace attnsim::cli {
+
+namespace {
+
+std::string short_name(const sass::Fa2Knobs& k) {
+  return fmt::format("fa2_forward<Fa2Traits<{}, {}, {}, {}>>", k.head_dim, k.br, k.bc, k.trace);
+}
+
+/// Writes `doc` to `file` if it parses as an issue-timing file; throws InputError if not.
+void write_checked(const std::string& file, const nlohmann::ordered_json& doc) {
+  IssueTimings::parse(nlohmann::json::parse(doc.dump()), file);
+  const std::string tmp = file + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw InputError(file, "", "cannot write the issue-timing file");
+    out << format_json(doc, 0) << "\n";
+  }
+  std::filesystem::rename(tmp, file);
+}
+
+/// `x` to one decimal: cycles, for the file.
+double tenths(double x) { return std::round(x * 10) / 10; }
+
+}  // namespace
+
+int sass_costs_fa2(const std::vector<sass::Function>& functions, const Fa2CostOptions& o) {
+  const std::string hw_path = resolve_hardware_path(o.hw_name);
+  const Hardware hw = load_hardware(hw_path);
+  const sass::IssueModel m = sass::IssueModel::from(hw);
+  std::vector<sass::Fa2Analysis> done;
+  for (const auto& fn : functions) {
+    const auto k = sass::fa2_knobs(fn.mangled);
+    if (!k || !k->trace) continue;
+    if (!o.kernel.empty() && fn.name.find(o.kernel) == std::string::npos) continue;
+    done.push_back(sass::analyse_fa2(fn, m));
+    const auto& a = done.back();
+    std::cout << fmt::format(
+        "\n{}\n  hd{} Br {} Bc {}: one warp alone, in-order issue on {} ({} register banks, LDS "
+        "{:.0f}, MUFU {:.0f}, SHFL {:.0f} cycles); KV loop {} KB of code, instruction cache {} KB: "
+        "{}\n",
+        fn.name, k->head_dim, k->br, k->bc, hw.name, m.register_banks, m.lds_latency, m.mufu_latency, m.shfl_latency,
+        a.kv_loop_bytes / 1024, m.icache_bytes / 1024,
+        a.cold_icache ? fmt::format("each span starts cold ({:.2f} cycles per instruction fetched)",
+                                    m.ifetch_cycles_per_instruction)
+                      : "the loop stays cached");
+    std::cout << fmt::format("  {:<12} {:>8} {:>8} {:>7} {:>7} {:>7} {:>7} {:>9} {:>8} {:>6} {:>6} {:>6}  loops\n",
+                             "span", "cycles", "instrs", "FFMA", "ALU", "MUFU", "LDS", "static", "scorebd", "pipe",
+                             "bank", "fetch");
+    for (const auto& s : a.spans) {
+      std::vector<std::string> loops;
+      for (const auto& [at, n] : s.taken) loops.push_back(fmt::format("{:#x} x{}", at, n + 1));
+      const auto& t = s.issue;
+      std::cout << fmt::format(
+          "  {:<12} {:>8.0f} {:>8} {:>7} {:>7} {:>7} {:>7} {:>9.0f} {:>8.0f} {:>6.0f} {:>6.0f} {:>6.0f}  {}\n", s.op,
+          t.cycles, t.instructions, t.ffma, t.alu, t.mufu, t.shared_loads, t.stall_cycles, t.scoreboard_cycles,
+          t.pipe_cycles, t.bank_cycles, t.fetch_cycles,
+          loops.empty() ? "-" : fmt::format("{}", fmt::join(loops, ", ")));
+    }
+  }
+  if (done.empty())
+    throw InputError(o.sass_file, "",
+                     fmt::format("no traced fa2_forward instance{} among its {} functions",
+                                 o.kernel.empty() ? "" : " matching \"" + o.kernel + "\"", functions.size()));
+  if (o.into.empty()) return 0;
+  if (o.origin.empty())
+    throw std::invalid_argument(
+        "--into needs --origin: where the listing came from (\"cuobjdump -sass on an H100, "
+        "2026-11-24\")");
+  nlohmann::ordered_json doc;
+  doc["description"] =
+      "In-order issue time of the compute blocks of the FA2-style kernel (kernels/fa2), per compiled instance: one "
+      "warp alone on its SMSP issuing the block's SASS with ptxas's stall counts, its scoreboard waits on "
+      "variable-latency results, its pipes' occupancy and register bank conflicts (sim/calibrate/sass_issue.hpp), "
+      "and the block's instruction counts. The fa2_sm80 lowering takes cycles as the block's stand-alone time and "
+      "the counts as its pipe work. Written by attnsim sass-costs --family fa2; do not edit by hand.";
+  doc["hardware"] = std::filesystem::path(hw_path).filename().string();
+  doc["source"] = fmt::format(
+      "attnsim sass-costs --family fa2 on {} ({}), latencies and pipe rates of {}: the KV loop's spans between the two "
+      "__syncthreads of each traced instance (the trace recorder's record stores left out), loops run as the "
+      "kernel's structure says",
+      std::filesystem::path(o.sass_file).filename().string(), o.origin, hw.name);
+  nlohmann::ordered_json ks = nlohmann::ordered_json::array();
+  for (const auto& a : done) {
+    nlohmann::ordered_json k;
+    k["kernel"] = short_name(a.knobs);
+    k["head_dim"] = a.knobs.head_dim;
+    k["br"] = a.knobs.br;
+    k["bc"] = a.knobs.bc;
+    nlohmann::ordered_json blocks;
+    for (const auto& s : a.spans) {
+      const auto& t = s.issue;
+      nlohmann::ordered_json b;
+      b["cycles"] = tenths(t.cycles);
+      b["instructions"] = t.instructions;
+      b["ffma"] = t.ffma;
+      b["alu"] = t.alu;
+      b["mufu"] = t.mufu;
+      b["shared_loads"] = t.shared_loads;
+      b["stall_cycles"] = tenths(t.stall_cycles);
+      b["scoreboard_cycles"] = tenths(t.scoreboard_cycles);
+      b["pipe_cycles"] = tenths(t.pipe_cycles);
+      b["bank_cycles"] = tenths(t.bank_cycles);
+      b["fetch_cycles"] = tenths(t.fetch_cycles);
+      blocks[s.op] = b;
+    }
+    k["blocks"] = blocks;
+    ks.push_back(k);
+  }
+  doc["kernels"] = ks;
+  if (o.dry_run) {
+    std::cout << format_json(doc, 0) << "\n";
+    return 0;
+  }
+  write_checked(o.into, doc);
+  std::cout << fmt::format("wrote {}\n", o.into);
+  return 0;
+}
+
+}  // namespace attnsim::cli

@@ -1,0 +1,194 @@
+// The in-order issue model of one warp's SASS (sim/calibrate/sass_issue.hpp) on hand-computed
+// sequences, and the fa2_sm80 lowering that uses its timings.
+#include <catch2/catch.hpp>
+
+#include "calibrate/sass_issue.hpp"
+#include "driver/simulate.hpp"
+#include "lower/issue_timing.hpp"
+#include "lower/schedule.hpp"
+#include "model/problem.hpp"
+#include "test_support.hpp"
+
+using namespace attnsim;
+using namespace attnsim::sass;
+
+namespace {
+
+/// An instruction with its scheduling control set: stall count, write / read scoreboard (7: none),
+/// scoreboards waited on.
+Instr instr(uint32_t address, const char* text, int stall, int wb = 7, int rb = 7, int wait = 0) {
+  Instr in = parse_instruction(address, text);
+  in.stall = stall;
+  in.write_barrier = wb;
+  in.read_barrier = rb;
+  in.wait_mask = wait;
+  return in;
+}
+
+std::vector<const Instr*> ptrs(const std::vector<Instr>& v) {
+  std::vector<const Instr*> out;
+  for (const auto& in : v) out.push_back(&in);
+  return out;
+}
+
+/// No pipe or bank limits, no fetch cost: the static schedule and the scoreboards alone.
+IssueModel plain() {
+  IssueModel m;
+  m.lds_latency = 23;
+  m.mufu_latency = 17;
+  m.shfl_latency = 24;
+  m.other_latency = 23;
+  m.read_latency = 4;
+  m.fma_interval = m.alu_interval = m.mufu_interval = 0;
+  m.register_banks = 1;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("issue time: stall counts and then a scoreboard wait on a shared load", "[sass]") {
+  const std::vector<Instr> code = {
+      instr(0x00, "LDS R8, [R2]", 1, /*wb*/ 0),
+      instr(0x10, "IADD3 R3, R4, 0x1, RZ", 2),
+      instr(0x20, "FFMA R9, R8, R5, R6", 1, 7, 7, /*wait SB0*/ 1),
+      instr(0x30, "FADD R10, R9, R9", 4),
+  };
+  const IssueTime t = issue_time(ptrs(code), plain());
+  // LDS at 0 (result at 23), IADD3 at 1, the FFMA waits for SB0 until 23, the FADD issues at 24 and
+  // holds the warp 4 cycles: the next slot is 28.
+  CHECK(t.cycles == Approx(28));
+  CHECK(t.stall_cycles == Approx(1 + 2 + 1 + 4));
+  CHECK(t.scoreboard_cycles == Approx(23 - 3));
+  CHECK(t.shared_loads == 1);
+  CHECK(t.instructions == 4);
+}
+
+TEST_CASE("issue time: register bank conflicts and the operand reuse cache", "[sass]") {
+  IssueModel m = plain();
+  m.register_banks = 2;
+  // R2, R4, R6 all in bank 0: two extra reads, two cycles.
+  const Instr all_even = instr(0, "FFMA R1, R2, R4, R6", 1);
+  CHECK(bank_conflict_cycles(all_even, nullptr, 2) == 2);
+  // R2 and R3 in different banks, R2 read twice counts once.
+  CHECK(bank_conflict_cycles(instr(0, "FFMA R1, R2, R3, R2", 1), nullptr, 2) == 0);
+  // The previous instruction kept R2 in the reuse cache of slot 0: only R4 and R6 come from bank 0.
+  const Instr keeps = instr(0, "FFMA R7, R2.reuse, R3, R5", 1);
+  CHECK(bank_conflict_cycles(all_even, &keeps, 2) == 1);
+  // A reuse flag on another slot does not serve slot 0.
+  const Instr other_slot = instr(0, "FFMA R7, R3, R2.reuse, R5", 1);
+  CHECK(bank_conflict_cycles(all_even, &other_slot, 2) == 2);
+  // Integrated: keeps (no conflict: R2, R3, R5 -> banks 0, 1, 1: one extra) then all_even (one extra).
+  const std::vector<Instr> code = {keeps, all_even};
+  CHECK(issue_time(ptrs(code), m).bank_cycles == Approx(1 + 1));
+  CHECK(issue_time(ptrs(code), m).cycles == Approx(2 + 2));
+}
+
+TEST_CASE("issue time: a warp instruction holds its pipe for 32 / lanes cycles", "[sass]") {
+  IssueModel m = plain();
+  m.alu_interval = 2;  // 16 ALU lanes per SMSP
+  const std::vector<Instr> code = {instr(0x00, "LOP3.LUT R1, R2, R3, R4, 0x96, !PT", 1),
+                                   instr(0x10, "LOP3.LUT R5, R6, R7, R8, 0x96, !PT", 1),
+                                   instr(0x20, "FFMA R9, R10, R11, R12", 1)};
+  const IssueTime t = issue_time(ptrs(code), m);
+  // ALU at 0, the second ALU waits for the pipe until 2, the FFMA issues at 3.
+  CHECK(t.pipe_cycles == Approx(1));
+  CHECK(t.cycles == Approx(4));
+  CHECK(t.alu == 2);
+  CHECK(t.ffma == 1);
+}
+
+TEST_CASE("issue time: code beyond the instruction cache streams at the fetch rate", "[sass]") {
+  IssueModel m = plain();
+  m.icache_bytes = 128;  // one line
+  m.ifetch_cycles_per_instruction = 2;
+  m.ifetch_runahead_bytes = 0;
+  std::vector<Instr> code;
+  for (uint32_t i = 0; i < 16; ++i) code.push_back(instr(i * 16, "FFMA R1, R2, R3, R1", 1));  // two 128-byte lines
+  // Cold: each line's 8 instructions cost 16 cycles to fetch before its first one issues; without
+  // run-ahead the second line's fetch starts when the instruction before it has issued (at 23): 39,
+  // and its 8 instructions take the slots up to 47.
+  const IssueTime cold = issue_time(ptrs(code), m, true);
+  CHECK(cold.fetched_lines == 2);
+  CHECK(cold.cycles == Approx(23 + 16 + 8));
+  // Warm (the code cached): one per cycle.
+  CHECK(issue_time(ptrs(code), m, false).cycles == Approx(16));
+  // With run-ahead of a line, the second line is fetched right behind the first: 16 + 16, then 8 more.
+  m.ifetch_runahead_bytes = 128;
+  CHECK(issue_time(ptrs(code), m, true).cycles == Approx(16 + 16 + 8));
+  // A loop body that fits the cache is fetched once: the same 16 instructions twice cost one fetch.
+  m.icache_bytes = 256;
+  std::vector<const Instr*> twice = ptrs(code);
+  const auto again = ptrs(code);
+  twice.insert(twice.end(), again.begin(), again.end());
+  CHECK(issue_time(twice, m, true).fetched_lines == 2);
+}
+
+TEST_CASE("issue segments carry the warp's state from one span to the next", "[sass]") {
+  const std::vector<Instr> first = {instr(0x00, "LDS R8, [R2]", 1, /*wb*/ 0)};
+  const std::vector<Instr> second = {instr(0x10, "FADD R9, R8, R8", 1, 7, 7, /*wait SB0*/ 1)};
+  const auto t = issue_segments({ptrs(first), ptrs(second)}, plain());
+  REQUIRE(t.size() == 2);
+  CHECK(t[0].cycles == Approx(1));
+  CHECK(t[1].cycles == Approx(23 + 1 - 1));  // waits for the first span's load
+}
+
+TEST_CASE("unroll_path runs a loop its trip count and refuses conditional forward branches", "[sass]") {
+  Function fn;
+  fn.name = "f";
+  fn.code = {parse_instruction(0x00, "IADD3 R1, R1, 0x1, RZ"),
+             parse_instruction(0x10, "FFMA R2, R2, R3, R4"),
+             parse_instruction(0x20, "@P0 BRA 0x10"),
+             parse_instruction(0x30, "FADD R5, R2, R2"),
+             parse_instruction(0x40, "@P1 BRA 0x60"),
+             parse_instruction(0x50, "NOP"),
+             parse_instruction(0x60, "EXIT")};
+  // The loop body (0x10, 0x20) runs 3 times: taken twice.
+  const auto path = unroll_path(fn, 0x00, 0x40, {{0x20, 2}});
+  CHECK(path.size() == 1 + 3 * 2 + 1);
+  CHECK(path.back()->address == 0x30);
+  CHECK_THROWS_WITH(unroll_path(fn, 0x00, 0x60, {{0x20, 0}}), Catch::Contains("conditional forward branch"));
+  CHECK_THROWS_WITH(unroll_path(fn, 0x50, 0x10, {}), Catch::Contains("leaves"));
+}
+
+TEST_CASE("fa2: a warp alone on its SMSP takes its blocks' SASS issue time at the CUDA-core clock", "[sass]") {
+  const Hardware hw = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
+  const auto s = load_schedule(test::root() + "/schedules/fa2_sm80.json");
+  Problem p = test::default_problem();
+  p.head_dim = p.head_dim_v = 64;
+  p.batch = 1;
+  p.heads = 16;  // 16 CTAs: one per SM, one warp per SMSP
+  p.seqlen_q = p.seqlen_k = 256;
+  p.causal = false;
+  PredictOptions o;
+  const Prediction pr = predict(*s, hw, p, o);
+  CHECK(pr.clock_ghz == Approx(hw.clock_ghz_cuda_cores));
+  const KernelIssue* k = IssueTimings::load(test::root() + "/configs/costs/fa2_sm80_issue.json").find(64, 64, 64);
+  REQUIRE(k);
+  int seen = 0;
+  REQUIRE(!pr.critical.timeline.warps.empty());
+  for (const auto& sp : pr.critical.timeline.warps[0].spans) {
+    const std::string name = attnsim_op_name(sp.op);
+    if (!k->blocks.count(name)) continue;
+    // Four warps on four SMSPs; the SMEM wavefronts and pipes of the others do not slow this one.
+    CHECK(sp.end - sp.start == Approx(k->blocks.at(name).cycles).epsilon(1e-9));
+    ++seen;
+  }
+  CHECK(seen >= 5);
+}
+
+TEST_CASE("an issue-timing file with a missing or bad field is refused with its path", "[sass]") {
+  const nlohmann::json ok = nlohmann::json::parse(R"({"description": "d", "hardware": "h100_sxm.json", "source": "s",
+    "kernels": [{"kernel": "k", "head_dim": 64, "br": 64, "bc": 64, "blocks": {"mma_qk": {"cycles": 10,
+    "instructions": 5, "ffma": 2, "alu": 1, "mufu": 0, "shared_loads": 1, "stall_cycles": 8, "scoreboard_cycles": 2,
+    "pipe_cycles": 0, "bank_cycles": 0, "fetch_cycles": 0}}}]})");
+  const IssueTimings t = IssueTimings::parse(ok, "t.json");
+  REQUIRE(t.find(64, 64, 64));
+  CHECK(t.find(64, 64, 64)->blocks.at("mma_qk").work().fma_lanes == Approx(64));
+  CHECK(t.find(128, 64, 32) == nullptr);
+  nlohmann::json bad = ok;
+  bad["kernels"][0]["blocks"]["mma_qk"].erase("cycles");
+  CHECK_THROWS_WITH(IssueTimings::parse(bad, "t.json"), Catch::Contains("/kernels/0/blocks/mma_qk"));
+  bad = ok;
+  bad["kernels"].push_back(ok["kernels"][0]);
+  CHECK_THROWS_WITH(IssueTimings::parse(bad, "t.json"), Catch::Contains("same head_dim"));
+}
