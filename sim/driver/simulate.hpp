@@ -20,6 +20,10 @@ struct PredictOptions {
   /// in n and in T from those samples (the pipeline reaches its periodic steady state within a
   /// few blocks). Used by `explore`; tests bound its error against exact runs.
   bool extrapolate = false;
+  /// Simulate every CTA of a one-tile-per-CTA or dynamic LPT grid exactly, rather than taking a
+  /// long CTA that is not the longest from its periodic steady state (sim/driver/simulate.cpp,
+  /// kSteadyFrom). Slower (quadratic in the longest CTA's blocks); tests compare the two.
+  bool exact_every_cta = false;
   /// Budget: engine events over all CTA simulations of the prediction (--max-events). About 5
   /// million a second on one core; the bundled cases need at most 30 million.
   uint64_t max_events = 100'000'000;
