@@ -325,14 +325,20 @@ CUtensorMap make_tmap(const void* base, unsigned long long rows, int box_rows) {
   return m;
 }
 
-void report_clock(Report& rep, const std::vector<BlockClock>& run, double run_seconds,
-                  const std::vector<BlockClock>& calibration) {
+void measure_clock(Report& rep, const std::function<std::vector<BlockClock>(int)>& launch, int cal_iters) {
+  const double seconds = rep.opt().quick ? 0.3 : 2.0;
+  const auto cal = launch(cal_iters);
+  const double cal_s = span_ns(cal) * 1e-9;
+  // Clamped so that a broken calibration cannot ask for an absurd run.
+  const int iters = static_cast<int>(std::clamp(seconds / std::max(cal_s, 1e-9) * cal_iters, 1.0 * cal_iters, 2e9));
+  const auto run = launch(iters);
+  rep.clock().add(run);
   const std::vector<double> ghz = block_clock_ghz(run);
   Json& res = rep.results();
   res["clock_ghz"] = median(ghz);
   res["clock_ghz_min_over_sms"] = vmin(ghz);
   res["clock_ghz_max_over_sms"] = vmax(ghz);
-  res["run_seconds"] = run_seconds;
-  res["calibration_run_clock_ghz"] = median(block_clock_ghz(calibration));
+  res["run_seconds"] = span_ns(run) * 1e-9;
+  res["calibration_run_clock_ghz"] = median(block_clock_ghz(cal));
 }
 }  // namespace mb

@@ -12,33 +12,47 @@ namespace {
 constexpr float kMagic = 1234567.0f;  // no chain reaches it: guards the sink store
 constexpr int kMaxWarps = 8;          // warps per block at most
 
+/// Eight independent FFMA chains of one thread: straight-line code of 16 bytes per FFMA.
+struct FfmaChains {
+  float f[8];
+  __device__ __forceinline__ FfmaChains() {
+#pragma unroll
+    for (int i = 0; i < 8; ++i) f[i] = static_cast<float>(threadIdx.x + i) * 1e-3f;
+  }
+  /// kInstr FFMAs, fully unrolled.
+  template <int kInstr>
+  __device__ __forceinline__ void run(float a, float b) {
+#pragma unroll
+    for (int i = 0; i < kInstr; ++i) f[i % 8] = fmaf(f[i % 8], a, b);
+  }
+  /// Keeps the chains alive: a store no chain can reach.
+  __device__ __forceinline__ void sink(float* out) const {
+    float s = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) s += f[i];
+    if (s == kMagic) out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+  }
+};
+
 /// kInstr independent FFMAs (8 chains, 16 bytes of SASS each) per pass of a loop, `iters` passes,
 /// in every warp whose bit is set in `active`.
 template <int kInstr>
 __global__ void __launch_bounds__(1024) ifetch_kernel(int iters, unsigned long long active, float a, float b,
                                                       WarpSpan* spans, BlockClock* blocks, float* sink) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  float f[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) f[i] = static_cast<float>(threadIdx.x + i) * 1e-3f;
+  FfmaChains c;
   __syncthreads();
   block_clock_begin(blocks);
   if ((active >> warp) & 1ull) {
     const long long c0 = clock64();
 #pragma unroll 1
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-      for (int i = 0; i < kInstr; ++i) f[i % 8] = fmaf(f[i % 8], a, b);
-    }
+    for (int it = 0; it < iters; ++it) c.run<kInstr>(a, b);
     const long long c1 = clock64();
     if (lane == 0) spans[blockIdx.x * kMaxWarps + warp] = WarpSpan{c0, c1};
   }
   __syncthreads();
   block_clock_end(blocks);
-  float s = 0;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) s += f[i];
-  if (s == kMagic) sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+  c.sink(sink);
 }
 
 /// Each pass: the warp spins `spin` cycles on clock64 (a few instructions of cached code), then
@@ -48,9 +62,7 @@ template <int kInstr>
 __global__ void __launch_bounds__(1024) ifetch_runahead_kernel(int iters, long long spin, float a, float b,
                                                                WarpSpan* spans, BlockClock* blocks, float* sink) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  float f[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) f[i] = static_cast<float>(threadIdx.x + i) * 1e-3f;
+  FfmaChains c;
   __syncthreads();
   block_clock_begin(blocks);
   const long long c0 = clock64();
@@ -58,17 +70,13 @@ __global__ void __launch_bounds__(1024) ifetch_runahead_kernel(int iters, long l
   for (int it = 0; it < iters; ++it) {
     const long long s0 = clock64();
     while (clock64() - s0 < spin) {}
-#pragma unroll
-    for (int i = 0; i < kInstr; ++i) f[i % 8] = fmaf(f[i % 8], a, b);
+    c.run<kInstr>(a, b);
   }
   const long long c1 = clock64();
   if (lane == 0) spans[blockIdx.x * kMaxWarps + warp] = WarpSpan{c0, c1};
   __syncthreads();
   block_clock_end(blocks);
-  float s = 0;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) s += f[i];
-  if (s == kMagic) sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+  c.sink(sink);
 }
 
 struct WarpShape {

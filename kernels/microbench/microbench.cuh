@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <functional>
 #include <vector>
 
 namespace mb {
@@ -200,10 +201,11 @@ class Report {
   ClockMeter clock_;
 };
 
-/// Writes a clock_under_* benchmark's results: clock_ghz (median over SMs), its min and max over
-/// SMs, the run's seconds, and the clock of the short calibration launch before it.
-void report_clock(Report& rep, const std::vector<BlockClock>& run, double run_seconds,
-                  const std::vector<BlockClock>& calibration);
+/// A clock_under_* benchmark: `launch(iters)` runs the load kernel on all SMs and returns the
+/// blocks' (clock64, %globaltimer) stamps. Runs it with `cal_iters`, scales the iterations to about
+/// 2 s (quick: 0.3 s), runs again and writes clock_ghz (median over SMs of cycles / ns), its min
+/// and max over SMs, the run's seconds and the calibration launch's clock.
+void measure_clock(Report& rep, const std::function<std::vector<BlockClock>(int)>& launch, int cal_iters);
 
 /// A benchmark: its name (also the JSON file name), one line of what it measures, and its body.
 /// Throws SkipBenchmark unless the GPU is compute capability 9.0, the only one with wgmma.

@@ -440,7 +440,6 @@ void bench_clock_under_mma_sync(Report& rep) {
       "(quick: ~0.3 s) after a calibration launch; every block stamps (clock64, %globaltimer) at its start and end; "
       "clock_ghz = median over SMs of cycles / ns: the SM clock of a kernel whose GEMMs run on warp-level mma.sync.");
   const int grid = rep.dev().sm_count, warps = 8;
-  const double seconds = rep.opt().quick ? 0.3 : 2.0;
   DeviceBuffer<WarpSpan> spans(static_cast<size_t>(grid) * kMaxWarps);
   DeviceBuffer<BlockClock> blocks(grid);
   DeviceBuffer<float> sink(static_cast<size_t>(grid) * warps * 32);
@@ -451,13 +450,7 @@ void bench_clock_under_mma_sync(Report& rep) {
     MB_CHECK_LAUNCH("mma_sync_kernel (clock)");
     return blocks.to_host();
   };
-  const int cal_iters = 2000;
-  const auto cal = launch(cal_iters);
-  const double cal_s = span_ns(cal) * 1e-9;
-  const int iters = static_cast<int>(std::clamp(seconds / std::max(cal_s, 1e-9) * cal_iters, 1.0 * cal_iters, 2e9));
-  const auto run = launch(iters);
-  rep.clock().add(run);
-  report_clock(rep, run, span_ns(run) * 1e-9, cal);
+  measure_clock(rep, launch, 2000);
 }
 
 void bench_clock_under_load(Report& rep) {

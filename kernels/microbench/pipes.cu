@@ -608,7 +608,6 @@ void bench_clock_under_ffma(Report& rep) {
       "CUDA-core kernel (FA2-style GEMMs on FFMA) runs at once the chip's power management has settled.");
   const DeviceInfo& dev = rep.dev();
   const int grid = dev.sm_count, block = 32 * 32;
-  const double seconds = rep.opt().quick ? 0.3 : 2.0;
   DeviceBuffer<WarpSpan> spans(static_cast<size_t>(grid) * kMaxWarps);
   DeviceBuffer<BlockClock> blocks(grid);
   DeviceBuffer<float> sink(static_cast<size_t>(grid) * block);
@@ -620,13 +619,7 @@ void bench_clock_under_ffma(Report& rep) {
     MB_CHECK_LAUNCH("pipe_kernel<FfmaOp> (clock)");
     return blocks.to_host();
   };
-  const int cal_iters = std::max(8, static_cast<int>(4e6 / (8 * FfmaOp::kEstCyclesPerIter)));
-  const auto cal = launch(cal_iters);
-  const double cal_s = span_ns(cal) * 1e-9;
-  const int iters = static_cast<int>(std::clamp(seconds / std::max(cal_s, 1e-9) * cal_iters, 1.0 * cal_iters, 2e9));
-  const auto run = launch(iters);
-  rep.clock().add(run);
-  report_clock(rep, run, span_ns(run) * 1e-9, cal);
+  measure_clock(rep, launch, std::max(8, static_cast<int>(4e6 / (8 * FfmaOp::kEstCyclesPerIter))));
 }
 
 std::vector<Benchmark> pipe_benchmarks() {

@@ -40,7 +40,8 @@ class Fa2Schedule : public Schedule {
     costs_ = CostModel::from_schedule(r);
     if (const auto* f = r.optional_raw("issue_timing")) {
       if (!f->is_string()) r.fail_at("issue_timing", "expected the path of an issue-timing file (configs/costs/...)");
-      std::string path = f->get<std::string>();
+      issue_name_ = f->get<std::string>();
+      std::string path = issue_name_;
       if (!path.empty() && path[0] != '/') path = project_root() + "/" + path;
       issue_ = &IssueTimings::load(path);
     }
@@ -166,10 +167,13 @@ class Fa2Schedule : public Schedule {
 
   std::vector<std::string> knob_lines(const Hardware& hw, const Problem& p) const override {
     const Resolved k = resolve(hw, p);
+    const KernelIssue* sass = issue_ && gemm_ == "fma" ? issue_->find(p.head_dim, k.br, k.bc) : nullptr;
     return {fmt::format(
-        "Br {} x Bc {}{}, 4 warps (no warp specialization), GEMMs on {}, SMEM {} B, {} CTA{} per SM (occupancy {})",
-        k.br, k.bc, br_ ? "" : " (auto)", gemm_ == "fma" ? "the CUDA cores (FFMA)" : "mma.sync m16n8k16", k.smem_bytes,
-        k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
+                "Br {} x Bc {}{}, 4 warps (no warp specialization), GEMMs on {}, SMEM {} B, {} CTA{} per SM (occupancy {})",
+                k.br, k.bc, br_ ? "" : " (auto)", gemm_ == "fma" ? "the CUDA cores (FFMA)" : "mma.sync m16n8k16",
+                k.smem_bytes, k.ctas_per_sm, k.ctas_per_sm > 1 ? "s" : "", k.occupancy),
+            sass ? fmt::format("compute blocks timed from the SASS of {} ({})", sass->kernel, issue_name_)
+                 : "compute blocks priced by instruction counts (no SASS timing for this tile shape)"};
   }
   std::vector<std::string> roles() const override { return {fa2::kWarpRole}; }
   Hardware::ClockLoad clock_load() const override {
@@ -212,6 +216,7 @@ class Fa2Schedule : public Schedule {
   int registers_ = 112;
   CostModel costs_;
   const IssueTimings* issue_ = nullptr;  ///< the kernel's blocks timed from its SASS (optional)
+  std::string issue_name_;               ///< its path as the schedule gives it
 };
 
 }  // namespace
