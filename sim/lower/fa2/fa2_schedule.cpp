@@ -150,7 +150,8 @@ class Fa2Schedule : public Schedule {
           w.bar_sync(sync, 32);
           timed(w, ATTNSIM_OP_MMA_QK, qk);
           Work m = max_w;
-          if (j >= n - tiles[t].masked_blocks) m += mask_w;  // (the SASS timing's loop masks every block)
+          // (Timed from the SASS, the mask is part of every block: the kernel tests each element.)
+          if (j >= n - tiles[t].masked_blocks) m += mask_w;
           timed(w, ATTNSIM_OP_SOFTMAX_MAX, m, costs_.latency("softmax_max"));
           timed(w, ATTNSIM_OP_SOFTMAX_EXP, exp_w);
           if (j > 0) timed(w, ATTNSIM_OP_RESCALE_O, rescale_w);
