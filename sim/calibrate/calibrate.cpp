@@ -39,6 +39,7 @@ constexpr DirectField kDirect[] = {
     {"clock_under_ffma", "/results/clock_ghz", "clock_ghz_cuda_cores"},
     {"clock_under_mma_sync", "/results/clock_ghz", "clock_ghz_mma_sync"},
     {"operand", "/results/lds_latency", "lds_latency"},
+    {"tma", "/results/l2_hit_ldg_cg_latency_cycles", "ldg_latency"},
     {"ifetch", "/results/icache_bytes", "icache_bytes"},
     {"ifetch", "/results/ifetch_cycles_per_instruction", "ifetch_cycles_per_instruction"},
     {"ifetch", "/results/ifetch_runahead_bytes", "ifetch_runahead_bytes"},

@@ -9,6 +9,8 @@ namespace attnsim::sass {
 
 namespace {
 
+constexpr int kLoadWarps = 2;  ///< warps 0-1 copy K and V (kernels/fa2/structure.h)
+
 /// "Li64E" / "Lb1E" template arguments after `pos` in a mangled name, in order.
 std::vector<long long> template_values(const std::string& s, size_t pos) {
   std::vector<long long> out;
@@ -149,6 +151,36 @@ Fa2Analysis analyse_fa2(const Function& fn, const IssueModel& m) {
   // One KV block's spans in a row: the fetch that runs ahead while one span waits serves the next.
   const auto times = issue_segments(paths, m, a.cold_icache);
   for (size_t s = 0; s < times.size(); ++s) a.spans[s].issue = times[s];
+
+  // The K/V copy of the load warps: the clock interval two reads before the first __syncthreads
+  // (copy start, copy end, then the barrier wait's start). Its steady state is the copy loops'
+  // unrolled bodies (global load, shared store), each run tile rows x head_dim / 8 / 64 vectors
+  // per lane (two warps copy) over the loads one pass issues; the setup and remainder code around
+  // them is left out (the remainder runs no pass when the vectors divide evenly, as they must).
+  std::vector<size_t> before;
+  for (size_t i = 0; i < bar0; ++i)
+    if (fn.code[i].clock_read) before.push_back(i);
+  if (before.size() < 3) throw std::runtime_error(fn.name + ": no clock reads around the K/V copy");
+  const size_t c0 = before[before.size() - 3], c1 = before[before.size() - 2];
+  Fa2Span copy;
+  copy.op = "copy_kv";
+  copy.begin = fn.code[c0 + 1].address;
+  copy.end = fn.code[c1].address;
+  const int vectors = k->bc * (d / 8) / (32 * kLoadWarps);
+  std::vector<const Instr*> path;
+  for (const Loop& l : loops) {
+    if (l.branch <= c0 || l.branch >= c1 || count_in(fn, l.head, l.branch, "LDG") == 0) continue;
+    const int passes = iterations(fn, copy.op, l, vectors, count_in(fn, l.head, l.branch, "LDG"), "LDG (vectors)");
+    copy.taken[fn.code[l.branch].address] = passes - 1;
+    const auto body = unroll_path(fn, fn.code[l.head].address, fn.code[l.branch + 1].address,
+                                  {{fn.code[l.branch].address, passes - 1}});
+    path.insert(path.end(), body.begin(), body.end());
+  }
+  if (copy.taken.size() != 2)
+    throw std::runtime_error(
+        fmt::format("{}: {} copy loops with global loads, expected 2 (K and V)", fn.name, copy.taken.size()));
+  copy.issue = issue_time(path, m, a.cold_icache);
+  a.spans.insert(a.spans.begin(), std::move(copy));
   return a;
 }
 

@@ -11,7 +11,9 @@
 // change in the kernel's code shape is caught here rather than priced wrong. Each span starts
 // with none of its own code cached when the KV loop's code is larger than the cache; the five
 // spans are timed as one stream (issue_segments), starting cold at mma_qk, so that instructions
-// fetched while one span waits are ready for the next.
+// fetched while one span waits are ready for the next. The load warps' K/V copy (copy_kv) is
+// timed too: its loops of 16-byte global loads and shared stores wait out the L2 latency of each
+// group of loads ptxas issues together.
 #pragma once
 #include <map>
 #include <optional>
@@ -33,9 +35,10 @@ struct Fa2Knobs {
 /// The knobs of `mangled` when it is an fa2_forward instance.
 std::optional<Fa2Knobs> fa2_knobs(const std::string& mangled);
 
-/// One compute span of the KV loop.
+/// One span of the KV loop.
 struct Fa2Span {
-  std::string op;                 ///< mma_qk, softmax_max, softmax_exp, rescale_o, mma_pv
+  std::string op;                 ///< copy_kv (the load warps' K and V copy), mma_qk, softmax_max, softmax_exp,
+                                  ///< rescale_o, mma_pv
   uint32_t begin = 0, end = 0;    ///< first instruction, closing clock read
   std::map<uint32_t, int> taken;  ///< backward branch -> times taken per entry into its loop
   IssueTime issue;                ///< of the dynamic path, instrumentation removed
@@ -56,7 +59,8 @@ struct Fa2Analysis {
 };
 
 /// Finds the KV loop's compute spans of a traced fa2_forward instance (the two BAR.SYNC with six
-/// clock reads between them) and times each with `m`. Throws std::runtime_error when the code does
+/// clock reads between them) and its K/V copy (the clock interval before the first) and times
+/// each with `m`. Throws std::runtime_error when the code does
 /// not have that shape or a loop's trip count does not divide its work.
 Fa2Analysis analyse_fa2(const Function& fn, const IssueModel& m);
 

@@ -82,6 +82,7 @@ Pipe pipe_of(const Instr& in) {
 
 double write_latency(const Instr& in, const IssueModel& m) {
   if (in.base == "LDS" || in.base == "LDSM") return m.lds_latency;
+  if (in.base == "LDG") return m.ldg_latency;
   if (in.base == "MUFU") return m.mufu_latency;
   if (in.base == "SHFL") return m.shfl_latency;
   return m.other_latency;
@@ -92,6 +93,7 @@ double write_latency(const Instr& in, const IssueModel& m) {
 IssueModel IssueModel::from(const Hardware& hw) {
   IssueModel m;
   m.lds_latency = hw.lds_latency;
+  m.ldg_latency = hw.ldg_latency;
   m.mufu_latency = hw.mufu_latency;
   m.shfl_latency = hw.shfl_latency;
   m.other_latency = hw.lds_latency;

@@ -5,8 +5,8 @@
 // Per instruction, in program order (one warp, nothing else on the SMSP):
 //   - it issues no earlier than the previous instruction's issue plus that instruction's stall
 //     count (at least 1): ptxas covers every fixed-latency dependency with these counts;
-//   - it waits for the scoreboards its wait mask names. A variable-latency instruction (shared
-//     load, MUFU, shuffle, special-register or constant load) releases its write scoreboard its
+//   - it waits for the scoreboards its wait mask names. A variable-latency instruction (shared or
+//     global load, MUFU, shuffle, special-register or constant load) releases its write scoreboard its
 //     latency after issue; an instruction that sets a read scoreboard (stores) releases it when
 //     its operands have been read. Latencies are the GPU's measured ones (Hardware);
 //   - it waits for its pipe: a warp instruction holds the FMA pipe 32 / fma_lanes cycles, the
@@ -47,14 +47,15 @@ struct IssueModel {
   double lds_latency = 0;    ///< LDS -> its result usable (kernels/microbench operand)
   double mufu_latency = 0;   ///< MUFU -> result (latency_chains)
   double shfl_latency = 0;   ///< SHFL -> result (latency_chains)
-  double other_latency = 0;  ///< other variable-latency producers (S2R, S2UR, LDC, LDG...): charged as an LDS
+  double ldg_latency = 0;    ///< LDG (global load, L2 hit) -> result (kernels/microbench tma)
+  double other_latency = 0;  ///< other variable-latency producers (S2R, S2UR, LDC...): charged as an LDS
   double read_latency = 0;   ///< issue -> operands read (releases a read scoreboard): charged as one ALU latency
   double fma_interval = 1, alu_interval = 2, mufu_interval = 8;  ///< cycles a warp instruction holds its pipe
   int register_banks = 2;
   int icache_bytes = 0;                      ///< instruction cache per SMSP (0: every line misses)
   double ifetch_cycles_per_instruction = 0;  ///< cost of an instruction in a missed line (0: fetch is free)
   double ifetch_runahead_bytes = 0;          ///< how far fetch may run ahead of issue
-  /// From a hardware config (lds_latency, mufu_latency, shfl_latency, alu_latency, *_lanes_per_clk_smsp,
+  /// From a hardware config (lds_latency, ldg_latency, mufu_latency, shfl_latency, alu_latency, *_lanes_per_clk_smsp,
   /// register_banks).
   static IssueModel from(const Hardware& hw);
 };

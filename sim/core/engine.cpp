@@ -311,6 +311,9 @@ class Engine {
           ws.async_on_mma = mma;
           return;
         }
+        case OpKind::SyncCopy:
+          delay(w, op.latency, async_label(false));
+          return;
         case OpKind::CpAsync:
           ++ws.copy_outstanding;
           tma_q_.push_back({&op, w});

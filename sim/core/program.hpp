@@ -60,6 +60,8 @@ enum class OpKind : uint8_t {
   MmaWait,      ///< wgmma.wait_group: block until at most `count` of this warp's MMA groups are unfinished
   CpAsync,      ///< cp.async / synchronous-style global->SMEM copy of `bytes` by this warp (memory path)
   CpAsyncWait,  ///< cp.async.wait_group: block until at most `count` of this warp's copies are unfinished
+  SyncCopy,     ///< a copy the warp makes with its own loads and stores and waits out: `latency` cycles (its
+                ///< SASS's issue time), recorded as a wait on cp.async.wait_group as the kernels record it
 };
 
 /// One step of a warp's program. Tags (stage, block, tile) only label spans.

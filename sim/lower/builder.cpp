@@ -151,6 +151,11 @@ void WarpBuilder::cp_async(int name, double bytes) {
   op.bytes = bytes;
 }
 
+void WarpBuilder::sync_copy(double cycles) {
+  Op& op = push(OpKind::SyncCopy, ATTNSIM_OP_WAIT);
+  op.latency = cycles;
+}
+
 void WarpBuilder::wait_cp_async(int pending) {
   Op& op = push(OpKind::CpAsyncWait, ATTNSIM_OP_WAIT);
   op.count = pending;

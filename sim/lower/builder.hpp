@@ -52,6 +52,9 @@ class WarpBuilder {
   /// cp.async copy of `bytes` into SMEM by this warp; cp.async.wait_group(`pending`) waits for it.
   void cp_async(int name, double bytes);
   void wait_cp_async(int pending);
+  /// A global -> SMEM copy the warp makes with its own loads and waits out, lasting `cycles`
+  /// (OpKind::SyncCopy).
+  void sync_copy(double cycles);
 
   // CUTLASS-style pipeline steps. Waits use the state's stage and parity; commit and release
   // arrive on the state's stage and advance the state.

@@ -94,6 +94,7 @@ const std::vector<ConstantSpec>& constant_specs() {
       dbl_c("shfl_latency", &Hardware::shfl_latency, 0, 1000),
       dbl_c("f2fp_latency", &Hardware::f2fp_latency, 0, 1000),
       dbl_c("lds_latency", &Hardware::lds_latency, 0, 1000),
+      dbl_c("ldg_latency", &Hardware::ldg_latency, 0, 1e5),
       int_c("icache_bytes", &Hardware::icache_bytes, 0, 1 << 24),
       dbl_c("ifetch_cycles_per_instruction", &Hardware::ifetch_cycles_per_instruction, 0, 100),
       dbl_c("ifetch_runahead_bytes", &Hardware::ifetch_runahead_bytes, 0, 1 << 20),

@@ -72,6 +72,7 @@ struct Hardware {
   double shfl_latency = 0;  ///< SHFL.BFLY -> next SHFL.BFLY that exchanges its result
   double f2fp_latency = 0;  ///< F2FP.BF16.F32.PACK_AB (cvt.rn.bf16x2.f32) -> dependent use of the packed result
   double lds_latency = 0;   ///< ld.shared (LDS) -> dependent load using its result (kernels/microbench operand)
+  double ldg_latency = 0;   ///< ld.global that hits in L2 -> its result (kernels/microbench tma: pointer chase)
 
   // Instruction fetch (kernels/microbench ifetch)
   int icache_bytes = 0;  ///< code a warp's SMSP keeps cached: a loop up to this size issues at full rate

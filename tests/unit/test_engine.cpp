@@ -193,6 +193,24 @@ TEST_CASE("arrivals beyond a barrier's count and partial phases are errors - not
   CHECK_THROWS_WITH(simulate_cta(hw, cta2.take()), Catch::Contains("y.full[0] ended with a partial phase: 1 of 2"));
 }
 
+TEST_CASE("a synchronous copy is a wait of its own cycles on cp.async.wait_group", "[engine]") {
+  const Hardware hw = b200();
+  CtaBuilder cta;
+  WarpBuilder w = cta.warp(0, "w");
+  Work fma;
+  fma.issue = fma.fma_lanes = 32 * 100;  // 100 FFMAs: 100 cycles alone at 1 per cycle (b200: 32 lanes)
+  w.sync_copy(750);
+  w.compute(ATTNSIM_OP_MMA_QK, fma);
+  const SimResult r = simulate_cta(hw, cta.take());
+  REQUIRE(r.timeline.warps.size() == 1);
+  const auto& spans = r.timeline.warps[0].spans;
+  REQUIRE(spans.size() == 2);
+  CHECK(spans[0].kind == SpanKind::Wait);
+  CHECK(spans[0].end - spans[0].start == Approx(750));
+  CHECK(r.timeline.labels.at(static_cast<size_t>(spans[0].label)) == "cp.async.wait_group");
+  CHECK(spans[1].start == Approx(750));
+}
+
 TEST_CASE("repeated runs give byte-identical traces", "[engine][determinism]") {
   const Hardware hw = b200();
   Problem p = test::default_problem();

@@ -174,6 +174,11 @@ TEST_CASE("fa2: a warp alone on its SMSP takes its blocks' SASS issue time at th
     ++seen;
   }
   CHECK(seen >= 5);
+  // Warp 0 copies K and V with its own loads: a wait of the copy's SASS time, every KV block.
+  int copies = 0;
+  for (const auto& sp : pr.critical.timeline.warps[0].spans)
+    copies += sp.kind == SpanKind::Wait && sp.end - sp.start == Approx(k->blocks.at("copy_kv").cycles);
+  CHECK(copies == 4 * 4);  // seqlen 256: 4 Q tiles of 64 rows, each over 4 KV blocks of 64
 }
 
 TEST_CASE("an issue-timing file with a missing or bad field is refused with its path", "[sass]") {

@@ -143,9 +143,15 @@ class Fa2Schedule : public Schedule {
         for (int j = 0; j < n; ++j) {
           w.tags(-1, j, tile);
           if (wi < fa2::kLoadWarps) {  // warps 0-1 bring K and V (half of each tile each)
-            w.cp_async(ATTNSIM_OP_LOAD_K, k.bc * p.head_dim * eb / 2);
-            w.cp_async(ATTNSIM_OP_LOAD_V, k.bc * p.head_dim_v * eb / 2);
-            w.wait_cp_async(0);
+            const auto copy = sass ? sass->blocks.find("copy_kv") : decltype(sass->blocks.end()){};
+            if (sass && copy != sass->blocks.end()) {
+              // 16-byte loads and shared stores, each group of loads waiting out its L2 latency.
+              w.sync_copy(copy->second.cycles);
+            } else {
+              w.cp_async(ATTNSIM_OP_LOAD_K, k.bc * p.head_dim * eb / 2);
+              w.cp_async(ATTNSIM_OP_LOAD_V, k.bc * p.head_dim_v * eb / 2);
+              w.wait_cp_async(0);
+            }
           }
           w.bar_sync(sync, 32);
           timed(w, ATTNSIM_OP_MMA_QK, qk);
