@@ -87,16 +87,17 @@ int sass_costs_fa2(const std::vector<sass::Function>& functions, const Fa2CostOp
         "2026-11-24\")");
   nlohmann::ordered_json doc;
   doc["description"] =
-      "In-order issue time of the compute blocks of the FA2-style kernel (kernels/fa2), per compiled instance: one "
-      "warp alone on its SMSP issuing the block's SASS with ptxas's stall counts, its scoreboard waits on "
-      "variable-latency results, its pipes' occupancy and register bank conflicts (sim/calibrate/sass_issue.hpp), "
-      "and the block's instruction counts. The fa2_sm80 lowering takes cycles as the block's stand-alone time and "
-      "the counts as its pipe work. Written by attnsim sass-costs --family fa2; do not edit by hand.";
+      "In-order issue time of the compute blocks and the load warps' K/V copy (copy_kv) of the FA2-style kernel "
+      "(kernels/fa2), per compiled instance: one warp alone on its SMSP issuing the block's SASS with ptxas's stall "
+      "counts, its scoreboard waits on variable-latency results (shared and global loads, MUFU, shuffles), its pipes' "
+      "occupancy, register bank conflicts and instruction fetch (sim/calibrate/sass_issue.hpp), and the block's "
+      "instruction counts. The fa2_sm80 lowering takes cycles as the block's stand-alone time (the copy's whole "
+      "time) and the counts as its pipe work. Written by attnsim sass-costs --family fa2; do not edit by hand.";
   doc["hardware"] = std::filesystem::path(hw_path).filename().string();
   doc["source"] = fmt::format(
       "attnsim sass-costs --family fa2 on {} ({}), latencies and pipe rates of {}: the KV loop's spans between the two "
-      "__syncthreads of each traced instance (the trace recorder's record stores left out), loops run as the "
-      "kernel's structure says",
+      "__syncthreads of each traced instance (the trace recorder's record stores left out) and the copy loops before "
+      "them, loops run as the kernel's structure says",
       std::filesystem::path(o.sass_file).filename().string(), o.origin, hw.name);
   nlohmann::ordered_json ks = nlohmann::ordered_json::array();
   for (const auto& a : done) {

@@ -1,4 +1,5 @@
-// Issue timings of a kernel family's compute blocks, read from a file that `attnsim sass-costs
+// Issue timings of a kernel family's compute blocks (and of a copy its warps make with their own
+// loads, "copy_kv"), read from a file that `attnsim sass-costs
 // --family fa2 --into` writes (configs/costs/fa2_sm80_issue.json): per compiled kernel instance
 // (its tile shape) and block, the in-order issue time of one warp alone on its SMSP
 // (sim/calibrate/sass_issue.hpp, from the kernel's SASS and the GPU's measured latencies) and
