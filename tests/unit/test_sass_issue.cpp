@@ -1,7 +1,10 @@
 // The in-order issue model of one warp's SASS (sim/calibrate/sass_issue.hpp) on hand-computed
 // sequences, and the fa2_sm80 lowering that uses its timings.
+#include <fmt/format.h>
+
 #include <catch2/catch.hpp>
 
+#include "calibrate/sass_fa2.hpp"
 #include "calibrate/sass_issue.hpp"
 #include "driver/simulate.hpp"
 #include "lower/issue_timing.hpp"
@@ -196,4 +199,97 @@ TEST_CASE("an issue-timing file with a missing or bad field is refused with its 
   bad = ok;
   bad["kernels"].push_back(ok["kernels"][0]);
   CHECK_THROWS_WITH(IssueTimings::parse(bad, "t.json"), Catch::Contains("same head_dim"));
+}
+
+namespace {
+
+/// A small traced-fa2-shaped function (hd64, Br = Bc = 64): the K and V copy loops between two
+/// clock reads, the first __syncthreads, the five compute spans between six clock reads (S = Q
+/// K^T an inner loop of 16 FFMAs), the second __syncthreads, the KV loop's back edge. Every
+/// instruction has stall count 1 and no scoreboards unless given.
+Function fa2_like() {
+  Function fn;
+  fn.mangled = "_ZN7attnsim3fa211fa2_forwardINS0_9Fa2TraitsILi64ELi64ELi64ELb1EEEEEvNS0_9Fa2ParamsE";
+  fn.name = "fa2_forward<Fa2Traits<64, 64, 64, true>>";
+  uint32_t a = 0;
+  auto add = [&](const char* text, int wb = 7, int wait = 0) {
+    fn.code.push_back(instr(a, text, 1, wb, 7, wait));
+    a += 16;
+  };
+  add("CS2R.32 R10, SR_CLOCKLO");         // 0x000: copy start
+  for (int loop = 0; loop < 2; ++loop) {  // K, then V: two 16-byte loads per pass, each stored when it lands
+    const uint32_t head = a;
+    add("LDG.E.128 R20, desc[UR4][R2.64]", 0);
+    add("LDG.E.128 R24, desc[UR4][R4.64]", 1);
+    add("STS.128 [R6], R20", 7, 0b01);
+    add("STS.128 [R7], R24", 7, 0b10);
+    fn.code.push_back(instr(a, fmt::format("@P0 BRA {:#x}", head).c_str(), 1));
+    a += 16;
+  }
+  add("CS2R.32 R11, SR_CLOCKLO");  // copy end
+  add("CS2R.32 R12, SR_CLOCKLO");  // barrier wait start
+  add("BAR.SYNC.DEFER_BLOCKING 0x0");
+  add("CS2R.32 R13, SR_CLOCKLO");  // t1: mma_qk
+  const uint32_t qk = a;
+  for (int i = 0; i < 16; ++i) add("FFMA R30, R31, R33, R30");
+  fn.code.push_back(instr(a, fmt::format("@P1 BRA {:#x}", qk).c_str(), 1));
+  a += 16;
+  add("CS2R.32 R14, SR_CLOCKLO");  // t2: softmax_max
+  add("FMNMX R40, R41, R43, !PT");
+  add("CS2R.32 R15, SR_CLOCKLO");  // t3: softmax_exp
+  add("MUFU.EX2 R44, R45", 2);
+  add("FADD R46, R44, R47", 7, 0b100);
+  add("CS2R.32 R16, SR_CLOCKLO");  // t4: rescale_o
+  add("FMUL R50, R51, R53");
+  add("CS2R.32 R17, SR_CLOCKLO");  // t5: mma_pv
+  add("FFMA R54, R55, R57, R54");
+  add("CS2R.32 R18, SR_CLOCKLO");  // t6
+  add("BAR.SYNC.DEFER_BLOCKING 0x0");
+  fn.code.push_back(instr(a, "@P2 BRA 0x0", 1));  // the KV loop
+  a += 16;
+  add("EXIT");
+  return fn;
+}
+
+}  // namespace
+
+TEST_CASE("fa2 analysis: spans between the clock reads and loops run the kernel's trip counts", "[sass]") {
+  const Function fn = fa2_like();
+  IssueModel m = plain();
+  m.ldg_latency = 300;
+  m.icache_bytes = 1 << 20;  // the whole loop stays cached: no fetch cost
+  const Fa2Analysis a = analyse_fa2(fn, m);
+  REQUIRE(a.spans.size() == 6);
+  CHECK(a.knobs.head_dim == 64);
+  CHECK_FALSE(a.cold_icache);
+  CHECK(a.kv_loop_bytes == fn.code[fn.code.size() - 2].address + 16);
+  // K/V copy: 64 rows x 64 / 8 vectors over 64 lanes = 8 per lane, 2 loads per pass: 4 passes per loop.
+  const Fa2Span& copy = *a.find("copy_kv");
+  CHECK(copy.taken.size() == 2);
+  for (const auto& [at, n] : copy.taken) CHECK(n == 3);
+  // Each pass: two loads at 0 and 1, the first store waits for the first load until 300, the
+  // second store issues at 301 (its load landed then), the branch at 302: 303 cycles per pass, 8 passes.
+  CHECK(copy.issue.cycles == Approx(8 * 303));
+  // S = Q K^T: head_dim 64 FFMAs per score, 16 per pass: 4 passes of 17 instructions.
+  const Fa2Span& qk = *a.find("mma_qk");
+  REQUIRE(qk.taken.size() == 1);
+  CHECK(qk.taken.begin()->second == 3);
+  CHECK(qk.issue.instructions == 4 * 17);
+  CHECK(qk.issue.ffma == 64);
+  // softmax_exp: MUFU at 0, the FADD waits for its result (17), then the span's last slot.
+  CHECK(a.find("softmax_exp")->issue.cycles == Approx(17 + 1));
+  CHECK(a.find("rescale_o")->issue.cycles == Approx(1));
+  CHECK(a.find("softmax_max")->issue.cycles == Approx(1));
+  // A plain (untraced) instance has no spans to find.
+  Function plain_fn = fn;
+  plain_fn.mangled = "_ZN7attnsim3fa211fa2_forwardINS0_9Fa2TraitsILi64ELi64ELi64ELb0EEEEEvNS0_9Fa2ParamsE";
+  CHECK_THROWS_WITH(analyse_fa2(plain_fn, m), Catch::Contains("no clock reads"));
+  // A loop whose work does not divide is refused: 15 FFMAs per pass against head_dim 64.
+  Function odd = fn;
+  for (size_t i = 0; i < odd.code.size(); ++i)
+    if (odd.code[i].opcode == "FFMA" && odd.code[i + 1].is_branch()) {
+      odd.code[i] = instr(odd.code[i].address, "FADD R30, R31, R30", 1);
+      break;
+    }
+  CHECK_THROWS_WITH(analyse_fa2(odd, m), Catch::Contains("does not divide"));
 }
