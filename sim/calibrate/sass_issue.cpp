@@ -199,7 +199,6 @@ std::vector<IssueTime> issue_segments(const std::vector<std::vector<const Instr*
       t = issue + std::max(1, in->stall);
       recent[issued++ % recent.size()] = issue;
       ++r.instructions;
-      ++r.by_class[in->cls];
       if (in->base == "LDS" || in->base == "LDSM") ++r.shared_loads;
       if (p == kFma) ++r.ffma;
       if (p == kAlu) ++r.alu;

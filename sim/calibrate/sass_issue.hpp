@@ -70,7 +70,6 @@ struct IssueTime {
   double bank_cycles = 0;           ///< register bank conflicts
   double fetch_cycles = 0;          ///< waits for instructions still being fetched
   int fetched_lines = 0;            ///< 128-byte code lines that missed the instruction cache
-  std::map<Class, int> by_class;    ///< instructions per class
   int shared_loads = 0;             ///< LDS / LDSM instructions (each at least one SMEM wavefront)
   int ffma = 0, alu = 0, mufu = 0;  ///< FMA-pipe, ALU-pipe and MUFU instructions (the block's pipe demands)
 };

@@ -75,6 +75,9 @@ int sass_costs_fa2(const std::vector<sass::Function>& functions, const Fa2CostOp
           t.pipe_cycles, t.bank_cycles, t.fetch_cycles,
           loops.empty() ? "-" : fmt::format("{}", fmt::join(loops, ", ")));
     }
+    int records = 0;
+    for (const auto& s : a.spans) records += s.instrumentation;
+    std::cout << fmt::format("  (trace-record stores left out of the paths: {})\n", records);
   }
   if (done.empty())
     throw InputError(o.sass_file, "",

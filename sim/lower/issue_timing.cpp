@@ -22,7 +22,7 @@ IssueTimings IssueTimings::parse(const nlohmann::json& doc, const std::string& f
   t.file_ = file;
   JsonReader r(doc, file);
   r.string("description");
-  t.hardware_ = r.string("hardware");
+  r.string("hardware");  // the config whose latencies timed the blocks (informative)
   r.string("source");
   const auto& ks = r.raw("kernels");
   if (!ks.is_array() || ks.empty()) r.fail_at("kernels", "expected a non-empty array of kernel instances");

@@ -46,11 +46,10 @@ class IssueTimings {
   /// The instance with this tile shape, or nullptr.
   const KernelIssue* find(int head_dim, int br, int bc) const;
   const std::string& file() const { return file_; }
-  const std::string& hardware() const { return hardware_; }
 
  private:
   std::vector<KernelIssue> kernels_;
-  std::string file_, hardware_;
+  std::string file_;
 };
 
 }  // namespace attnsim
