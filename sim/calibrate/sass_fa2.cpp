@@ -11,18 +11,6 @@ namespace {
 
 constexpr int kLoadWarps = 2;  ///< warps 0-1 copy K and V (kernels/fa2/structure.h)
 
-/// "Li64E" / "Lb1E" template arguments after `pos` in a mangled name, in order.
-std::vector<long long> template_values(const std::string& s, size_t pos) {
-  std::vector<long long> out;
-  while (pos + 3 < s.size() && s[pos] == 'L' && (s[pos + 1] == 'i' || s[pos + 1] == 'b')) {
-    size_t e = s.find('E', pos);
-    if (e == std::string::npos) break;
-    out.push_back(std::stoll(s.substr(pos + 2, e - pos - 2)));
-    pos = e + 1;
-  }
-  return out;
-}
-
 struct Loop {
   size_t head = 0, branch = 0;  // indices into the function's code
   bool has_inner = false;
@@ -49,7 +37,7 @@ std::optional<Fa2Knobs> fa2_knobs(const std::string& mangled) {
   if (mangled.find("fa2_forward") == std::string::npos) return std::nullopt;
   const size_t p = mangled.find("Fa2TraitsI");
   if (p == std::string::npos) return std::nullopt;
-  const auto v = template_values(mangled, p + 10);
+  const auto v = mangled_template_values(mangled, p + 10);
   if (v.size() != 4) return std::nullopt;
   return Fa2Knobs{static_cast<int>(v[0]), static_cast<int>(v[1]), static_cast<int>(v[2]), v[3] != 0};
 }

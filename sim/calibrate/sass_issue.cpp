@@ -71,24 +71,22 @@ std::vector<RegOperand> bank_sources(const Instr& in) {
   return out;
 }
 
-enum Pipe { kFma, kAlu, kMufu, kNoPipe };
+}  // namespace
 
-Pipe pipe_of(const Instr& in) {
-  if (in.cls == Class::fma || in.base == "IMAD") return kFma;  // IMAD runs on the FMA-heavy pipe (ncu pipe names)
-  if (in.cls == Class::mufu) return kMufu;
-  if (in.cls == Class::alu || in.cls == Class::f2fp) return kAlu;
+int pipe_of(const Instr& in) {
+  if (in.cls == Class::fma || in.base == "IMAD") return kFmaPipe;  // IMAD runs on the FMA-heavy pipe (ncu pipe names)
+  if (in.cls == Class::mufu) return kMufuPipe;
+  if (in.cls == Class::alu || in.cls == Class::f2fp) return kAluPipe;
   return kNoPipe;
 }
 
-double write_latency(const Instr& in, const IssueModel& m) {
+double result_latency(const Instr& in, const IssueModel& m) {
   if (in.base == "LDS" || in.base == "LDSM") return m.lds_latency;
   if (in.base == "LDG") return m.ldg_latency;
   if (in.base == "MUFU") return m.mufu_latency;
   if (in.base == "SHFL") return m.shfl_latency;
   return m.other_latency;
 }
-
-}  // namespace
 
 IssueModel IssueModel::from(const Hardware& hw) {
   IssueModel m;
@@ -140,8 +138,8 @@ std::vector<IssueTime> issue_segments(const std::vector<std::vector<const Instr*
   std::vector<double> recent(ahead + 1, 0.0);
   size_t issued = 0;
   std::array<double, 8> scoreboard{};  // release time per scoreboard (index 7: none)
-  std::array<double, kNoPipe> pipe_free{};
-  const std::array<double, kNoPipe> interval = {m.fma_interval, m.alu_interval, m.mufu_interval};
+  std::array<double, kNumPipes> pipe_free{};
+  const std::array<double, kNumPipes> interval = {m.fma_interval, m.alu_interval, m.mufu_interval};
   double t = 0;  // earliest issue of the next instruction by the static schedule
   const Instr* previous = nullptr;
   for (const auto& seq : segments) {
@@ -177,7 +175,7 @@ std::vector<IssueTime> issue_segments(const std::vector<std::vector<const Instr*
       for (int b = 0; b < 6; ++b)
         if ((in->wait_mask >> b) & 1) issue = std::max(issue, scoreboard[static_cast<size_t>(b)]);
       r.scoreboard_cycles += issue - after_fetch;
-      const Pipe p = pipe_of(*in);
+      const int p = pipe_of(*in);
       if (p != kNoPipe) {
         const double ready = std::max(issue, pipe_free[p]);
         r.pipe_cycles += ready - issue;
@@ -189,7 +187,7 @@ std::vector<IssueTime> issue_segments(const std::vector<std::vector<const Instr*
       r.bank_cycles += bank;
       if (in->write_barrier < 6) {
         double& s = scoreboard[static_cast<size_t>(in->write_barrier)];
-        s = std::max(s, issue + write_latency(*in, m));
+        s = std::max(s, issue + result_latency(*in, m));
       }
       if (in->read_barrier < 6) {
         double& s = scoreboard[static_cast<size_t>(in->read_barrier)];
@@ -200,9 +198,9 @@ std::vector<IssueTime> issue_segments(const std::vector<std::vector<const Instr*
       recent[issued++ % recent.size()] = issue;
       ++r.instructions;
       if (in->base == "LDS" || in->base == "LDSM") ++r.shared_loads;
-      if (p == kFma) ++r.ffma;
-      if (p == kAlu) ++r.alu;
-      if (p == kMufu) ++r.mufu;
+      if (p == kFmaPipe) ++r.ffma;
+      if (p == kAluPipe) ++r.alu;
+      if (p == kMufuPipe) ++r.mufu;
       previous = in;
     }
     r.cycles = t - start;
@@ -216,7 +214,8 @@ IssueTime issue_time(const std::vector<const Instr*>& seq, const IssueModel& m, 
 }
 
 std::vector<const Instr*> unroll_path(const Function& fn, uint32_t begin, uint32_t end,
-                                      const std::map<uint32_t, int>& taken, size_t max_instructions) {
+                                      const std::map<uint32_t, int>& taken, size_t max_instructions,
+                                      const std::map<uint32_t, bool>& forward) {
   std::map<uint32_t, size_t> index;
   for (size_t i = 0; i < fn.code.size(); ++i) index[fn.code[i].address] = i;
   auto at = [&](uint32_t a) {
@@ -256,6 +255,8 @@ std::vector<const Instr*> unroll_path(const Function& fn, uint32_t begin, uint32
       }
     } else if (!in.predicated) {
       i = at(*in.target);
+    } else if (const auto f = forward.find(in.address); f != forward.end()) {
+      i = f->second ? at(*in.target) : i + 1;
     } else {
       throw std::runtime_error(fmt::format("{}: conditional forward branch at {:#x} ({}) inside {:#x}..{:#x}", fn.name,
                                            in.address, in.text, begin, end));

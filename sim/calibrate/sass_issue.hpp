@@ -74,6 +74,16 @@ struct IssueTime {
   int ffma = 0, alu = 0, mufu = 0;  ///< FMA-pipe, ALU-pipe and MUFU instructions (the block's pipe demands)
 };
 
+/// The SMSP pipe a warp instruction holds for its issue interval: FP32 math and IMAD the FMA
+/// pipe, integer / logic / FMNMX / conversions the ALU pipe, MUFU its own; the rest none.
+enum PipeIndex { kFmaPipe = 0, kAluPipe = 1, kMufuPipe = 2, kNumPipes = 3, kNoPipe = 3 };
+int pipe_of(const Instr& in);
+
+/// Cycles from a variable-latency instruction's issue to its result (its write scoreboard's
+/// release): LDS / LDSM lds_latency, LDG ldg_latency, MUFU mufu_latency, SHFL shfl_latency,
+/// anything else other_latency.
+double result_latency(const Instr& in, const IssueModel& m);
+
 /// issue_time of consecutive `segments` run as one stream (see the file comment); one IssueTime
 /// per segment, its cycles from the segment's first issue slot to the next segment's.
 std::vector<IssueTime> issue_segments(const std::vector<std::vector<const Instr*>>& segments, const IssueModel& m,
@@ -92,9 +102,11 @@ IssueTime issue_time(const std::vector<const Instr*>& seq, const IssueModel& m, 
 /// The dynamic instruction sequence of fn's code from address `begin` up to (not including)
 /// `end`: straight-line code in order, unconditional branches followed, each backward branch at
 /// address a taken `taken.at(a)` times per entry into its loop (0 when absent) and then left.
-/// A forward conditional branch throws std::runtime_error (the caller must have chosen a
-/// straight region), as does a path longer than `max_instructions`.
+/// A forward conditional branch goes the way `forward` says (address -> taken); one not in it
+/// throws std::runtime_error (the caller must choose every branch of its region), as does a path
+/// longer than `max_instructions`.
 std::vector<const Instr*> unroll_path(const Function& fn, uint32_t begin, uint32_t end,
-                                      const std::map<uint32_t, int>& taken, size_t max_instructions = 10'000'000);
+                                      const std::map<uint32_t, int>& taken, size_t max_instructions = 10'000'000,
+                                      const std::map<uint32_t, bool>& forward = {});
 
 }  // namespace attnsim::sass

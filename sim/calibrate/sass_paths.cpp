@@ -373,6 +373,17 @@ Instr parse_instruction(uint32_t address, std::string_view text_in) {
   return in;
 }
 
+std::vector<long long> mangled_template_values(const std::string& s, size_t pos) {
+  std::vector<long long> out;
+  while (pos + 3 < s.size() && s[pos] == 'L' && (s[pos + 1] == 'i' || s[pos + 1] == 'b')) {
+    const size_t e = s.find('E', pos);
+    if (e == std::string::npos) break;
+    out.push_back(std::stoll(s.substr(pos + 2, e - pos - 2)));
+    pos = e + 1;
+  }
+  return out;
+}
+
 void decode_control(uint64_t high_word, Instr& in) {
   const uint32_t c = static_cast<uint32_t>(high_word >> 41);
   in.stall = static_cast<int>(c & 0xF);

@@ -101,6 +101,10 @@ struct Function {
 /// fields from the encoding line that follows it, where the listing has one.
 std::vector<Function> parse_cuobjdump(std::istream& in);
 
+/// The integer and bool template arguments ("Li64E", "Lb1E") that follow position `pos` of a
+/// mangled name, in order, up to the first argument of another kind.
+std::vector<long long> mangled_template_values(const std::string& mangled, size_t pos);
+
 /// Sets `in`'s control fields from the high 64-bit word of its encoding.
 void decode_control(uint64_t high_word, Instr& in);
 

@@ -4,7 +4,9 @@
 // each block's "chain". `--family sm100`: the instruction counts of the softmax and correction
 // loops of the plain SM100 kernels (the per-element and per-row counts of
 // configs/costs/sm100_softmax.json), printed only. `--family fa2`: the in-order issue times of the
-// traced kernels/fa2 instances' compute spans (sim/cli/sass_costs_fa2.cpp).
+// traced kernels/fa2 instances' compute spans; `--family blackflash`: the time of the plain
+// kernels/blackflash instances' compute spans with their consumer warps issuing together
+// (sim/cli/sass_costs_issue.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,7 +18,7 @@
 
 #include "calibrate/sass_paths.hpp"
 #include "cli/commands.hpp"
-#include "cli/sass_costs_fa2.hpp"
+#include "cli/sass_costs_issue.hpp"
 #include "lower/costs.hpp"
 #include "model/hardware.hpp"
 #include "model/json_format.hpp"
@@ -124,6 +126,8 @@ struct SassCosts : Command {
     const auto functions = sass::parse_cuobjdump(in);
     if (family == "sm100") return run_sm100(functions);
     if (family == "fa2") return sass_costs_fa2(functions, {sass_file, kernel, hw_name, into, origin, dry_run});
+    if (family == "blackflash")
+      return sass_costs_blackflash(functions, {sass_file, kernel, hw_name, into, origin, dry_run});
     const Hardware hw = load_hardware(resolve_hardware_path(hw_name));
     const sass::Latencies lat = sass::Latencies::from(hw);
     std::vector<sass::KernelAnalysis> kernels;
@@ -360,8 +364,10 @@ std::unique_ptr<Command> add_sass_costs(CLI::App& app, CLI::App*& sub) {
   sub->add_option("--family", c->family,
                   "sm90 (default): chains of the traced kernels/sm90 instances; sm100: instruction counts of the "
                   "softmax and correction loops of the plain kernels/sm100 instances; fa2: in-order issue times of "
-                  "the traced kernels/fa2 instances' compute spans (--into writes an issue-timing file)")
-      ->check(CLI::IsMember({"sm90", "sm100", "fa2"}));
+                  "the traced kernels/fa2 instances' compute spans (--into writes an issue-timing file); blackflash: the "
+                  "plain kernels/blackflash instances' compute spans, their consumer warps issuing together (--into "
+                  "likewise)")
+      ->check(CLI::IsMember({"sm90", "sm100", "fa2", "blackflash"}));
   return c;
 }
 

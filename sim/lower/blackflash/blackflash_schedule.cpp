@@ -44,6 +44,14 @@ BlackFlashSchedule::BlackFlashSchedule(JsonReader& r) {
   };
   pipelines_ = {{"mbar_q", pipeline("mbar_q", "1", false)}, {"mbar_kv", pipeline("mbar_kv", "kv_stage", true)}};
   costs_ = CostModel::from_schedule(r);
+  issue_ = IssueTimings::from_schedule(r, issue_name_);
+}
+
+int occupancy(const Hardware& hw, int kv_stage, bool p_over_k, int registers) {
+  const long long smem = smem_layout(kv_stage, p_over_k).bytes;
+  return std::max(1, std::min({static_cast<int>(hw.smem_bytes_per_block / smem),
+                               hw.ctas_per_sm_by_registers(kThreads, registers),
+                               hw.max_warps_per_sm / (kConsumerWarps + 1)}));
 }
 
 Resolved BlackFlashSchedule::resolve(const Hardware& hw, const Problem& p) const {
@@ -54,10 +62,7 @@ Resolved BlackFlashSchedule::resolve(const Hardware& hw, const Problem& p) const
   // sQ + kv_stage x (sK + sV) (+ sP unless P goes over K), bf16 64 x 64 tiles; 1 + 2 kv_stage
   // mbarriers; 4 Br floats of row stats; 1024 bytes to align the swizzled tiles.
   k.smem_bytes = smem_layout(k.kv_stage, k.p_over_k).bytes;
-  const int threads = kThreads;
-  k.occupancy = std::max(
-      1, std::min({static_cast<int>(hw.smem_bytes_per_block / k.smem_bytes),
-                   hw.ctas_per_sm_by_registers(threads, registers_), hw.max_warps_per_sm / (kConsumerWarps + 1)}));
+  k.occupancy = occupancy(hw, k.kv_stage, k.p_over_k, k.registers);
   const long long ctas = static_cast<long long>(p.batch) * p.heads * ((p.seqlen_q + kTile - 1) / kTile);
   k.ctas_per_sm = ctas_per_sm_.value_or(std::min<long long>(k.occupancy, (ctas + hw.num_sms - 1) / hw.num_sms));
   return k;
@@ -104,7 +109,20 @@ CtaProgram BlackFlashSchedule::lower(const Hardware& hw, const Problem& p, const
             tiles,
             pipes.at("mbar_q"),
             pipes.at("mbar_kv"),
-            cta.barrier("bar.consumers", 32 * kConsumerWarps, true)};
+            cta.barrier("bar.consumers", 32 * kConsumerWarps, true),
+            issue_ ? issue_->find(kTile, kTile, kTile,
+                                  {{"kv_stage", k.kv_stage}, {"p_over_k", k.p_over_k ? 1 : 0}, {"registers", k.registers}},
+                                  k.ctas_per_sm)
+                   : nullptr};
+  if (issue_ && !c.sass)
+    throw InputError(issue_->file(), "/kernels",
+                     fmt::format("no blackflash instance with kv_stage {}, p_over_k {}, {} registers timed at {} "
+                                 "CTA(s) per SM: regenerate it with attnsim sass-costs --family blackflash --into",
+                                 k.kv_stage, k.p_over_k, k.registers, k.ctas_per_sm));
+  if (c.sass)
+    for (const char* block : kTimedBlocks)
+      if (!c.sass->blocks.count(block))
+        throw InputError(issue_->file(), "/kernels", fmt::format("{} has no block {}", c.sass->kernel, block));
   WarpBuilder load = cta.warp(0, "load");
   emit_load(c, load);
   for (int i = 0; i < kConsumerWarps; ++i) {

@@ -13,10 +13,19 @@
 
 #include "blackflash/structure.h"
 #include "lower/costs.hpp"
+#include "lower/issue_timing.hpp"
 #include "lower/pipeline_decl.hpp"
 #include "lower/schedule.hpp"
 
 namespace attnsim::blackflash {
+
+/// CTAs of one configuration that fit on an SM (at least 1): by SMEM (structure.h's layout), by
+/// registers (allocated per SMSP: Hardware::ctas_per_sm_by_registers) and by warps.
+int occupancy(const Hardware& hw, int kv_stage, bool p_over_k, int registers);
+
+/// The consumer blocks an issue-timing file must give for each instance.
+inline constexpr const char* kTimedBlocks[] = {"mma_qk",    "softmax_max", "softmax_max_masked",
+                                               "softmax_exp", "rescale_o",   "mma_pv"};
 
 /// Knobs resolved for a problem.
 struct Resolved {
@@ -50,6 +59,8 @@ class BlackFlashSchedule : public Schedule {
   std::map<std::string, RoleDecl> roles_;
   std::map<std::string, PipelineDecl> pipelines_;
   CostModel costs_;
+  const IssueTimings* issue_ = nullptr;  ///< the consumer blocks timed from the SASS (optional "issue_timing")
+  std::string issue_name_;               ///< its path as the schedule gives it
 };
 
 /// What the role emitters need.
@@ -61,6 +72,9 @@ struct Context {
   const std::vector<TileWork>& tiles;
   Pipe &q, &kv;
   int consumers_bar;  ///< bar.sync 1, 256: the consumer warps
+  /// The instance's consumer blocks timed from its SASS with this many CTAs per SM, or nullptr
+  /// (then the cost file's counts price them).
+  const KernelIssue* sass = nullptr;
 };
 
 /// Warp 0: TMA loads of Q, then K_j and V_j into the K/V ring (load.cpp).

@@ -40,6 +40,17 @@ void emit_consumer(Context& c, WarpBuilder& w, int index) {
   store_w.issue = 4 * (2 + 3);
   store_w.alu_lanes = 32.0 * 4 * 3;
   store_w.smem_bytes = static_cast<double>(rows) * cols * eb;
+  // With an issue-timing file, the KV loop's blocks take the time the SM's consumer warps take to
+  // issue the kernel's SASS together (sim/calibrate/sass_blackflash.hpp) and its counts as work.
+  auto timed = [&](const char* name) -> const BlockIssue* { return c.sass ? &c.sass->blocks.at(name) : nullptr; };
+  const BlockIssue *t_qk = timed("mma_qk"), *t_max = timed("softmax_max"), *t_masked = timed("softmax_max_masked"),
+                   *t_exp = timed("softmax_exp"), *t_rescale = timed("rescale_o"), *t_pv = timed("mma_pv");
+  auto block = [&](int op, const BlockIssue* t, const Work& work, double latency = 0) {
+    if (t)
+      w.compute(op, t->work(), 0, 0, t->timing());
+    else
+      w.compute(op, work, latency);
+  };
   const int release = c.kv.arrive_count("consumer", false, false);
   PipelineState q = c.q.ids.consumer_start(), kv = c.kv.ids.consumer_start();
   for (size_t t = 0; t < c.tiles.size(); ++t) {
@@ -50,15 +61,16 @@ void emit_consumer(Context& c, WarpBuilder& w, int index) {
     for (int j = 0; j < n; ++j) {
       w.tags(index / 2, j, tile);
       w.consumer_wait(c.kv.ids, kv);
-      w.compute(ATTNSIM_OP_MMA_QK, qk);
+      block(ATTNSIM_OP_MMA_QK, t_qk, qk);
+      const bool masked = j >= n - c.tiles[t].masked_blocks;
       Work m = max_w;
-      if (j >= n - c.tiles[t].masked_blocks) m += mask_w;
-      w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"));
+      if (masked) m += mask_w;
+      block(ATTNSIM_OP_SOFTMAX_MAX, masked ? t_masked : t_max, m, c.costs.latency("softmax_max"));
       w.bar_sync(c.consumers_bar, 32);  // partner's row max is in SMEM; K has been read
-      w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_w);
+      block(ATTNSIM_OP_SOFTMAX_EXP, t_exp, exp_w);
       w.bar_sync(c.consumers_bar, 32);  // P (over K) and the row sums are in SMEM
-      if (j > 0) w.compute(ATTNSIM_OP_RESCALE_O, rescale_w);
-      w.compute(ATTNSIM_OP_MMA_PV, pv);
+      if (j > 0) block(ATTNSIM_OP_RESCALE_O, t_rescale, rescale_w);
+      block(ATTNSIM_OP_MMA_PV, t_pv, pv);
       w.consumer_release(c.kv.ids, kv, release);
     }
     w.tags(index / 2, -1, tile);

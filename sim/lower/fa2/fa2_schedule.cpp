@@ -38,13 +38,7 @@ class Fa2Schedule : public Schedule {
     if (!(c.is_string() && c.get<std::string>() == "auto"))
       ctas_per_sm_ = static_cast<int>(r.integer("ctas_per_sm", 1, 32));
     costs_ = CostModel::from_schedule(r);
-    if (const auto* f = r.optional_raw("issue_timing")) {
-      if (!f->is_string()) r.fail_at("issue_timing", "expected the path of an issue-timing file (configs/costs/...)");
-      issue_name_ = f->get<std::string>();
-      std::string path = issue_name_;
-      if (!path.empty() && path[0] != '/') path = project_root() + "/" + path;
-      issue_ = &IssueTimings::load(path);
-    }
+    issue_ = IssueTimings::from_schedule(r, issue_name_);
   }
 
   struct Resolved {
