@@ -55,6 +55,7 @@ const Expect kExpect[] = {
     {"mufu_ex2", "/results/mufu_lanes_per_clk_smsp", 0.5, 64},
     {"ffma", "/results/fma_lanes_per_clk_smsp", 2, 256},
     {"alu", "/results/alu_lanes_per_clk_smsp", 1, 256},
+    {"int_ops", "/results/iadd3_lanes_per_clk_smsp", 1, 256},
     {"issue_rate", "/results/issue_per_clk_smsp", 0.05, 8},
     {"exp2_emu", "/results/emu_exp2_per_clk_sm", 0.5, 1024},
     {"exp2_emu", "/results/max_rel_error_emulated", 0, 1e-3},

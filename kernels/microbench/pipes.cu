@@ -268,6 +268,55 @@ struct AluOp {
   }
 };
 
+/// Integer instructions other than LOP3, each in 8 independent chains that mix in the next chain
+/// so ptxas cannot fold steps: IADD3 (a + b + c), SHF.L.U32 (shf.l.clamp, funnel shift by a
+/// register amount), PRMT (byte permute by a register selector), (a << 3) + b (which ptxas
+/// compiles to LEA and IMAD about half each: LEA on the ALU pipe, IMAD on the FMA pipe, so the
+/// pair runs near twice the ALU's rate). kLop3Iadd3 alternates LOP3 and IADD3 to tell whether
+/// they share a pipe.
+enum IntKind { kIadd3, kShf, kPrmt, kLeaImad, kLop3Iadd3 };
+
+template <IntKind kKind>
+struct IntOp {
+  static constexpr int kChains = 8, kSteps = 64, kCounted = kChains * kSteps;
+  static constexpr double kEstCyclesPerIter = kCounted * 2.0;
+  uint32_t v[kChains];
+  __device__ void init(const PipeArgs&, unsigned t) {
+#pragma unroll
+    for (int i = 0; i < kChains; ++i) v[i] = hash32(t * 8 + i);
+  }
+  __device__ void body(const PipeArgs& a, int) {
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u)
+#pragma unroll
+      for (int i = 0; i < kChains; ++i) {
+        const uint32_t n = v[(i + 1) % kChains], k = (u & 1) ? a.k1 : a.k2;
+        uint32_t d;
+        if constexpr (kKind == kIadd3) {
+          asm("{ .reg .u32 t; add.u32 t, %1, %2; add.u32 %0, t, %3; }" : "=r"(d) : "r"(v[i]), "r"(n), "r"(k));
+        } else if constexpr (kKind == kShf) {
+          asm("shf.l.clamp.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(n), "r"(v[i]), "r"(k & 31u));
+        } else if constexpr (kKind == kPrmt) {
+          asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(v[i]), "r"(n), "r"(k));
+        } else if constexpr (kKind == kLeaImad) {
+          d = (v[i] << 3) + n;
+        } else {  // one LOP3 or one IADD3 per step, alternating chains
+          if (i & 1)
+            d = lop3<0x96>(v[i], n, k);
+          else
+            asm("{ .reg .u32 t; add.u32 t, %1, %2; add.u32 %0, t, %3; }" : "=r"(d) : "r"(v[i]), "r"(n), "r"(k));
+        }
+        v[i] = d;
+      }
+  }
+  __device__ float result() const {
+    uint32_t s = 0;
+#pragma unroll
+    for (int i = 0; i < kChains; ++i) s ^= v[i];
+    return __uint_as_float(s);
+  }
+};
+
 /// Issue-rate probe: 2 FFMA for every LOP3. At 32 FMA and 16 ALU lanes/clk/SMSP the pipes
 /// alone would allow 1.5 warp instructions/clk; one issue slot per clock caps it at 1.0.
 struct IssueOp {
@@ -498,6 +547,29 @@ void bench_alu(Report& rep) {
   rep.results()["alu_lanes_per_clk_sm"] = sat.per_sm;
 }
 
+void bench_int_ops(Report& rep) {
+  rep.set_method(std::string(kCommonMethod) +
+                 "Instructions: add.u32 x2 (one IADD3), shf.l.clamp.b32 (SHF.L.U32), prmt.b32 (PRMT), (a << 3) + b "
+                 "(lea_imad: ptxas makes LEA and IMAD of it, about half each), and IADD3 and LOP3 alternating "
+                 "(lop3_iadd3); each with 8 chains mixing in the neighbouring one; 32 warps (saturated) and 4 warps "
+                 "(one per SMSP). Check the SASS: cuobjdump -sass of pipe_kernel<IntOp<...>>.");
+  const char* names[] = {"iadd3", "shf", "prmt", "lea_imad", "lop3_iadd3"};
+  Json& out = rep.results();
+  auto one = [&](auto op, int index) {
+    using Op = decltype(op);
+    for (const char* cfg : {"4_warps_spread", "32_warps"}) {
+      const PipeRates r = run_pipe<Op>(rep, config(cfg));
+      out["configs"][names[index]][cfg] = r.json;
+      if (std::string(cfg) == "32_warps") out[std::string(names[index]) + "_lanes_per_clk_smsp"] = r.per_smsp;
+    }
+  };
+  one(IntOp<kIadd3>{}, 0);
+  one(IntOp<kShf>{}, 1);
+  one(IntOp<kPrmt>{}, 2);
+  one(IntOp<kLeaImad>{}, 3);
+  one(IntOp<kLop3Iadd3>{}, 4);
+}
+
 void bench_issue(Report& rep) {
   rep.set_method(std::string(kCommonMethod) +
                  "Mix of 2 FFMA : 1 LOP3 on independent chains (12 chains). The FMA (32 lanes) "
@@ -627,6 +699,7 @@ std::vector<Benchmark> pipe_benchmarks() {
       {"mufu_ex2", "MUFU.EX2 throughput per SM and per SMSP, 1..32 warps", bench_mufu},
       {"ffma", "FFMA throughput (FFMA2 on sm_100+ only)", bench_ffma},
       {"alu", "integer ALU (LOP3) throughput", bench_alu},
+      {"int_ops", "IADD3, SHF, PRMT, LEA + IMAD throughput, and LOP3 with IADD3: which run at the ALU's rate", bench_int_ops},
       {"issue_rate", "warp instructions issued per clock per SMSP (FFMA/LOP3 mix)", bench_issue},
       {"exp2_emu", "emulated exp2 (degree-3 polynomial) throughput and accuracy", bench_exp2_emu},
       {"exp2_mix", "MUFU.EX2 and emulated exp2 running together", bench_exp2_mix},
