@@ -10,29 +10,15 @@
 #include "lower/issue_timing.hpp"
 #include "lower/schedule.hpp"
 #include "model/problem.hpp"
+#include "sass_test_support.hpp"
 #include "test_support.hpp"
 
 using namespace attnsim;
 using namespace attnsim::sass;
+using attnsim::test::instr;
+using attnsim::test::ptrs;
 
 namespace {
-
-/// An instruction with its scheduling control set: stall count, write / read scoreboard (7: none),
-/// scoreboards waited on.
-Instr instr(uint32_t address, const char* text, int stall, int wb = 7, int rb = 7, int wait = 0) {
-  Instr in = parse_instruction(address, text);
-  in.stall = stall;
-  in.write_barrier = wb;
-  in.read_barrier = rb;
-  in.wait_mask = wait;
-  return in;
-}
-
-std::vector<const Instr*> ptrs(const std::vector<Instr>& v) {
-  std::vector<const Instr*> out;
-  for (const auto& in : v) out.push_back(&in);
-  return out;
-}
 
 /// No pipe or bank limits, no fetch cost: the static schedule and the scoreboards alone.
 IssueModel plain() {
