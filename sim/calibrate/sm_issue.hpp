@@ -4,7 +4,7 @@
 // Each warp runs its own dynamic instruction sequence, cut into segments (one per compute span),
 // under the single-warp rules of sass_issue.hpp: ptxas's stall counts, its scoreboards
 // (variable-latency results), register bank conflicts. What the warps share:
-//   - the SMSP's dispatch: one warp instruction per cycle (Hardware::issue_per_clk_smsp = 1);
+//   - the SMSP's dispatch: one warp instruction per cycle (kernels/microbench issue_rate: 0.99);
 //     among the warps that could issue, the one after the SMSP's last issuer in warp order
 //     (loose round robin);
 //   - the SMSP's FMA, ALU and MUFU pipes (a warp instruction holds one 32 / lanes cycles) and its

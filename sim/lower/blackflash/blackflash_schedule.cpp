@@ -49,9 +49,9 @@ BlackFlashSchedule::BlackFlashSchedule(JsonReader& r) {
 
 int occupancy(const Hardware& hw, int kv_stage, bool p_over_k, int registers) {
   const long long smem = smem_layout(kv_stage, p_over_k).bytes;
-  return std::max(1, std::min({static_cast<int>(hw.smem_bytes_per_block / smem),
-                               hw.ctas_per_sm_by_registers(kThreads, registers),
-                               hw.max_warps_per_sm / (kConsumerWarps + 1)}));
+  return std::max(
+      1, std::min({static_cast<int>(hw.smem_bytes_per_block / smem), hw.ctas_per_sm_by_registers(kThreads, registers),
+                   hw.max_warps_per_sm / (kConsumerWarps + 1)}));
 }
 
 Resolved BlackFlashSchedule::resolve(const Hardware& hw, const Problem& p) const {
@@ -110,10 +110,11 @@ CtaProgram BlackFlashSchedule::lower(const Hardware& hw, const Problem& p, const
             pipes.at("mbar_q"),
             pipes.at("mbar_kv"),
             cta.barrier("bar.consumers", 32 * kConsumerWarps, true),
-            issue_ ? issue_->find(kTile, kTile, kTile,
-                                  {{"kv_stage", k.kv_stage}, {"p_over_k", k.p_over_k ? 1 : 0}, {"registers", k.registers}},
-                                  k.ctas_per_sm)
-                   : nullptr};
+            issue_
+                ? issue_->find(kTile, kTile, kTile,
+                               {{"kv_stage", k.kv_stage}, {"p_over_k", k.p_over_k ? 1 : 0}, {"registers", k.registers}},
+                               k.ctas_per_sm)
+                : nullptr};
   if (issue_ && !c.sass)
     throw InputError(issue_->file(), "/kernels",
                      fmt::format("no blackflash instance with kv_stage {}, p_over_k {}, {} registers timed at {} "
@@ -135,11 +136,16 @@ CtaProgram BlackFlashSchedule::lower(const Hardware& hw, const Problem& p, const
 
 std::vector<std::string> BlackFlashSchedule::knob_lines(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);
-  return {
+  std::vector<std::string> lines = {
       fmt::format("Br = Bc = d = 64, 1 TMA producer warp + 8 consumer warps (4 x 2), {}-stage K/V buffer, mma.sync "
                   "m16n8k16, P through SMEM ({}), {} registers, SMEM {} B, {} CTA{} per SM (occupancy {})",
                   k.kv_stage, k.p_over_k ? "over K" : "own tile", k.registers, k.smem_bytes, k.ctas_per_sm,
                   k.ctas_per_sm > 1 ? "s" : "", k.occupancy)};
+  if (issue_)
+    lines.push_back(
+        fmt::format("consumer blocks timed from the SASS of the SM's {} consumer warps issuing together ({})",
+                    8 * k.ctas_per_sm, issue_name_));
+  return lines;
 }
 
 std::map<std::string, double> BlackFlashSchedule::resources(const Hardware& hw, const Problem& p) const {
