@@ -268,6 +268,7 @@ struct AluOp {
   }
 };
 
+
 /// Integer instructions other than LOP3, each in 8 independent chains that mix in the next chain
 /// so ptxas cannot fold steps: IADD3 (a + b + c), SHF.L.U32 (shf.l.clamp, funnel shift by a
 /// register amount), PRMT (byte permute by a register selector), (a << 3) + b (which ptxas
@@ -277,14 +278,7 @@ struct AluOp {
 enum IntKind { kIadd3, kShf, kPrmt, kLeaImad, kLop3Iadd3 };
 
 template <IntKind kKind>
-struct IntOp {
-  static constexpr int kChains = 8, kSteps = 64, kCounted = kChains * kSteps;
-  static constexpr double kEstCyclesPerIter = kCounted * 2.0;
-  uint32_t v[kChains];
-  __device__ void init(const PipeArgs&, unsigned t) {
-#pragma unroll
-    for (int i = 0; i < kChains; ++i) v[i] = hash32(t * 8 + i);
-  }
+struct IntOp : AluOp {  // AluOp's chains, seeds and result; another body
   __device__ void body(const PipeArgs& a, int) {
 #pragma unroll
     for (int u = 0; u < kSteps; ++u)
@@ -308,12 +302,6 @@ struct IntOp {
         }
         v[i] = d;
       }
-  }
-  __device__ float result() const {
-    uint32_t s = 0;
-#pragma unroll
-    for (int i = 0; i < kChains; ++i) s ^= v[i];
-    return __uint_as_float(s);
   }
 };
 
