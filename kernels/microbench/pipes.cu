@@ -268,7 +268,6 @@ struct AluOp {
   }
 };
 
-
 /// Integer instructions other than LOP3, each in 8 independent chains that mix in the next chain
 /// so ptxas cannot fold steps: IADD3 (a + b + c), SHF.L.U32 (shf.l.clamp, funnel shift by a
 /// register amount), PRMT (byte permute by a register selector), (a << 3) + b (which ptxas
