@@ -55,22 +55,12 @@ std::vector<std::vector<SegmentTime>> issue_on_sm(const std::vector<WarpRun>& wa
   for (size_t w = 0; w < n; ++w) {
     if (warps[w].smsp < 0 || warps[w].smsp >= m.smsp) throw std::invalid_argument("a warp on an SMSP the SM lacks");
     groups = std::max(groups, warps[w].group + 1);
-    st[w].ready = warps[w].start;
     st[w].times.resize(warps[w].segments.size());
     for (const auto& s : warps[w].segments)
       for (const Instr* in : s.code)
         if (in->stall < 0)
           throw std::invalid_argument(fmt::format(
               "no scheduling control for /*{:04x}*/ {}: the listing needs encodings", in->address, in->text));
-  }
-  // Barriers per group must agree, or the group would wait forever.
-  std::vector<int> barriers(static_cast<size_t>(groups), -1);
-  for (const auto& w : warps) {
-    int b = 0;
-    for (const auto& s : w.segments) b += s.barrier_before;
-    int& g = barriers[static_cast<size_t>(w.group)];
-    if (g >= 0 && g != b) throw std::invalid_argument("the warps of a group reach different numbers of barriers");
-    g = b;
   }
   const std::array<double, kNumPipes> interval = {m.warp.fma_interval, m.warp.alu_interval, m.warp.mufu_interval};
   std::vector<std::array<double, kNumPipes>> pipe_free(static_cast<size_t>(m.smsp));
@@ -83,11 +73,16 @@ std::vector<std::vector<SegmentTime>> issue_on_sm(const std::vector<WarpRun>& wa
   std::vector<double> latest(static_cast<size_t>(groups), 0.0);
   for (const auto& w : warps) ++members[static_cast<size_t>(w.group)];
 
-  // Barriers warp w has met up to and including each of its segments.
+  // Barriers warp w has met up to and including each of its segments. They must agree within a
+  // group, or the group would wait forever.
   std::vector<std::vector<int>> needed(n);
+  std::vector<int> barriers(static_cast<size_t>(groups), -1);
   for (size_t w = 0; w < n; ++w) {
     int b = 0;
     for (const auto& seg : warps[w].segments) needed[w].push_back(b += seg.barrier_before);
+    int& g = barriers[static_cast<size_t>(warps[w].group)];
+    if (g >= 0 && g != b) throw std::invalid_argument("the warps of a group reach different numbers of barriers");
+    g = b;
   }
   // Moves warp w past finished segments and into the barrier before its next one; marks it done
   // at the end. The last warp of a group to arrive releases the group.

@@ -49,8 +49,7 @@ struct Segment {
 /// One warp: where it runs and what.
 struct WarpRun {
   int smsp = 0;
-  int group = 0;     ///< warps that bar.sync together (one CTA's consumer warps)
-  double start = 0;  ///< cycle at which it may issue its first instruction
+  int group = 0;  ///< warps that bar.sync together (one CTA's consumer warps)
   std::vector<Segment> segments;
 };
 
