@@ -137,11 +137,14 @@ if(ATTNSIM_HAVE_CUDA)
   set(FA3 ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json)
   attnsim_cli_test(run_list 0 "kernels compiled into this build.*hd128 m128 n128 kv2 pingpong overlap reg 240/24 +needs sm_90a +schedules/fa3_sm90.json \\(base\\) hd128.*fa4_sm100 hd128 q2 kv3 cg1 splitP96 emu16/4/1 rescale>8 corrwg reg 192/72/56 tmem512 +needs sm_100a \\(an SM100 GPU such as a B200, not yet run on one\\) schedules/fa4_sm100.json \\(base\\) hd128 causal"
     ARGS run --list)
-  # fa4_sm100 (kernels/sm100): 2-CTA MMA is refused with the reason; a compiled instance needs an
-  # SM100 GPU, so elsewhere it is skipped (77) with the reason.
+  # fa4_sm100 (kernels/sm100): 2-CTA MMA below head_dim 128 is refused with the reason; a compiled
+  # instance needs an SM100 GPU, so elsewhere it is skipped (77) with the reason.
   set(FA4 ${PROJECT_SOURCE_DIR}/schedules/fa4_sm100.json)
-  attnsim_cli_test(run_fa4_two_cta 2 "fa4_sm100.json: /: fa4_sm100 has no real kernel for .*cta_group 2 \\(auto: non-causal hd128 with seqlen_q > 256\\): 2-CTA tcgen05.mma .* is not implemented in kernels/sm100.*one_cta"
-    ARGS run ${FA4} --head-dim 128 --seqlen 4096 --non-causal)
+  attnsim_cli_test(run_fa4_two_cta_hd64 2 "fa4_sm100.json: /: fa4_sm100 has no real kernel for .*cta_group 2 at head_dim 64: kernels/sm100 builds 2-CTA tcgen05.mma for head_dim 128 only"
+    ARGS run ${FA4} --head-dim 64 --seqlen 4096 --non-causal --set /cta_group=2)
+  # The base schedule's non-causal hd128 problems resolve to the 2-CTA kernel (2x1 clusters).
+  attnsim_cli_test(run_fa4_two_cta_gpu 0 "fa4_sm100 hd128 q2 kv6 cg2 .*correctness .*: pass.*measured .*TFLOPS" GPU
+    ARGS run ${FA4} --head-dim 128 --seqlen 2048 --batch 2 --non-causal --check)
   attnsim_cli_test(run_fa4_not_compiled 2 "fa4_sm100.json: /: fa4_sm100 variant no_split_p resolves for head_dim 128 to the SM100 kernel \\[fa4_sm100 hd128 q2 kv3 cg1 nosplitP .*ATTNSIM_SM100_VARIANTS=all"
     ARGS run ${FA4} --variant no_split_p --head-dim 128 --seqlen 4096 --causal)
   attnsim_cli_test(run_fa4_gpu 0 "correctness .*: pass.*measured .*TFLOPS" GPU

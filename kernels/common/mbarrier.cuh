@@ -24,13 +24,25 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
+/// One try_wait on the phase of `bar` with parity `parity`: acquire at CTA scope, or at cluster
+/// scope where threads of another CTA of the cluster arrive on `bar` (their release is at cluster
+/// scope; a CTA-scope acquire would not synchronise with it).
+template <bool kClusterScope>
+__device__ __forceinline__ bool try_wait_parity(uint64_t* bar, uint32_t parity) {
+  if constexpr (kClusterScope)
+    return cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, bar, parity);
+  else
+    return cuda::ptx::mbarrier_try_wait_parity(bar, parity);
+}
+
 /// Blocks until the phase of `bar` with parity `parity` has completed. The timer is read only
 /// after 4096 failed tries (one read costs ~26 cycles), so the fast path is the bare try_wait.
+template <bool kClusterScope = false>
 __device__ __forceinline__ void wait_parity(uint64_t* bar, uint32_t parity) {
-  if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return;
+  if (try_wait_parity<kClusterScope>(bar, parity)) return;
   unsigned long long t0 = 0;
   for (unsigned k = 1;; ++k) {
-    if (cuda::ptx::mbarrier_try_wait_parity(bar, parity)) return;
+    if (try_wait_parity<kClusterScope>(bar, parity)) return;
     if ((k & 4095u) == 0) {
       const unsigned long long now = globaltimer();
       if (t0 == 0) t0 = now;
@@ -63,12 +75,12 @@ __device__ __forceinline__ void tma_store(const void* tmap, const void* src, int
 }
 
 /// Waits on an mbarrier phase, recording the wait as a WAIT span of `tr` (the recorder,
-/// kernels/common/trace_recorder.cuh); returns when it ended.
-template <bool kOn>
+/// kernels/common/trace_recorder.cuh); returns when it ended. kClusterScope: see try_wait_parity.
+template <bool kClusterScope = false, bool kOn>
 __device__ __forceinline__ uint32_t traced_wait(TraceRecorder<kOn>& tr, uint64_t* bar, uint32_t parity, int wait_on,
                                                 int stage, int block, int tile) {
   const uint32_t t0 = tr.now();
-  wait_parity(bar, parity);
+  wait_parity<kClusterScope>(bar, parity);
   const uint32_t t1 = tr.now();
   tr.span(ATTNSIM_OP_WAIT, t0, t1, block, tile, wait_on, stage, parity);
   return t1;

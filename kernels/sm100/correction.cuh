@@ -2,8 +2,8 @@
 // work themselves): per KV block, read the row's acc_scale that softmax left in sScale (named
 // barrier softmax_stats), vote, and rescale O in TMEM only when a lane of the warp needs it
 // (FA4's conditional rescale; every block after the first when unconditional), then release
-// pipeline_s_p_o so the next PV may accumulate; at the end of a tile, O x 1/row_sum to bf16 in
-// SMEM for the epilogue's TMA store, and the LSE. Mirrors sim/lower/fa4/correction.cpp.
+// pipeline_s_p_o (the leader CTA's with cta_group 2) so the next PV may accumulate; at the end of a tile, O x 1/row_sum
+// to bf16 in SMEM for the epilogue's TMA store, and the LSE. Mirrors sim/lower/fa4/correction.cpp.
 #pragma once
 
 #include "common/pipeline_state.h"
@@ -75,10 +75,10 @@ __device__ __forceinline__ void final_o(const Params& p, const Smem<T>& s, Trace
     }
   }
   cuda::ptx::tcgen05_fence_before_thread_sync();
-  arrive(s.bar(kOAccEmpty, q));                            // the accumulator may take the next tile's PV
+  arrive_leader<T::kCtaGroup>(s.bar(kOAccEmpty, q));      // the accumulator may take the next tile's PV
   cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy stores -> TMA reads
   arrive(s.bar(kOEpiFull, q));
-  const int row_g = (c.m * T::kQStage + q) * kMBlock + row;
+  const int row_g = q_row0(c.m, q, cta_rank<T>(), T::kQStage, T::kCtaGroup) + row;
   if (row_g < p.tiles.seqlen_q)
     p.lse[(static_cast<long long>(c.batch) * p.tiles.heads + c.head) * p.tiles.seqlen_q + row_g] = row_lse(st);
   tr.finish(ATTNSIM_OP_FINAL_O, -1, local);
@@ -94,7 +94,8 @@ __device__ __forceinline__ void correction_warpgroup(const Params& p, const Smem
   const uint32_t lanes = tmem_addr(tmem, 32 * w, 0);
   FinalOState fs;
   int local = 0;
-  for (long long t = first_tile(p.tiles, blockIdx.x); t < p.num_tiles; t = next_tile(p.tiles, t, gridDim.x), ++local) {
+  for (long long t = first_tile(p.tiles, cluster_id<T>()); t < p.num_tiles;
+       t = next_tile(p.tiles, t, cluster_count<T>()), ++local) {
     const TileCoord c = tile_at(p.tiles, t);
     tr.tile(p, s.trace(), c.n_blocks, trace_spans_per_tile);
     for (int i = 0; i < c.n_blocks; ++i) {
@@ -115,7 +116,7 @@ __device__ __forceinline__ void correction_warpgroup(const Params& p, const Smem
           tr.finish(ATTNSIM_OP_RESCALE_O, j, local);
         }
         cuda::ptx::tcgen05_fence_before_thread_sync();
-        arrive(s.bar(kSpoEmpty, q));  // O rescaled: the PV of this block may accumulate
+        arrive_leader<T::kCtaGroup>(s.bar(kSpoEmpty, q));  // O rescaled: the PV of this block may accumulate
       }
     }
     for (int q = 0; q < T::kQStage; ++q) {

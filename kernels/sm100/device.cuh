@@ -60,6 +60,68 @@ __device__ __forceinline__ uint32_t tmem_addr(uint32_t base, int lane, int colum
   return base + (static_cast<uint32_t>(lane) << 16) + static_cast<uint32_t>(column);
 }
 
+// ---- 2-CTA clusters (cta_group 2) ---------------------------------------------------------------
+// The pair's leader (cluster rank 0) issues every tcgen05.mma of both CTAs; the barriers its MMA
+// thread waits on live in its SMEM and count both CTAs' arrivals (structure.h). PTX ISA
+// "tcgen05.mma" (.cta_group::2), "cp.async.bulk.tensor" (.cta_group::2: the mbarrier may be in the
+// peer CTA), "mbarrier.arrive" (.shared::cluster); CUTLASS's 2-SM TMA loads and UMMA pipelines
+// (include/cute/arch/copy_sm100_tma.hpp, include/cutlass/pipeline/sm100_pipeline.hpp) signal the
+// leader's barriers the same way.
+
+/// The <cuda/ptx> tag of tcgen05's .cta_group::N.
+template <int kCtaGroup>
+inline constexpr cuda::ptx::cta_group_t<kCtaGroup == 1 ? cuda::ptx::dot_cta_group::cta_group_1
+                                                       : cuda::ptx::dot_cta_group::cta_group_2>
+    kPtxCtaGroup{};
+
+/// The same SMEM object in CTA `rank` of this cluster, as a generic pointer (mapa).
+template <class P>
+__device__ __forceinline__ P* in_cta(P* p, unsigned rank) {
+  return static_cast<P*>(__cluster_map_shared_rank(static_cast<void*>(p), rank));
+}
+
+/// This thread's arrival on `bar` of the leader CTA (release, cluster scope), or on its own CTA's
+/// with cta_group 1.
+template <int kCtaGroup>
+__device__ __forceinline__ void arrive_leader(uint64_t* bar) {
+  if constexpr (kCtaGroup == 1)
+    arrive(bar);
+  else
+    cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
+                               in_cta(bar, 0));
+}
+
+/// tcgen05.commit of everything the MMA thread issued so far: one arrival on `bar` when it
+/// completes, in this CTA (cta_group 1) or in both CTAs of the pair (cta_group 2, multicast).
+template <int kCtaGroup>
+__device__ __forceinline__ void commit_to(uint64_t* bar) {
+#if ATTNSIM_HAVE_TCGEN05
+  if constexpr (kCtaGroup == 1)
+    cuda::ptx::tcgen05_commit(kPtxCtaGroup<1>, bar);
+  else
+    cuda::ptx::tcgen05_commit_multicast(kPtxCtaGroup<2>, bar, static_cast<uint16_t>(0b11));
+#endif
+}
+
+/// TMA load of a 4D box into this CTA's `dst`, its bytes completing on `bar` of the leader CTA
+/// (cta_group 2: the leader's MMA waits for both halves of B and both CTAs' Q on one barrier) or
+/// of this CTA (cta_group 1).
+template <int kCtaGroup>
+__device__ __forceinline__ void tma_load_to_leader(const void* tmap, void* dst, int c0, int c1, int c2, int c3,
+                                                   uint64_t* bar) {
+  if constexpr (kCtaGroup == 1) {
+    tma_load(tmap, dst, c0, c1, c2, c3, bar);
+  } else {
+#if ATTNSIM_HAVE_TCGEN05
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.cta_group::2"
+        " [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(smem_u32(dst)),
+        "l"(tmap), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(smem_u32(in_cta(bar, 0)))
+        : "memory");
+#endif
+  }
+}
+
 /// Two floats to a bf16x2 word (round to nearest): lo in the low half (the lower column element).
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);

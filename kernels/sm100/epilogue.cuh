@@ -14,7 +14,8 @@ __device__ __forceinline__ void epilogue_warp(const Params& p, const Smem<T>& s,
                                               int lane) {
   uint32_t full = 0;  // parity per Q stage
   int local = 0;
-  for (long long t = first_tile(p.tiles, blockIdx.x); t < p.num_tiles; t = next_tile(p.tiles, t, gridDim.x), ++local) {
+  for (long long t = first_tile(p.tiles, cluster_id<T>()); t < p.num_tiles;
+       t = next_tile(p.tiles, t, cluster_count<T>()), ++local) {
     const TileCoord c = tile_at(p.tiles, t);
     tr.tile(p, s.trace(), c.n_blocks, trace_spans_per_tile);
     for (int q = 0; q < T::kQStage; ++q) {
@@ -22,7 +23,7 @@ __device__ __forceinline__ void epilogue_warp(const Params& p, const Smem<T>& s,
       full ^= 1u << q;
       if (lane == 0) {
         tr.start();
-        const int row0 = (c.m * T::kQStage + q) * kMBlock;
+        const int row0 = q_row0(c.m, q, cta_rank<T>(), T::kQStage, T::kCtaGroup);
 #pragma unroll
         for (int ch = 0; ch < T::kChunks; ++ch)
           tma_store(&p.tm_o, s.o(q) + ch * kMBlock * 128, ch * 64, row0, c.head, c.batch);

@@ -36,14 +36,19 @@ struct Traits {
   static constexpr bool kTrace = kTrace_;
   static constexpr int kChunks = kHeadDim / 64;  // 64-column (128-byte) swizzle chunks per row
   static constexpr int kFragments = kNBlock / kFragment;
-  static constexpr SmemLayout kSmem = smem_layout(kHeadDim, kQStage, kKvStage);
+  static constexpr SmemLayout kSmem = smem_layout(kHeadDim, kQStage, kKvStage, kCtaGroup);
   static constexpr int kSmemBytes = kSmem.bytes;
   static constexpr int kQBytes = kSmem.q_tile, kKvBytes = kSmem.kv_tile;
+  /// Bytes of one [rows][64] swizzle chunk of a K stage (rows = this CTA's 128 / cta_group keys).
+  static constexpr int kKChunkBytes = kNBlock / kCtaGroup * 128;
   static constexpr int kNumBars = mbarrier_count(kQStage, kKvStage);
 
   static_assert(kHeadDim == 64 || kHeadDim == 128, "head_dim 64 or 128");
   static_assert(kQStage == 1 || kQStage == 2, "q_stage 1 or 2 (two softmax warpgroups)");
-  static_assert(kCtaGroup == 1, "cta_group 2 (2-CTA tcgen05.mma) is not implemented in kernels/sm100");
+  static_assert(kCtaGroup == 1 || kCtaGroup == 2, "cta_group 1 or 2");
+  // A CTA of a pair holds half of V's head_dim columns: one 64-column SWIZZLE_128B chunk at
+  // head_dim 128 (FA4 takes 2-CTA MMA only at head_dim 128 and 192).
+  static_assert(kCtaGroup == 1 || kHeadDim == 128, "cta_group 2 is built for head_dim 128");
   static_assert(kKvStage >= 2, "K_j and V_j share one ring and are in flight together");
   static_assert(kSplit % kFragment == 0 && kSplit >= kFragment && kSplit <= kNBlock, "split P at a fragment edge");
   static_assert(!kExpOrder || kQStage == 2, "the exp-order barrier alternates two softmax warpgroups");
@@ -63,11 +68,28 @@ struct Traits {
   static_assert(kTmemP0_ >= kTmemS0_ && kTmemP0_ + kNBlock / 2 <= kTmemS0_ + kNBlock, "P0 must lie inside S0");
 };
 
+/// This CTA's place in the grid: its cluster (the unit the tile scheduler hands tiles to), the
+/// clusters in the grid, and its rank in the cluster (0: the leader, which issues the MMAs).
+/// Clusters are (cta_group, 1, 1): consecutive blockIdx.x. Read from the special registers at
+/// each use, not held in registers: the 48-register warps spill otherwise.
+template <class T>
+__device__ __forceinline__ int cluster_id() {
+  return static_cast<int>(blockIdx.x) / T::kCtaGroup;
+}
+template <class T>
+__device__ __forceinline__ int cluster_count() {
+  return static_cast<int>(gridDim.x) / T::kCtaGroup;
+}
+template <class T>
+__device__ __forceinline__ int cta_rank() {
+  return static_cast<int>(blockIdx.x) % T::kCtaGroup;
+}
+
 /// Run-time parameters (one __grid_constant__ struct, so the TMA descriptors stay in parameter
 /// space). Layouts: Q, O (batch, seqlen_q, heads, head_dim); K, V (batch, seqlen_k, kv_heads,
 /// head_dim), bf16, head_dim contiguous; LSE (batch, heads, seqlen_q) fp32, natural log.
 struct Params {
-  CUtensorMap tm_q, tm_k, tm_v, tm_o;  // boxes of 64 columns x 128 rows, 128B swizzle
+  CUtensorMap tm_q, tm_k, tm_v, tm_o;  // boxes of 64 columns x 128 rows (K: 128 / cta_group), 128B swizzle
   float* lse;
   int group;         // heads / kv_heads (GQA)
   TileSpace tiles;   // the work tiles and their order

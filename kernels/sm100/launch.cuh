@@ -21,9 +21,10 @@ int sm_count();
 
 namespace attnsim::sm100 {
 
-/// Launches fa4_forward<T> on `stream`; `sched`: static persistent grid or one CTA per tile,
-/// longest first (the dynamic scheduler is not implemented here). Throws std::invalid_argument
-/// when the shape or the scheduler does not fit the kernel, std::runtime_error on CUDA errors.
+/// Launches fa4_forward<T> on `stream`; `sched`: static persistent grid or one cluster per tile,
+/// longest first (the dynamic scheduler is not implemented here). With cta_group 2 the grid is
+/// launched in (2, 1, 1) clusters. Throws std::invalid_argument when the shape or the scheduler
+/// does not fit the kernel, std::runtime_error on CUDA errors.
 template <class T>
 void launch(const Shape& sh, const Tensors& t, TileScheduler sched, const TraceBuffers* trace, void* stream,
             LaunchInfo* info) {
@@ -33,13 +34,13 @@ void launch(const Shape& sh, const Tensors& t, TileScheduler sched, const TraceB
   const bool persistent = sched == TileScheduler::StaticPersistent;
   Params p{};
   p.tm_q = make_tensor_map(t.q, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, kMBlock);
-  p.tm_k = make_tensor_map(t.k, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, kNBlock);
+  p.tm_k = make_tensor_map(t.k, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, kNBlock / T::kCtaGroup);
   p.tm_v = make_tensor_map(t.v, sh.head_dim, sh.seqlen_k, sh.kv_heads, sh.batch, kNBlock);
   p.tm_o = make_tensor_map(t.o, sh.head_dim, sh.seqlen_q, sh.heads, sh.batch, kMBlock);
   p.lse = t.lse;
   p.group = sh.heads / sh.kv_heads;
-  p.tiles =
-      TileSpace{sh.batch, sh.heads, sh.seqlen_q, sh.seqlen_k, T::kQStage * kMBlock, kNBlock, sh.causal, persistent};
+  p.tiles = TileSpace{sh.batch, sh.heads,  sh.seqlen_q, sh.seqlen_k, T::kQStage * T::kCtaGroup * kMBlock,
+                      kNBlock,  sh.causal, persistent,  T::kCtaGroup};
   const long long tiles = p.tiles.num_tiles();
   if (tiles > (1LL << 31) - 1) throw std::invalid_argument("more than 2^31 work tiles");
   p.num_tiles = static_cast<int>(tiles);
@@ -52,8 +53,18 @@ void launch(const Shape& sh, const Tensors& t, TileScheduler sched, const TraceB
                "cudaFuncSetAttribute(max dynamic shared memory)");
     configured = true;
   }
-  fa4_forward<T><<<grid, kThreads, T::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
-  cuda_check(cudaGetLastError(), "launching fa4_forward");
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(kThreads);
+  cfg.dynamicSmemBytes = T::kSmemBytes;
+  cfg.stream = static_cast<cudaStream_t>(stream);
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = T::kCtaGroup;
+  cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+  cfg.attrs = &cluster;
+  cfg.numAttrs = T::kCtaGroup > 1 ? 1 : 0;  // cta_group 1: no cluster
+  cuda_check(cudaLaunchKernelEx(&cfg, fa4_forward<T>, p), "launching fa4_forward");
   if (info) *info = LaunchInfo{grid, kThreads, kWarps, T::kSmemBytes, p.num_tiles};
 }
 

@@ -4,7 +4,8 @@
 // for the correction warpgroup (named barrier softmax_stats), then per fragment exp2 on MUFU or
 // on the FMA pipe (ex2_emu_freq/res/start_frg), bf16 P stored over S's upper half with
 // tcgen05.st; pipeline_s_p_o is released after the first split_columns of P, pipeline_p_lastsplit
-// after the rest; the row sum last. Mirrors sim/lower/fa4/softmax.cpp.
+// after the rest (both on the leader CTA's barriers with cta_group 2: its MMA thread issues the
+// pair's PV); the row sum last. Mirrors sim/lower/fa4/softmax.cpp.
 #pragma once
 
 #include "correction.cuh"
@@ -26,11 +27,12 @@ __device__ __forceinline__ void softmax_warpgroup(const Params& p, const Smem<T>
   FinalOState fs;                        // without a correction warpgroup, these threads finish O
   bool first_exp = true;
   int local = 0;
-  for (long long t = first_tile(p.tiles, blockIdx.x); t < p.num_tiles; t = next_tile(p.tiles, t, gridDim.x), ++local) {
+  for (long long t = first_tile(p.tiles, cluster_id<T>()); t < p.num_tiles;
+       t = next_tile(p.tiles, t, cluster_count<T>()), ++local) {
     const TileCoord c = tile_at(p.tiles, t);
-    const bool last_tile = next_tile(p.tiles, t, gridDim.x) >= p.num_tiles;
+    const bool last_tile = next_tile(p.tiles, t, cluster_count<T>()) >= p.num_tiles;
     tr.tile(p, s.trace(), c.n_blocks, trace_spans_per_tile);
-    const int row_g = (c.m * T::kQStage + q) * kMBlock + row;
+    const int row_g = q_row0(c.m, q, cta_rank<T>(), T::kQStage, T::kCtaGroup) + row;
     const int diag = row_g + p.tiles.seqlen_k - p.tiles.seqlen_q;  // causal: keys <= diag are visible
     RowStats st;
     for (int i = 0; i < c.n_blocks; ++i) {
@@ -98,13 +100,13 @@ __device__ __forceinline__ void softmax_warpgroup(const Params& p, const Smem<T>
         if (32 * (f + 1) == T::kSplit) {  // first split of P stored: the PV may start
           cuda::ptx::tcgen05_wait_st();
           cuda::ptx::tcgen05_fence_before_thread_sync();
-          arrive(s.bar(kSpoEmpty, q));
+          arrive_leader<T::kCtaGroup>(s.bar(kSpoEmpty, q));
         }
       }
       cuda::ptx::tcgen05_wait_st();
       cuda::ptx::tcgen05_fence_before_thread_sync();
       __syncwarp();
-      if (lane == 0) arrive(s.bar(kLastsplitFull, q));
+      if (lane == 0) arrive_leader<T::kCtaGroup>(s.bar(kLastsplitFull, q));
       tr.span(ATTNSIM_OP_SOFTMAX_EXP, t0, tr.now(), j, local);
       if constexpr (T::kExpOrder) {
         // Stage 1 skips its very last hand-over: stage 0 has no exp left to wait for it.

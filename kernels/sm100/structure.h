@@ -20,11 +20,11 @@ namespace attnsim::sm100 {
 /// kernel_traits.cuh). Tiles are fixed at m_block = n_block = 128 (one softmax thread owns one
 /// row of the 128 TMEM lanes). TMEM columns are fp32 columns of the 512 an SM has.
 struct KernelKnobs {
-  int head_dim = 128;          ///< 64 or 128 (head_dim_v = head_dim)
-  int q_stage = 2;             ///< 128-row Q tiles per CTA, one softmax warpgroup each (1 or 2)
-  int kv_stage = 3;            ///< depth of the one ring that K_j and V_j share
-  int cta_group = 1;           ///< tcgen05.mma cta_group (only 1 is implemented)
-  int split_columns = 96;      ///< PV waits for the last split of P after this many P columns; 128 = no split
+  int head_dim = 128;      ///< 64 or 128 (head_dim_v = head_dim)
+  int q_stage = 2;         ///< 128-row Q tiles per CTA, one softmax warpgroup each (1 or 2)
+  int kv_stage = 3;        ///< depth of the one ring that K_j and V_j share
+  int cta_group = 1;       ///< tcgen05.mma cta_group: 1, or 2 (a 2x1 cluster, M = 256; head_dim 128)
+  int split_columns = 96;  ///< PV waits for the last split of P after this many P columns; 128 = no split
   int emu_freq = 0, emu_res = 0, emu_start_frg = 0;  ///< exp2 emulation (softmax_math.h); freq 0 = all MUFU
   int rescale_threshold_milli = 8000;  ///< conditional rescale threshold, log2 units x 1000
   bool conditional_rescale = true;     ///< false: O rescaled at every KV block after the first
@@ -90,19 +90,26 @@ inline std::string warp_role_name(int warp) {
   return "empty";
 }
 
-// ---- Pipelines (mbarriers): arrivals per phase, per CTA (cta_group 1) ---------------------------
+// ---- Pipelines (mbarriers): arrivals per phase -------------------------------------------------
 // Names and arrivers as in sim/lower/fa4/pipelines.cpp. Full sides of pipeline_q / pipeline_kv:
 // the load warp's arrive.expect_tx plus the TMA bytes; their empty sides, pipeline_s_p_o.full
-// and pipeline_o_acc.full: one tcgen05.commit of the MMA thread.
+// and pipeline_o_acc.full: one tcgen05.commit of the MMA thread. With cta_group 2 the MMA thread
+// of the leader CTA (cluster rank 0) issues for both CTAs: the barriers it waits on live in the
+// leader and count both CTAs' arrivals (pipeline_s_p_o.empty, pipeline_p_lastsplit.full,
+// pipeline_o_acc.empty; pipeline_q/kv.full count the leader's one arrive.expect_tx of both CTAs'
+// bytes), and its commits are multicast to the same barrier in both CTAs.
 inline constexpr int kTmaArrivals = 1, kCommitArrivals = 1;
 /// pipeline_s_p_o.empty: every softmax thread of the stage (first split of P stored) plus every
-/// correction thread (O rescaled), or the softmax threads alone without a correction warpgroup.
-ATTNSIM_HD constexpr int s_p_o_empty_arrivals(bool correction_wg) {
-  return kThreadsPerWarpgroup * (correction_wg ? 2 : 1);
+/// correction thread (O rescaled), or the softmax threads alone without a correction warpgroup;
+/// of both CTAs with cta_group 2.
+ATTNSIM_HD constexpr int s_p_o_empty_arrivals(bool correction_wg, int cta_group = 1) {
+  return kThreadsPerWarpgroup * (correction_wg ? 2 : 1) * cta_group;
 }
-/// pipeline_p_lastsplit.full: lane 0 of each softmax warp of the stage.
-inline constexpr int kLastsplitArrivals = 4;
-/// pipeline_o_acc.empty, pipeline_o_epi.full: the 128 threads that finish O.
+/// pipeline_p_lastsplit.full: lane 0 of each softmax warp of the stage (of both CTAs with cta_group 2).
+ATTNSIM_HD constexpr int lastsplit_arrivals(int cta_group = 1) { return 4 * cta_group; }
+/// pipeline_o_acc.empty: the 128 threads that finish O (of both CTAs with cta_group 2).
+ATTNSIM_HD constexpr int o_acc_empty_arrivals(int cta_group = 1) { return kThreadsPerWarpgroup * cta_group; }
+/// pipeline_o_epi.full: the 128 threads that finish O (per CTA).
 inline constexpr int kOOwnerArrivals = kThreadsPerWarpgroup;
 /// pipeline_sm_stats.empty: the correction threads, once they have read the row stats.
 inline constexpr int kSmStatsArrivals = kThreadsPerWarpgroup;
@@ -116,6 +123,15 @@ enum MbarrierId : int {
 };
 /// mbarriers per CTA: kPerQStageBarriers per Q stage, full and empty per KV stage.
 ATTNSIM_HD constexpr int mbarrier_count(int q_stage, int kv_stage) { return kPerQStageBarriers * q_stage + 2 * kv_stage; }
+
+// ---- Rows of a work tile ------------------------------------------------------------------------
+/// First query row of Q stage q of CTA `rank` of its cluster, in work tile m-block `m`. A work
+/// tile is q_stage x cta_group x 128 rows; each Q stage's MMA (M = 128 x cta_group) takes
+/// cta_group consecutive 128-row tiles, rank 0's first (tcgen05.mma cta_group::2 reads A's rows
+/// 0-127 from the leader CTA and 128-255 from its peer).
+ATTNSIM_HD constexpr int q_row0(int m, int q, int rank, int q_stage, int cta_group) {
+  return ((m * q_stage + q) * cta_group + rank) * kMBlock;
+}
 
 // ---- Named barriers (id 0 is __syncthreads) ----------------------------------------------------
 /// softmax_stats: softmax warp w of stage s with correction warp w (64 threads), ids 1..8.
@@ -144,25 +160,29 @@ inline constexpr int kTraceSlotBytes = 16;
 /// SMEM a CTA requests. Every tile is stored as head_dim/64 chunks of [rows][64] bf16, 128B
 /// swizzled (the TMA box and the UMMA canonical SW128 layout).
 struct SmemLayout {
-  int q = 0;        ///< Q tiles [q_stage][chunk][128][64]
-  int o = 0;        ///< O staging for the TMA store [q_stage][chunk][128][64]
-  int kv = 0;       ///< K/V ring [kv_stage][chunk][128][64]
-  int stats = 0;    ///< sScale [q_stage][2][128] fp32: acc_scale or row_sum, and row_max
-  int barriers = 0; ///< mbarrier_count x 8 B
+  int q = 0;          ///< Q tiles [q_stage][chunk][128][64]
+  int o = 0;          ///< O staging for the TMA store [q_stage][chunk][128][64]
+  int kv = 0;         ///< K/V ring [kv_stage]: K [chunk][128 / cta_group][64], V [chunk][128][64] (cta_group 1)
+                      ///< or V's columns [64 rank, 64 rank + 64) as one [128][64] chunk (cta_group 2)
+  int stats = 0;      ///< sScale [q_stage][2][128] fp32: acc_scale or row_sum, and row_max
+  int barriers = 0;   ///< mbarrier_count x 8 B
   int tmem_addr = 0;  ///< the TMEM base address tcgen05.alloc writes
-  int trace = 0;    ///< trace slots, kTraceSlotBytes per warp
-  int bytes = 0;    ///< dynamic SMEM per CTA
-  int q_tile = 0, kv_tile = 0;  ///< bytes of one Q (or O) tile and of one K/V stage
-  int barrier_used = 0;         ///< bytes of the barrier region in use (<= kBarrierRegionBytes)
+  int trace = 0;      ///< trace slots, kTraceSlotBytes per warp
+  int bytes = 0;      ///< dynamic SMEM per CTA
+  int q_tile = 0,
+      kv_tile = 0;       ///< bytes of one Q (or O) tile and of one K/V stage (this CTA's half of B with cta_group 2)
+  int barrier_used = 0;  ///< bytes of the barrier region in use (<= kBarrierRegionBytes)
 };
 
 /// The SMEM layout of a CTA with these knobs (bf16 tiles). No alignment slack: the dynamic SMEM
 /// base is 1024-B aligned (the kernel checks it and traps otherwise), so the total equals the
-/// simulator's Q + O + kv_stage stages + stats + 1024 B.
-ATTNSIM_HD constexpr SmemLayout smem_layout(int head_dim, int q_stage, int kv_stage) {
+/// simulator's Q + O + kv_stage stages + stats + 1024 B. With cta_group 2 a K/V stage holds this
+/// CTA's half of the MMA's B operand (2-CTA tcgen05.mma splits N across the pair): 64 keys of K,
+/// or half of V's head_dim columns.
+ATTNSIM_HD constexpr SmemLayout smem_layout(int head_dim, int q_stage, int kv_stage, int cta_group = 1) {
   SmemLayout l{};
   l.q_tile = kMBlock * head_dim * 2;
-  l.kv_tile = kNBlock * head_dim * 2;
+  l.kv_tile = kNBlock / cta_group * head_dim * 2;
   l.q = 0;
   l.o = l.q + q_stage * l.q_tile;
   l.kv = l.o + q_stage * l.q_tile;

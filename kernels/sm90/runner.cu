@@ -189,13 +189,15 @@ uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchIn
                               sh.heads,
                               sh.seqlen_q,
                               sh.seqlen_k,
-                              b->q_stage * sm100::kMBlock,
+                              b->q_stage * b->cta_group * sm100::kMBlock,
                               sm100::kNBlock,
                               sh.causal,
-                              sched == TileScheduler::StaticPersistent};
-    for (int c = 0; c < li.grid; ++c) {
+                              sched == TileScheduler::StaticPersistent,
+                              b->cta_group};
+    const int clusters = li.grid / b->cta_group;  // both CTAs of a cluster run its tiles
+    for (int c = 0; c < clusters; ++c) {
       uint64_t n = 0;
-      for (long long t = sm100::first_tile(ts, c); t < li.num_tiles; t = sm100::next_tile(ts, t, li.grid))
+      for (long long t = sm100::first_tile(ts, c); t < li.num_tiles; t = sm100::next_tile(ts, t, clusters))
         n += sm100::trace_spans_per_tile(sm100::tile_at(ts, t).n_blocks);
       most = std::max(most, n);
     }

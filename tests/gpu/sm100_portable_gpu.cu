@@ -60,13 +60,13 @@ __global__ void online_softmax_rows(const float* s2, const float* v, int rows, b
   rescales[r] = n;
 }
 
-/// Thread 0 of CTA c walks its tiles: out[c][k] = {m, head, batch, n_blocks, first_masked}, at
-/// most `cap` of them; count[c] = tiles walked.
-__global__ void walk_tiles(attnsim::sm100::TileSpace ts, long long grid, int cap, int* out, int* count) {
+/// Thread 0 of block c walks the tiles of cluster c: out[c][k] = {m, head, batch, n_blocks,
+/// first_masked}, at most `cap` of them; count[c] = tiles walked.
+__global__ void walk_tiles(attnsim::sm100::TileSpace ts, long long clusters, int cap, int* out, int* count) {
   if (threadIdx.x != 0) return;
   int k = 0;
   for (long long t = attnsim::sm100::first_tile(ts, blockIdx.x); t < ts.num_tiles();
-       t = attnsim::sm100::next_tile(ts, t, grid), ++k) {
+       t = attnsim::sm100::next_tile(ts, t, clusters), ++k) {
     if (k >= cap) continue;
     const attnsim::sm100::TileCoord c = attnsim::sm100::tile_at(ts, t);
     int* w = out + (static_cast<size_t>(blockIdx.x) * cap + k) * 5;
@@ -135,9 +135,9 @@ int test_rescale() {
 }
 
 /// The tile-scheduler check for one problem; returns failures.
-int test_tiles(int sms, int batch, int heads, int sq, int sk, bool causal, int q_stage) {
-  const attnsim::sm100::TileSpace ts{batch, heads, sq, sk, q_stage * 128, 128, causal, !causal};
-  const long long grid = ts.grid(sms);
+int test_tiles(int sms, int batch, int heads, int sq, int sk, bool causal, int q_stage, int cta_group) {
+  const attnsim::sm100::TileSpace ts{batch, heads, sq, sk, q_stage * cta_group * 128, 128, causal, !causal, cta_group};
+  const long long grid = ts.clusters(sms);  // one walker per cluster
   const int cap = static_cast<int>((ts.num_tiles() + grid - 1) / grid);
   int *d_out = nullptr, *d_count = nullptr;
   if (!check(cudaMalloc(&d_out, grid * cap * 5 * 4), "cudaMalloc") || !check(cudaMalloc(&d_count, grid * 4), "cudaMalloc"))
@@ -155,24 +155,27 @@ int test_tiles(int sms, int batch, int heads, int sq, int sk, bool causal, int q
   attnsim::TilingSpec spec;
   spec.rows_per_cta = q_stage * 128;
   spec.n_block = 128;
+  spec.cta_group = cta_group;
   spec.scheduler = causal ? attnsim::TileScheduler::Lpt : attnsim::TileScheduler::StaticPersistent;
   const attnsim::GridPlan plan = attnsim::plan_tiles(hw, p, spec, 1 << 22);
   std::string why;
-  if (static_cast<long long>(plan.cta_tiles.size()) != grid) why = "grid size differs";
+  if (static_cast<long long>(plan.cta_tiles.size()) != grid) why = "cluster count differs";
   for (long long c = 0; why.empty() && c < grid; ++c) {
-    if (count[c] != static_cast<int>(plan.cta_tiles[c].size())) why = "tiles per CTA differ at CTA " + std::to_string(c);
+    if (count[c] != static_cast<int>(plan.cta_tiles[c].size()))
+      why = "tiles per cluster differ at cluster " + std::to_string(c);
     for (int k = 0; why.empty() && k < count[c]; ++k) {
       const int* w = &out[(c * cap + k) * 5];
       const attnsim::TileWork& t = plan.cta_tiles[c][k];
       if (w[0] != t.m_block || w[3] != t.n_blocks || w[3] - w[4] != t.masked_blocks)
-        why = "CTA " + std::to_string(c) + " tile " + std::to_string(k) + ": device m " + std::to_string(w[0]) +
+        why = "cluster " + std::to_string(c) + " tile " + std::to_string(k) + ": device m " + std::to_string(w[0]) +
               " n_blocks " + std::to_string(w[3]) + ", plan m " + std::to_string(t.m_block) + " n_blocks " +
               std::to_string(t.n_blocks);
     }
   }
-  std::printf("%s tile scheduler b%d h%d sq%d sk%d %s q_stage %d: %lld CTAs, %lld tiles%s%s\n", why.empty() ? "ok  " : "FAIL",
-              batch, heads, sq, sk, causal ? "causal (one tile per CTA, longest first)" : "non-causal (persistent)",
-              q_stage, grid, ts.num_tiles(), why.empty() ? "" : ": ", why.c_str());
+  std::printf("%s tile scheduler b%d h%d sq%d sk%d %s q_stage %d cta_group %d: %lld clusters, %lld tiles%s%s\n",
+              why.empty() ? "ok  " : "FAIL", batch, heads, sq, sk,
+              causal ? "causal (one tile per cluster, longest first)" : "non-causal (persistent)", q_stage, cta_group,
+              grid, ts.num_tiles(), why.empty() ? "" : ": ", why.c_str());
   return why.empty() ? 0 : 1;
 }
 
@@ -194,12 +197,13 @@ int main() {
   std::printf("GPU %s (%d SMs)\n", prop.name, prop.multiProcessorCount);
   int failures = test_rescale();
   const int sms = prop.multiProcessorCount;
-  for (bool causal : {false, true})
-    for (int q_stage : {1, 2}) {
-      failures += test_tiles(sms, 2, 16, 8192, 8192, causal, q_stage);
-      failures += test_tiles(sms, 3, 5, 1000, 777, causal, q_stage);
-      failures += test_tiles(sms, 1, 1, 77, 4000, causal, q_stage);
-    }
+  for (int cta_group : {1, 2})
+    for (bool causal : {false, true})
+      for (int q_stage : {1, 2}) {
+        failures += test_tiles(sms, 2, 16, 8192, 8192, causal, q_stage, cta_group);
+        failures += test_tiles(sms, 3, 5, 1000, 777, causal, q_stage, cta_group);
+        failures += test_tiles(sms, 1, 1, 77, 4000, causal, q_stage, cta_group);
+      }
   std::printf("%s\n", failures ? "FAIL" : "all passed");
   return failures ? 1 : 0;
 }

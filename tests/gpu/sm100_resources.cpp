@@ -10,7 +10,10 @@
 //   one dec each for correction and the other warps) equal the simulator's per-role registers,
 //   their CTA total equals its register figure, and ptxas's registers per thread at launch x 512
 //   threads fit the SM's register file (the launch must be able to start before setmaxnreg);
-// - static SMEM + dynamic SMEM fit the GPU's per-block limit.
+// - static SMEM + dynamic SMEM fit the GPU's per-block limit;
+// - cta_group: every tcgen05.mma, tcgen05.alloc and tcgen05.commit in the instance's PTX names
+//   the .cta_group of the simulator's grid plan (2: a 2x1 cluster per tile), and a 2-CTA instance
+//   multicasts its commits to both CTAs.
 // ptxas numbers come from the build (-Xptxas -v, captured by kernels/sm100/capture_ptxas.sh);
 // the PTX from nvcc --keep. Prints one table row per instance (plain and traced). Exits 0 when
 // all match, 1 on a mismatch or a missing report, 77 when the build has no SM100 instances.
@@ -105,6 +108,26 @@ std::multiset<std::string> setmaxnreg(const std::string& ptx, const std::string&
   return out;
 }
 
+/// The PTX body of the entry whose name contains `key`.
+std::string entry_body(const std::string& ptx, const std::string& key) {
+  size_t at = ptx.find(".entry ");
+  while (at != std::string::npos) {
+    const size_t next = ptx.find(".entry ", at + 1);
+    const std::string body = ptx.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    if (body.substr(0, body.find('(')).find(key) != std::string::npos) return body;
+    at = next;
+  }
+  return {};
+}
+
+/// The .cta_group values of the instructions starting with `op` ("tcgen05.mma") in `body`.
+std::set<int> cta_groups(const std::string& body, const std::string& op) {
+  std::set<int> out;
+  const std::regex re(std::regex_replace(op, std::regex(R"(\.)"), R"(\.)") + R"([\w.:]*?\.cta_group::(\d))");
+  for (std::sregex_iterator it(body.begin(), body.end(), re), end; it != end; ++it) out.insert(std::stoi((*it)[1]));
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -117,8 +140,9 @@ int main(int argc, char** argv) {
     const nlohmann::json manifest = nlohmann::json::parse(read(gen / "manifest.json"));
     const Hardware hw = load_hardware((root / "configs/hw/b200.json").string());
     int instances = 0, failures = 0;
-    std::cout << fmt::format("{:<72} {:>6} {:>5} {:>6} {:>11} {:>9} {:>8} {:>11} {:>14}\n", "SM100 instance (traced: +t)",
-                             "regs", "spill", "static", "dynamic", "sim SMEM", "TMEM", "setmaxnreg", "PTX regs/CTA");
+    std::cout << fmt::format("{:<72} {:>6} {:>5} {:>6} {:>11} {:>9} {:>8} {:>11} {:>14} {:>9}\n",
+                             "SM100 instance (traced: +t)", "regs", "spill", "static", "dynamic", "sim SMEM", "TMEM",
+                             "setmaxnreg", "PTX regs/CTA", "cta_group");
     for (const auto& entry : manifest.at("kernels")) {
       if (entry.value("arch", "") != "sm_100a") continue;
       const std::string file = entry.at("file");
@@ -154,7 +178,8 @@ int main(int argc, char** argv) {
         }
         const auto& k = std::get<sm100::KernelKnobs>(c.knobs);
         const std::map<std::string, double> sim = s->resources(hw, p);
-        const int dynamic = sm100::smem_layout(k.head_dim, k.q_stage, k.kv_stage).bytes;
+        const int dynamic = sm100::smem_layout(k.head_dim, k.q_stage, k.kv_stage, k.cta_group).bytes;
+        const int sim_cta_group = s->plan_grid(hw, p, 1 << 20).cta_group;
         const std::multiset<std::string> expected_nreg = {
             fmt::format("{} {}", k.reg_softmax > 128 ? "inc" : "dec", k.reg_softmax),
             fmt::format("{} {}", k.reg_correction > 128 ? "inc" : "dec", k.reg_correction),
@@ -184,16 +209,26 @@ int main(int argc, char** argv) {
             bad.push_back(fmt::format("setmaxnreg in the PTX [{}] != schedule's [{}]", fmt::join(nreg, ", "),
                                       fmt::join(expected_nreg, ", ")));
           if (cta_regs != sim.at("registers"))
-            bad.push_back(fmt::format("setmaxnreg budgets x 128 threads = {} != simulator {}", cta_regs, sim.at("registers")));
+            bad.push_back(
+                fmt::format("setmaxnreg budgets x 128 threads = {} != simulator {}", cta_regs, sim.at("registers")));
+          const std::string body = entry_body(ptx, key);
+          for (const char* op : {"tcgen05.mma", "tcgen05.alloc", "tcgen05.commit"})
+            if (cta_groups(body, op) != std::set<int>{sim_cta_group})
+              bad.push_back(fmt::format("{} in the PTX with .cta_group::{{{}}}, simulator's grid {}", op,
+                                        fmt::join(cta_groups(body, op), ","), sim_cta_group));
+          if ((sim_cta_group == 2) != (body.find("multicast::cluster") != std::string::npos))
+            bad.push_back(fmt::format("cta_group {} {} multicast tcgen05.commit", sim_cta_group,
+                                      sim_cta_group == 2 ? "without a" : "with a"));
           if (static_cast<long long>(e.registers) * sm100::kThreads > hw.registers_per_sm)
             bad.push_back(fmt::format("{} registers x {} threads at launch > {}", e.registers, sm100::kThreads,
                                       hw.registers_per_sm));
-          std::cout << fmt::format("{:<72} {:>6} {:>5} {:>6} {:>11} {:>9} {:>8} {:>11} {:>14}\n",
+          std::cout << fmt::format("{:<72} {:>6} {:>5} {:>6} {:>11} {:>9} {:>8} {:>11} {:>14} {:>9}\n",
                                    describe(c.knobs) + (traced ? " +t" : ""), e.registers, e.spill_stores,
                                    e.static_smem, dynamic, sim.at("smem_bytes"), k.tmem_alloc,
-                                   fmt::format("{}/{}/{}", budgets[0], budgets[1], budgets[2]), cta_regs);
-          std::cout << fmt::format("     from {}{}{}\n", where, bad.empty() ? "" : "\n     FAIL: ",
-                                   fmt::join(bad, "; "));
+                                   fmt::format("{}/{}/{}", budgets[0], budgets[1], budgets[2]), cta_regs,
+                                   sim_cta_group);
+          std::cout << fmt::format("     from {}{}{}\n", where,
+                                   bad.empty() ? "" : "\n     FAIL: ", fmt::join(bad, "; "));
           failures += !bad.empty();
         }
       }

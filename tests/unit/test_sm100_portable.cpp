@@ -29,41 +29,68 @@ Problem problem(int b, int h, int sq, int sk, int hd, bool causal) {
 }
 }  // namespace
 
-TEST_CASE("sm100 tile scheduler walks the simulator's tiles CTA by CTA", "[sm100]") {
+TEST_CASE("sm100 tile scheduler walks the simulator's tiles cluster by cluster", "[sm100]") {
   Hardware hw = test::b200();
-  hw.num_sms = 7;  // small, so that persistent CTAs take several tiles
+  hw.num_sms = 7;  // small, so that persistent clusters take several tiles (3 pairs with cta_group 2)
   int compared = 0;
-  for (bool causal : {false, true})
-    for (int q_stage : {1, 2})
-      for (const auto& [b, h, sq, sk] : std::vector<std::array<int, 4>>{{1, 1, 1, 1}, {2, 3, 333, 411}, {1, 2, 1000, 77},
-                                                                       {2, 2, 2100, 2100}}) {
-        const Problem p = problem(b, h, sq, sk, 128, causal);
-        TilingSpec spec;
-        spec.rows_per_cta = q_stage * sm100::kMBlock;
-        spec.n_block = sm100::kNBlock;
-        // FA4: static persistent unless causal
-        spec.scheduler = causal ? TileScheduler::Lpt : TileScheduler::StaticPersistent;
-        const GridPlan plan = plan_tiles(hw, p, spec, 1 << 20);
-        const sm100::TileSpace ts{b, h, sq, sk, q_stage * sm100::kMBlock, sm100::kNBlock, causal, !causal};
-        INFO("causal " << causal << " q_stage " << q_stage << " b" << b << " h" << h << " sq" << sq << " sk" << sk);
-        REQUIRE(ts.num_tiles() == plan.tiles);
-        REQUIRE(ts.grid(hw.num_sms) == static_cast<long long>(plan.cta_tiles.size()));
-        for (long long cta = 0; cta < ts.grid(hw.num_sms); ++cta) {
-          std::vector<TileWork> walk;
-          for (long long t = sm100::first_tile(ts, cta); t < ts.num_tiles(); t = sm100::next_tile(ts, t, ts.grid(hw.num_sms))) {
-            const sm100::TileCoord c = sm100::tile_at(ts, t);
-            TileWork w;
-            w.m_block = c.m;
-            w.rows = std::min(ts.rows_per_cta, sq - c.m * ts.rows_per_cta);
-            w.n_blocks = c.n_blocks;
-            w.masked_blocks = c.n_blocks - c.first_masked;
-            walk.push_back(w);
+  for (int cta_group : {1, 2})
+    for (bool causal : {false, true})
+      for (int q_stage : {1, 2})
+        for (const auto& [b, h, sq, sk] :
+             std::vector<std::array<int, 4>>{{1, 1, 1, 1}, {2, 3, 333, 411}, {1, 2, 1000, 77}, {2, 2, 2100, 2100}}) {
+          const Problem p = problem(b, h, sq, sk, 128, causal);
+          TilingSpec spec;
+          spec.rows_per_cta = q_stage * sm100::kMBlock;
+          spec.n_block = sm100::kNBlock;
+          spec.cta_group = cta_group;
+          // FA4: static persistent unless causal
+          spec.scheduler = causal ? TileScheduler::Lpt : TileScheduler::StaticPersistent;
+          const GridPlan plan = plan_tiles(hw, p, spec, 1 << 20);
+          const sm100::TileSpace ts{b,      h,       sq,       sk, q_stage * cta_group * sm100::kMBlock, sm100::kNBlock,
+                                    causal, !causal, cta_group};
+          INFO("cta_group " << cta_group << " causal " << causal << " q_stage " << q_stage << " b" << b << " h" << h
+                            << " sq" << sq << " sk" << sk);
+          REQUIRE(ts.num_tiles() == plan.tiles);
+          const long long clusters = ts.clusters(hw.num_sms);
+          REQUIRE(clusters == static_cast<long long>(plan.cta_tiles.size()));
+          REQUIRE(ts.grid(hw.num_sms) == cta_group * clusters);
+          if (!causal) REQUIRE(ts.grid(hw.num_sms) == plan.resident_ctas);  // persistent: every CTA resident
+          for (long long cl = 0; cl < clusters; ++cl) {
+            std::vector<TileWork> walk;
+            for (long long t = sm100::first_tile(ts, cl); t < ts.num_tiles(); t = sm100::next_tile(ts, t, clusters)) {
+              const sm100::TileCoord c = sm100::tile_at(ts, t);
+              TileWork w;
+              w.m_block = c.m;
+              w.rows = std::min(ts.rows_per_tile, sq - c.m * ts.rows_per_tile);
+              w.n_blocks = c.n_blocks;
+              w.masked_blocks = c.n_blocks - c.first_masked;
+              walk.push_back(w);
+            }
+            REQUIRE(walk == plan.cta_tiles[cl]);
+            ++compared;
           }
-          REQUIRE(walk == plan.cta_tiles[cta]);
-          ++compared;
         }
-      }
-  CHECK(compared > 50);
+  CHECK(compared > 100);
+}
+
+TEST_CASE("sm100 rows of a cluster's work tile: each Q stage's 256-row MMA takes the leader's rows first", "[sm100]") {
+  // cta_group 2, q_stage 2: a tile is 512 rows; stage q of rank r starts at 256 q + 128 r.
+  CHECK(sm100::q_row0(0, 0, 0, 2, 2) == 0);
+  CHECK(sm100::q_row0(0, 0, 1, 2, 2) == 128);
+  CHECK(sm100::q_row0(0, 1, 0, 2, 2) == 256);
+  CHECK(sm100::q_row0(0, 1, 1, 2, 2) == 384);
+  CHECK(sm100::q_row0(3, 1, 1, 2, 2) == 3 * 512 + 384);
+  CHECK(sm100::q_row0(3, 1, 0, 2, 1) == 3 * 256 + 128);  // cta_group 1: stage q at 128 q
+  // Every row of a tile belongs to exactly one (stage, rank).
+  for (int cg : {1, 2})
+    for (int qs : {1, 2}) {
+      std::vector<int> seen(qs * cg * 128 * 2, 0);
+      for (int m = 0; m < 2; ++m)
+        for (int q = 0; q < qs; ++q)
+          for (int r = 0; r < cg; ++r)
+            for (int row = 0; row < 128; ++row) ++seen.at(sm100::q_row0(m, q, r, qs, cg) + row);
+      CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(seen.size()));
+    }
 }
 
 TEST_CASE("sm100 tile scheduler: persistent order is m-block fastest then head then batch", "[sm100]") {
@@ -174,10 +201,22 @@ TEST_CASE("sm100 exp2 split matches the FA4 table", "[sm100]") {
 TEST_CASE("fa4_sm100 schedules resolve to kernels/sm100 knobs or say why not", "[sm100]") {
   const Hardware hw = test::b200();
   const auto base = load_schedule(test::fa4());
-  // Non-causal hd128 long sequences: FA4 takes 2-CTA MMA, which the kernel does not implement.
+  // Non-causal hd128 long sequences: FA4's 2-CTA MMA, its register split and exp2 emulation
+  // (10/4/1), six K/V stages of half a block each, a persistent grid of clusters.
   const KernelChoice nc = base->real_kernel(hw, problem(4, 16, 8192, 8192, 128, false));
-  CHECK_FALSE(nc.supported);
-  CHECK_THAT(nc.why_not, Catch::Contains("cta_group 2") && Catch::Contains("one_cta"));
+  REQUIRE(nc.supported);
+  CHECK(nc.scheduler == TileScheduler::StaticPersistent);
+  const auto k2 = std::get<sm100::KernelKnobs>(nc.knobs);
+  CHECK(k2.cta_group == 2);
+  CHECK(k2.kv_stage == 6);
+  CHECK(k2.reg_softmax == 176);
+  CHECK(k2.reg_correction == 88);
+  CHECK(k2.reg_other == 72);
+  CHECK(k2.emu_freq == 10);
+  // 2-CTA below head_dim 128 is refused with the reason (V's half would be 32 columns).
+  const auto cg2 = load_schedule(test::fa4(), {"/cta_group=2"});
+  CHECK_THAT(cg2->real_kernel(hw, problem(1, 1, 8192, 8192, 64, false)).why_not,
+             Catch::Contains("cta_group 2") && Catch::Contains("head_dim 128 only"));
   // Causal hd128: 1-CTA, FA4's causal register split and exp2 emulation (16/4/1), LPT grid.
   const KernelChoice c = base->real_kernel(hw, problem(4, 16, 8192, 8192, 128, true));
   REQUIRE(c.supported);
@@ -218,17 +257,24 @@ TEST_CASE("fa4_sm100 schedules resolve to kernels/sm100 knobs or say why not", "
 
 TEST_CASE("sm100 SMEM layout equals the simulator's SMEM figure and fits its barrier region", "[sm100]") {
   const Hardware hw = test::b200();
-  for (int hd : {64, 128})
-    for (int q_stage : {1, 2}) {
-      const auto s = load_schedule(test::fa4(), {fmt::format("/q_stage={}", q_stage), "/cta_group=1"});
-      const Problem p = problem(1, 1, 4096, 4096, hd, true);
-      const auto k = std::get<sm100::KernelKnobs>(s->real_kernel(hw, p).knobs);
-      const sm100::SmemLayout l = sm100::smem_layout(hd, k.q_stage, k.kv_stage);
-      INFO("hd " << hd << " q_stage " << q_stage);
-      CHECK(l.bytes == static_cast<long long>(s->resources(hw, p).at("smem_bytes")));
-      CHECK(l.barrier_used <= sm100::kBarrierRegionBytes);
-      CHECK(l.bytes <= hw.smem_bytes_per_block);
-    }
+  for (int cta_group : {1, 2})
+    for (int hd : {64, 128})
+      for (int q_stage : {1, 2}) {
+        if (cta_group == 2 && hd != 128) continue;  // refused (test above)
+        const auto s =
+            load_schedule(test::fa4(), {fmt::format("/q_stage={}", q_stage), fmt::format("/cta_group={}", cta_group)});
+        const Problem p = problem(1, 1, 4096, 4096, hd, cta_group == 1);
+        const KernelChoice c = s->real_kernel(hw, p);
+        REQUIRE(c.supported);
+        const auto k = std::get<sm100::KernelKnobs>(c.knobs);
+        const sm100::SmemLayout l = sm100::smem_layout(hd, k.q_stage, k.kv_stage, k.cta_group);
+        INFO("cta_group " << cta_group << " hd " << hd << " q_stage " << q_stage);
+        // 2-CTA: a K/V stage holds half a block (64 keys of K, or 64 of V's columns).
+        CHECK(l.kv_tile == 128 / cta_group * hd * 2);
+        CHECK(l.bytes == static_cast<long long>(s->resources(hw, p).at("smem_bytes")));
+        CHECK(l.barrier_used <= sm100::kBarrierRegionBytes);
+        CHECK(l.bytes <= hw.smem_bytes_per_block);
+      }
 }
 
 TEST_CASE("sm100 mbarrier counts equal the simulator's fa4 pipeline counts for the kernel's warp layout", "[sm100]") {
@@ -253,12 +299,43 @@ TEST_CASE("sm100 mbarrier counts equal the simulator's fa4 pipeline counts for t
       CHECK(empty("pipeline_kv", s) == sm100::kCommitArrivals);
       CHECK(full("pipeline_s_p_o", s) == sm100::kCommitArrivals);
       CHECK(empty("pipeline_s_p_o", s) == sm100::s_p_o_empty_arrivals(correction));
-      CHECK(full("pipeline_p_lastsplit", s) == sm100::kLastsplitArrivals);
+      CHECK(full("pipeline_p_lastsplit", s) == sm100::lastsplit_arrivals());
       CHECK(full("pipeline_o_acc", s) == sm100::kCommitArrivals);
-      CHECK(empty("pipeline_o_acc", s) == sm100::kOOwnerArrivals);
+      CHECK(empty("pipeline_o_acc", s) == sm100::o_acc_empty_arrivals());
       CHECK(full("pipeline_o_epi", s) == sm100::kOOwnerArrivals);
       CHECK(empty("pipeline_o_epi", s) == sm100::kEpilogueArrivals);
       if (correction) CHECK(empty("pipeline_sm_stats", s) == sm100::kSmStatsArrivals);
     }
   }
+}
+
+TEST_CASE("sm100 mbarrier counts equal the lowered CTA's barriers with 2-CTA clusters too", "[sm100]") {
+  // With cta_group 2 the barriers the leader's MMA thread waits on count both CTAs' arrivals; the
+  // simulator's lowering declares the same counts (Pipe: cluster-scoped sides, leader-only MMA).
+  const Hardware hw = test::b200();
+  const Problem p = problem(1, 1, 1024, 1024, 128, false);
+  for (int cg : {1, 2})
+    for (bool correction : {true, false}) {
+      auto s = load_schedule(test::fa4(), {fmt::format("/cta_group={}", cg),
+                                           fmt::format("/correction_warpgroup={}", correction ? "true" : "false")});
+      s->check(hw, p);
+      const CtaProgram prog = s->lower(hw, p, {TileWork{0, 128, 2, 0}});
+      std::map<std::string, int> expected;
+      for (const BarrierDecl& b : prog.barriers) expected[b.name] = b.expected;
+      INFO("cta_group " << cg << " correction warpgroup " << correction);
+      for (int q = 0; q < 2; ++q) {
+        auto at = [&](const std::string& name) { return expected.at(fmt::format("{}[{}]", name, q)); };
+        CHECK(at("pipeline_q.full") == sm100::kTmaArrivals);
+        CHECK(at("pipeline_q.empty") == sm100::kCommitArrivals);
+        CHECK(at("pipeline_s_p_o.full") == sm100::kCommitArrivals);
+        CHECK(at("pipeline_s_p_o.empty") == sm100::s_p_o_empty_arrivals(correction, cg));
+        CHECK(at("pipeline_p_lastsplit.full") == sm100::lastsplit_arrivals(cg));
+        CHECK(at("pipeline_o_acc.full") == sm100::kCommitArrivals);
+        CHECK(at("pipeline_o_acc.empty") == sm100::o_acc_empty_arrivals(cg));
+        CHECK(at("pipeline_o_epi.full") == sm100::kOOwnerArrivals);
+        CHECK(at("pipeline_o_epi.empty") == sm100::kEpilogueArrivals);
+      }
+      CHECK(expected.at("pipeline_kv.full[0]") == sm100::kTmaArrivals);
+      CHECK(expected.at("pipeline_kv.empty[0]") == sm100::kCommitArrivals);
+    }
 }

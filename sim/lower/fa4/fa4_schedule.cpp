@@ -407,10 +407,12 @@ KernelChoice Fa4Schedule::real_kernel(const Hardware& hw, const Problem& p) cons
     return no(fmt::format("head_dim {}: kernels/sm100 is built for 64 and 128", p.head_dim));
   if (p.head_dim_v != p.head_dim || p.dtype != "bf16")
     return no("kernels/sm100 implements bf16 with head_dim_v = head_dim only");
-  if (k.cta_group != 1)
-    return no(fmt::format("cta_group {}{}: 2-CTA tcgen05.mma (cluster 2x1, M = 256) is not implemented in kernels/sm100 "
-                          "yet; with cta_group 1 it runs (variant one_cta, or --set /cta_group=1)",
-                          k.cta_group, k.cta_group_auto ? " (auto: non-causal hd128 with seqlen_q > 256)" : ""));
+  if (k.cta_group == 2 && p.head_dim != 128)
+    return no(
+        fmt::format("cta_group 2{} at head_dim {}: kernels/sm100 builds 2-CTA tcgen05.mma for head_dim 128 only "
+                    "(each CTA holds 64 of V's columns, one 128-byte swizzle row); with cta_group 1 it runs "
+                    "(--set /cta_group=1)",
+                    k.cta_group_auto ? " (auto)" : "", p.head_dim));
   if (k.m_block != sm100::kMBlock || k.n_block != sm100::kNBlock)
     return no(fmt::format("tile {}x{}: kernels/sm100 is built for 128x128", k.m_block, k.n_block));
   if (k.q_stage > 2) return no(fmt::format("q_stage {}: kernels/sm100 has two softmax warpgroups", k.q_stage));

@@ -86,7 +86,7 @@ class Fa4Schedule : public Schedule {
   std::vector<std::string> roles() const override;
   std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const override;
   /// The kernels/sm100 kernel for `problem`: the resolved knobs and TMEM map as template
-  /// parameters, or why there is none (cta_group 2, head_dim other than 64/128, warp roles other
+  /// parameters, or why there is none (cta_group 2 below head_dim 128, head_dim other than 64/128, warp roles other
   /// than FA4's fixed layout, ...).
   KernelChoice real_kernel(const Hardware& hw, const Problem& problem) const override;
 
