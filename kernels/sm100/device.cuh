@@ -80,15 +80,18 @@ __device__ __forceinline__ P* in_cta(P* p, unsigned rank) {
   return static_cast<P*>(__cluster_map_shared_rank(static_cast<void*>(p), rank));
 }
 
-/// This thread's arrival on `bar` of the leader CTA (release, cluster scope), or on its own CTA's
-/// with cta_group 1.
+/// This thread's arrival on `bar` of the leader CTA, or on its own CTA's with cta_group 1. The
+/// remote arrive keeps mbarrier.arrive's default semantics (release, CTA scope), as CUTLASS's
+/// 2-SM pipelines do: what it hands over lives in TMEM and is ordered by tcgen05.fence around the
+/// barrier, not by the memory model. A release at cluster scope (cuda::ptx's only form for
+/// .shared::cluster) compiles to MEMBAR.ALL.CTA + MEMBAR.ALL.GPU before every arrival (sm_100a
+/// SASS, CUDA 13.0), which each softmax and correction thread would pay per KV block.
 template <int kCtaGroup>
 __device__ __forceinline__ void arrive_leader(uint64_t* bar) {
   if constexpr (kCtaGroup == 1)
     arrive(bar);
   else
-    cuda::ptx::mbarrier_arrive(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_cluster,
-                               in_cta(bar, 0));
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(smem_u32(in_cta(bar, 0))) : "memory");
 }
 
 /// tcgen05.commit of everything the MMA thread issued so far: one arrival on `bar` when it
