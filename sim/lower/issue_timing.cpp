@@ -98,4 +98,69 @@ const KernelIssue* IssueTimings::find(int head_dim, int br, int bc, const std::m
   return nullptr;
 }
 
+BlockSharing BlockSharing::parse(const nlohmann::json& doc, const std::string& file) {
+  BlockSharing t;
+  JsonReader r(doc, file);
+  r.string("description");
+  r.string("source");
+  const auto& ss = r.raw("shapes");
+  if (!ss.is_array() || ss.empty()) r.fail_at("shapes", "expected a non-empty array of tile shapes");
+  for (size_t i = 0; i < ss.size(); ++i) {
+    JsonReader sr(ss[i], file, "/shapes/" + std::to_string(i));
+    if (sr.optional_raw("shape")) sr.string("shape");  // the benchmark's name of the shape (informative)
+    Shape sh;
+    sh.head_dim = static_cast<int>(sr.integer("head_dim", 8, 1024));
+    sh.br = static_cast<int>(sr.integer("br", 1, 1024));
+    sh.bc = static_cast<int>(sr.integer("bc", 1, 1024));
+    JsonReader br = sr.object("blocks");
+    for (const auto& name : br.keys()) {
+      JsonReader b = br.object(name);
+      b.number("alone_cycles", 1, 1e9);  // informative: the block's time alone in the benchmark
+      const auto& v = b.raw("time_over_alone");
+      if (!v.is_array() || v.size() != 4)
+        b.fail_at("time_over_alone", "expected 4 numbers: time with 1, 2, 3, 4 warps per SMSP over time alone");
+      std::array<double, 4> x{};
+      for (size_t k = 0; k < 4; ++k) {
+        if (!v[k].is_number() || v[k].get<double>() < 0.5 || v[k].get<double>() > 64)
+          b.fail_at("time_over_alone", "element " + std::to_string(k) + ": expected a number within 0.5..64");
+        x[k] = v[k].get<double>();
+      }
+      if (x[0] != 1) b.fail_at("time_over_alone", "element 0: expected 1 (one warp is the block alone)");
+      b.finish();
+      sh.blocks[name] = x;
+    }
+    sr.finish();
+    t.shapes_.push_back(std::move(sh));
+  }
+  r.finish();
+  return t;
+}
+
+const BlockSharing& BlockSharing::load(const std::string& file) {
+  static std::mutex mu;
+  static std::map<std::string, BlockSharing> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(file);
+  if (it == cache.end()) it = cache.emplace(file, parse(load_json_file(file), file)).first;
+  return it->second;
+}
+
+const BlockSharing* BlockSharing::from_schedule(JsonReader& r) {
+  const auto* f = r.optional_raw("block_sharing");
+  if (!f) return nullptr;
+  if (!f->is_string()) r.fail_at("block_sharing", "expected the path of a block-sharing file (configs/costs/...)");
+  std::string path = f->get<std::string>();
+  if (!path.empty() && path[0] != '/') path = project_root() + "/" + path;
+  return &load(path);
+}
+
+const std::array<double, 4>* BlockSharing::find(int head_dim, int br, int bc, const std::string& block) const {
+  for (const auto& s : shapes_)
+    if (s.head_dim == head_dim && s.br == br && s.bc == bc) {
+      auto it = s.blocks.find(block);
+      return it == s.blocks.end() ? nullptr : &it->second;
+    }
+  return nullptr;
+}
+
 }  // namespace attnsim
