@@ -7,7 +7,6 @@
 #include <map>
 
 #include "lower/costs.hpp"
-#include "lower/issue_timing.hpp"
 #include "model/json_reader.hpp"
 
 namespace attnsim {
@@ -98,60 +97,6 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
     doc["blocks"][block]["measured"] = m;
   }
   CostModel::write(costs_file, doc);
-}
-
-std::vector<std::string> write_block_sharing(const std::string& results_file, const std::string& sharing_file) {
-  const nlohmann::json doc = load_json_file(results_file);
-  JsonReader r(doc, results_file);
-  if (r.string("benchmark") != "fa2_block") r.fail_at("benchmark", "expected a kernels/microbench fa2_block result");
-  const std::string note = fmt::format("{}, driver {}, {}", doc.value("gpu", "?"), doc.value("driver_version", "?"),
-                                       doc.value("date", std::string("?")).substr(0, 10));
-  nlohmann::ordered_json out;
-  out["description"] =
-      "How the FA2-style kernel's GEMM blocks (kernels/fa2) share an SMSP: per tile shape and block, a warp's "
-      "block time with k = 1, 2, 3, 4 warps per SMSP running the block at once, over its time alone. The fa2_sm80 "
-      "lowering puts it on the block (MeasuredTiming::shared): k such blocks on one SMSP run at 1 / "
-      "time_over_alone[k-1] "
-      "of their speed alone, in place of their issue, FMA and ALU work on the pipes. Written by attnsim calibrate "
-      "--costs from a fa2_block result; do not edit by hand.";
-  out["source"] = fmt::format("kernels/microbench fa2_block on {}: {}", note, doc.value("method", std::string()));
-  std::vector<std::string> lines;
-  JsonReader res = r.object("results");
-  JsonReader shapes = res.object("shapes");
-  for (const auto& name : shapes.keys()) {
-    JsonReader sh = shapes.object(name);
-    nlohmann::ordered_json s;
-    s["shape"] = name;
-    s["head_dim"] = sh.integer("head_dim", 8, 1024);
-    s["br"] = sh.integer("br", 1, 1024);
-    s["bc"] = sh.integer("bc", 1, 1024);
-    JsonReader blocks = sh.object("blocks");
-    for (const auto& b : blocks.keys()) {
-      JsonReader x = blocks.object(b);
-      const auto& cyc = x.raw("cycles_by_warps_per_smsp");
-      if (!cyc.is_array() || cyc.size() != 4)
-        x.fail_at("cycles_by_warps_per_smsp", "expected 4 cycle counts (1..4 warps per SMSP)");
-      std::vector<double> ratio;
-      for (const auto& c : cyc) {
-        if (!c.is_number() || c.get<double>() <= 0) x.fail_at("cycles_by_warps_per_smsp", "expected positive cycles");
-        ratio.push_back(std::round(c.get<double>() / cyc[0].get<double>() * 1000) / 1000);
-      }
-      x.raw("time_over_alone");  // the benchmark's own ratios: recomputed above from the cycles
-      x.finish();
-      s["blocks"][b]["alone_cycles"] = std::round(cyc[0].get<double>());
-      s["blocks"][b]["time_over_alone"] = ratio;
-      lines.push_back(fmt::format("  {:<20} {:<7} alone {:>7.0f} cycles, time over alone with 1..4 warps per SMSP: {}",
-                                  name, b, cyc[0].get<double>(), fmt::join(ratio, " ")));
-    }
-    sh.finish();
-    out["shapes"].push_back(s);
-  }
-  // The file must read back (BlockSharing::parse) before it replaces the old one.
-  BlockSharing::parse(nlohmann::json::parse(out.dump()), sharing_file);
-  std::ofstream f(sharing_file);
-  if (!f) throw std::runtime_error("cannot write " + sharing_file);
-  f << out.dump(2) << "\n";
-  return lines;
 }
 
 }  // namespace attnsim

@@ -25,10 +25,4 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& results_fi
 void apply_block_timings(const std::string& costs_file, const std::vector<BlockTimingPoint>& points,
                          const std::string& note);
 
-/// Writes a kernels/microbench fa2_block result (the FA2-style kernel's GEMM blocks with 1..4
-/// warps per SMSP) as block-sharing file `sharing_file` (lower/issue_timing.hpp BlockSharing),
-/// replacing it; returns the lines it prints. Throws InputError naming the result file and JSON
-/// path when the result lacks a figure; the written file must load.
-std::vector<std::string> write_block_sharing(const std::string& results_file, const std::string& sharing_file);
-
 }  // namespace attnsim

@@ -1,8 +1,6 @@
 // `attnsim calibrate RESULTS... --into configs/hw/X.json`: microbenchmark results -> measured constants.
 // `attnsim calibrate softmax_block.json --costs configs/costs/X.json`: the kernel's own compute spans,
 // timed alone and beside wgmma -> each block's measured timing in a cost file.
-// `attnsim calibrate fa2_block.json --costs configs/costs/fa2_sm80_sharing.json`: the FA2-style
-// kernel's GEMM blocks with 1..4 warps per SMSP -> a block-sharing file.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -11,7 +9,6 @@
 #include "calibrate/calibrate.hpp"
 #include "cli/commands.hpp"
 #include "model/hardware.hpp"
-#include "model/json_reader.hpp"
 
 namespace attnsim::cli {
 namespace {
@@ -45,13 +42,7 @@ struct Calibrate : Command {
   }
 
   int run_costs() const {
-    if (results.size() != 1) throw std::invalid_argument("--costs takes one softmax_block or fa2_block result file");
-    if (load_json_file(results[0]).value("benchmark", "") == "fa2_block") {
-      if (dry_run) throw std::invalid_argument("--dry-run: a fa2_block result replaces its block-sharing file whole");
-      for (const auto& line : write_block_sharing(results[0], costs)) std::cout << line << "\n";
-      std::cout << fmt::format("wrote {}\n", costs);
-      return 0;
-    }
+    if (results.size() != 1) throw std::invalid_argument("--costs takes one softmax_block result file");
     std::string note;
     const auto points = derive_block_timings(results[0], note);
     std::cout << fmt::format("measured block timings for {} from {}\n", costs, note);
@@ -78,8 +69,7 @@ std::unique_ptr<Command> add_calibrate(CLI::App& app, CLI::App*& sub) {
   sub->add_option("--into", c->into, "hardware config to update, e.g. configs/hw/h100_sxm.json");
   sub->add_option("--costs", c->costs,
                   "cost file to write a softmax_block result's measured block timings into, e.g. "
-                  "configs/costs/sm90_softmax.json; or, from a fa2_block result, the block-sharing file to write, "
-                  "e.g. configs/costs/fa2_sm80_sharing.json");
+                  "configs/costs/sm90_softmax.json");
   sub->add_flag("--dry-run", c->dry_run, "print what would change, write nothing");
   return c;
 }

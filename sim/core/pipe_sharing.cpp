@@ -57,21 +57,15 @@ void PipeSharing::refresh(Slot& s) const {
     if (s.effective[r] > 0) s.effective_standalone = std::max(s.effective_standalone, s.effective[r] / nominal_[r]);
 }
 
-double PipeSharing::start(int warp, int smsp, const Work& w, double now, const MeasuredTiming& measured, int cta_rank) {
+double PipeSharing::start(int warp, int smsp, const Work& w, double now, const MeasuredTiming& measured) {
   advance(now);
   Slot& s = slots_[static_cast<size_t>(warp)];
   s = Slot{};
   s.smsp = smsp;
   const int base = smsp * kPipesPerSmsp;
-  // A block with a measured sharing curve stands for its SMSP's dispatch and CUDA-core pipes
-  // through it (solve); its issue, FMA and ALU work are not put on them. Only such blocks are
-  // ranked by their CTA's age (see the header): the rest share as equals.
-  const bool curve = measured.alone > 0 && measured.shared[0] > 0;
-  s.rank = curve ? cta_rank : 0;
-  if (curve) s.shared = measured.shared;
-  s.demand[base + kIssuePipe] = curve ? 0 : w.issue;
-  s.demand[base + kFmaPipe] = curve ? 0 : w.fma_lanes;
-  s.demand[base + kAluPipe] = curve ? 0 : w.alu_lanes;
+  s.demand[base + kIssuePipe] = w.issue;
+  s.demand[base + kFmaPipe] = w.fma_lanes;
+  s.demand[base + kAluPipe] = w.alu_lanes;
   s.demand[base + kMufuPipe] = w.mufu_lanes;
   s.demand[base + kMmaSyncPipe] = w.mma_sync_flops;
   s.demand[kTmemResource] = w.tmem_bytes;
@@ -82,11 +76,6 @@ double PipeSharing::start(int warp, int smsp, const Work& w, double now, const M
       throw std::runtime_error("a compute block uses a pipe this GPU does not have (e.g. TMEM on SM90)");
     s.standalone = std::max(s.standalone, s.demand[r] / nominal_[r]);
     consumed_[r] += s.demand[r];
-  }
-  if (curve) {  // its pipe work still counts in the utilisation report
-    consumed_[base + kIssuePipe] += w.issue;
-    consumed_[base + kFmaPipe] += w.fma_lanes;
-    consumed_[base + kAluPipe] += w.alu_lanes;
   }
   if (measured.alone > 0) {
     s.standalone = std::max(s.standalone, measured.alone);
@@ -123,72 +112,47 @@ void PipeSharing::advance(double now) {
 }
 
 void PipeSharing::solve() {
-  // Per SMSP, the blocks with a measured sharing curve: k of them share one budget (1 per cycle
-  // of speed), each taking shared[k-1] / k of it at full speed.
-  std::array<int, kMaxSmsp> curve_blocks{};
-  for (int w : active_) {
-    const Slot& s = slots_[static_cast<size_t>(w)];
-    if (s.shared[0] > 0 && s.effective_standalone > 0) ++curve_blocks[s.smsp];
-  }
-  auto budget_per_speed = [&](const Slot& s) {
-    if (s.shared[0] <= 0) return 0.0;
-    const int k = std::min(curve_blocks[s.smsp], 4);
-    return s.shared[k - 1] / k;
-  };
-  // Classes by CTA rank, oldest first; each is filled from what the older ones left.
-  std::vector<int> ranks;
+  // Progressive filling over a common speed level for the unfrozen blocks.
+  std::array<double, kNumResources> used{};
+  std::vector<int> open;
   for (int w : active_) {
     Slot& s = slots_[static_cast<size_t>(w)];
-    s.speed = s.effective_standalone <= 0 ? 1 : 0;
-    if (s.effective_standalone > 0) ranks.push_back(s.rank);
+    if (s.effective_standalone <= 0) {
+      s.speed = 1;
+      continue;
+    }
+    s.speed = 0;
+    open.push_back(w);
   }
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::array<double, kNumResources> used{};
-  std::array<double, kMaxSmsp> budget_used{};
-  for (int rank : ranks) {
-    // Progressive filling over a common speed level for the class's unfrozen blocks.
-    std::vector<int> open;
-    for (int w : active_) {
+  double level = 0;
+  while (!open.empty()) {
+    std::array<double, kNumResources> load{};
+    for (int w : open) {
       const Slot& s = slots_[static_cast<size_t>(w)];
-      if (s.effective_standalone > 0 && s.rank == rank) open.push_back(w);
+      for (int r = 0; r < kNumResources; ++r) load[r] += s.effective[r] / s.effective_standalone;
     }
-    double level = 0;
-    while (!open.empty()) {
-      std::array<double, kNumResources> load{};
-      std::array<double, kMaxSmsp> budget_load{};
-      for (int w : open) {
-        const Slot& s = slots_[static_cast<size_t>(w)];
-        for (int r = 0; r < kNumResources; ++r) load[r] += s.effective[r] / s.effective_standalone;
-        budget_load[s.smsp] += budget_per_speed(s);
-      }
-      double inc = 1 - level;
-      for (int r = 0; r < kNumResources; ++r)
-        if (load[r] > 0) inc = std::min(inc, (nominal_[r] - used[r]) / load[r]);
-      for (int q = 0; q < kMaxSmsp; ++q)
-        if (budget_load[q] > 0) inc = std::min(inc, (1 - budget_used[q]) / budget_load[q]);
-      inc = std::max(inc, 0.0);
-      level += inc;
-      for (int r = 0; r < kNumResources; ++r) used[r] += inc * load[r];
-      for (int q = 0; q < kMaxSmsp; ++q) budget_used[q] += inc * budget_load[q];
-      std::vector<int> still_open;
-      for (int w : open) {
-        Slot& s = slots_[static_cast<size_t>(w)];
-        bool saturated = level >= 1 - 1e-12;
-        for (int r = 0; r < kNumResources && !saturated; ++r)
-          saturated = s.effective[r] > 0 && used[r] >= nominal_[r] * (1 - 1e-12);
-        if (!saturated && budget_per_speed(s) > 0) saturated = budget_used[s.smsp] >= 1 - 1e-12;
-        if (saturated)
-          s.speed = level;
-        else
-          still_open.push_back(w);
-      }
-      if (still_open.size() == open.size()) {  // numerical corner: freeze everything at this level
-        for (int w : open) slots_[static_cast<size_t>(w)].speed = level;
-        break;
-      }
-      open.swap(still_open);
+    double inc = 1 - level;
+    for (int r = 0; r < kNumResources; ++r)
+      if (load[r] > 0) inc = std::min(inc, (nominal_[r] - used[r]) / load[r]);
+    inc = std::max(inc, 0.0);
+    level += inc;
+    for (int r = 0; r < kNumResources; ++r) used[r] += inc * load[r];
+    std::vector<int> still_open;
+    for (int w : open) {
+      Slot& s = slots_[static_cast<size_t>(w)];
+      bool saturated = level >= 1 - 1e-12;
+      for (int r = 0; r < kNumResources && !saturated; ++r)
+        saturated = s.effective[r] > 0 && used[r] >= nominal_[r] * (1 - 1e-12);
+      if (saturated)
+        s.speed = level;
+      else
+        still_open.push_back(w);
     }
+    if (still_open.size() == open.size()) {  // numerical corner: freeze everything at this level
+      for (int w : open) slots_[static_cast<size_t>(w)].speed = level;
+      break;
+    }
+    open.swap(still_open);
   }
 }
 

@@ -13,19 +13,6 @@
 // pipe's rate beside wgmma (Hardware::*_rate_beside_mma). kernels/microbench softmax_block shows
 // the first: two of the kernel's exp blocks on one SMSP beside wgmma take 1.7x one block's time
 // there, as two blocks alone take 1.6x one alone; a cap on speed alone would give 1.4x.
-//
-// A block whose sharing on its SMSP was measured (MeasuredTiming::shared: time with k such warps
-// over alone, kernels/microbench fa2_block) does not put its issue, FMA and ALU work on the
-// pipes; instead k of them on an SMSP share one budget, each taking shared[k-1] / k of it per
-// unit of speed (k identical ones then run at 1 / shared[k-1] of their speed alone). Such
-// issue-bound blocks of CTAs resident together (merged programs) are not equals: the SMSP's warp
-// scheduler issues for the oldest ready warp (greedy-then-oldest), so the oldest CTA's blocks
-// take the budget and the pipes first and a younger CTA's what is left (classes by
-// Op::cta_rank, filled in order; fair within a class). Measured with the FA2-style kernel at 4
-// CTAs per SM (`attnsim run --trace-warps all --full-trace`, H100): on every SM the CTAs finish
-// in launch order, the oldest at 1.4x its time alone, the youngest last and alone for its final
-// half. Blocks timed as latency-bound issue (no curve) share as equals: blackflash's two CTAs per
-// SM, traced the same way, finish within 5% of each other in either order.
 #pragma once
 #include <array>
 #include <vector>
@@ -51,10 +38,9 @@ class PipeSharing {
  public:
   explicit PipeSharing(const Hardware& hw, int num_warps);
 
-  /// Starts warp `warp`'s block on SMSP `smsp` at time `now`; `cta_rank`: its CTA's launch order
-  /// on the SM (0 oldest, served first). Returns its stand-alone duration (cycles): the longest
-  /// pipe's work at its nominal rate, or the measured alone time if longer.
-  double start(int warp, int smsp, const Work& work, double now, const MeasuredTiming& measured = {}, int cta_rank = 0);
+  /// Starts warp `warp`'s block on SMSP `smsp` at time `now`. Returns its stand-alone duration
+  /// (cycles): the longest pipe's work at its nominal rate, or the measured alone time if longer.
+  double start(int warp, int smsp, const Work& work, double now, const MeasuredTiming& measured = {});
   /// Removes a finished block (after advance() brought it to zero remaining work).
   void finish(int warp, double now);
   /// Brings every block's remaining work to time `now` and recomputes all rates.
@@ -81,9 +67,7 @@ class PipeSharing {
     double speed = 0;                            ///< fraction of stand-alone speed
     double last = 0;                             ///< time `remaining` was last updated
     int smsp = 0;
-    std::array<double, 2> beside{0, 0};             ///< measured slowdown beside SS, RS wgmma (0: not measured)
-    std::array<double, 4> shared{};                 ///< measured time with k such warps on the SMSP / alone (0: none)
-    int rank = 0;                                   ///< its CTA's launch order on the SM (0 served first)
+    std::array<double, 2> beside{0, 0};  ///< measured slowdown beside SS, RS wgmma (0: not measured)
     std::array<double, kNumResources> effective{};  ///< demand as its SMSP's tensor core state makes it
     double effective_standalone = 0;                ///< cycles at full speed in that state
   };

@@ -3,7 +3,6 @@
 // mbarrier or named barrier, issue asynchronous work to a unit, or a compute block
 // with instruction counts per pipe.
 #pragma once
-#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,10 +33,6 @@ struct MeasuredTiming {
   double alone = 0;      ///< cycles alone (0: not measured; pipe throughput and chain decide)
   double beside_ss = 1;  ///< time beside SS wgmma (both operands in SMEM) / time alone, >= 1
   double beside_rs = 1;  ///< time beside RS wgmma (A from registers) / time alone, >= 1
-  /// Time of the block when k warps on its SMSP run such blocks at once, over its time alone,
-  /// k = 1..4 (all 0: not measured; its pipe work then decides how it shares). Measured ones
-  /// (kernels/microbench fa2_block) stand for the SMSP's dispatch and CUDA-core pipes.
-  std::array<double, 4> shared{};
 };
 
 /// `n` warp instructions of integer/address work (descriptor updates, loop control): issue
@@ -87,10 +82,6 @@ struct Op {
                          ///< its start + chain, however free the pipes are (critical path in the SASS)
   Work work;             ///< Compute
   MeasuredTiming measured;  ///< Compute: measured stand-alone time and slowdowns beside wgmma, if any
-  /// Compute: launch order of the op's CTA among the CTAs resident on the SM (0 oldest). The
-  /// SMSP's warp scheduler issues for the oldest ready warp first (greedy-then-oldest), so an
-  /// older CTA's blocks take the pipes first (PipeSharing); one CTA's warps are equals.
-  int32_t cta_rank = 0;
 };
 
 /// A warp and the program it runs.
@@ -115,8 +106,8 @@ struct CtaProgram {
 };
 
 /// Several CTAs resident on one SM as one program: CTA c's warps are numbered after those of
-/// CTAs 0..c-1 (so they spread over the SMSPs), its barriers are its own, its roles are
-/// prefixed "cta<c> " for c > 0, and its ops carry cta_rank c (CTA 0 launched first).
+/// CTAs 0..c-1 (so they spread over the SMSPs), its barriers are its own, and its roles are
+/// prefixed "cta<c> " for c > 0.
 CtaProgram merge_ctas(const std::vector<CtaProgram>& ctas);
 
 }  // namespace attnsim

@@ -9,7 +9,6 @@
 // time floor (MeasuredTiming::alone), so that a latency-bound warp takes its issue time and
 // shares its SMSP's pipes with other warps.
 #pragma once
-#include <array>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -65,31 +64,6 @@ class IssueTimings {
  private:
   std::vector<KernelIssue> kernels_;
   std::string file_;
-};
-
-/// How a family's compute blocks share an SMSP, measured (configs/costs/fa2_sm80_sharing.json,
-/// written by `attnsim calibrate fa2_block.json --costs ...` from kernels/microbench fa2_block):
-/// per tile shape and block, a warp's block time with k = 1..4 warps per SMSP running the block at
-/// once, over its time alone. The lowering puts it on the block's MeasuredTiming::shared.
-class BlockSharing {
- public:
-  /// Reads `file`; throws InputError naming the file and JSON path. Cached per path.
-  static const BlockSharing& load(const std::string& file);
-  /// The file a schedule names in its optional "block_sharing" field (a path relative to the
-  /// project root, or absolute), loaded; nullptr when absent. Throws InputError (at
-  /// /block_sharing) when it is not a string or the file does not parse.
-  static const BlockSharing* from_schedule(JsonReader& r);
-  /// Parses a document (`file` names it in errors); throws InputError.
-  static BlockSharing parse(const nlohmann::json& doc, const std::string& file);
-  /// time_over_alone of `block` at this tile shape, or nullptr.
-  const std::array<double, 4>* find(int head_dim, int br, int bc, const std::string& block) const;
-
- private:
-  struct Shape {
-    int head_dim = 0, br = 0, bc = 0;
-    std::map<std::string, std::array<double, 4>> blocks;
-  };
-  std::vector<Shape> shapes_;
 };
 
 }  // namespace attnsim

@@ -7,7 +7,6 @@
 #include "calibrate/block_timing.hpp"
 #include "calibrate/calibrate.hpp"
 #include "lower/costs.hpp"
-#include "lower/issue_timing.hpp"
 #include "model/json_reader.hpp"
 #include "test_support.hpp"
 
@@ -126,37 +125,4 @@ TEST_CASE("calibrate --costs folds the committed softmax_block results into a co
   fs::remove(tmp);
   CHECK_THROWS_WITH(derive_block_timings(test::root() + "/configs/measured/h100_sxm/wgmma.json", note),
                     Catch::Contains("wgmma.json: /benchmark: expected a kernels/microbench softmax_block result"));
-}
-
-TEST_CASE("calibrate --costs writes the committed fa2_block result as the block-sharing file the fa2 schedule reads",
-          "[calibrate]") {
-  const fs::path tmp = fs::temp_directory_path() / "attnsim_block_sharing_test.json";
-  const auto lines = write_block_sharing(test::root() + "/configs/measured/h100_sxm/fa2_block.json", tmp.string());
-  CHECK(lines.size() == 4);  // two tile shapes x mma_qk, mma_pv
-  const BlockSharing s = BlockSharing::parse(load_json_file(tmp.string()), tmp.string());
-  const auto* qk = s.find(64, 64, 64, "mma_qk");
-  REQUIRE(qk);
-  // H100, 2026-11-24: 27472 cycles alone, 75084 with four warps per SMSP.
-  CHECK((*qk)[0] == 1);
-  CHECK((*qk)[3] == Approx(75084.0 / 27472).margin(0.001));
-  CHECK(s.find(128, 64, 32, "mma_pv"));
-  CHECK_FALSE(s.find(128, 64, 32, "softmax_exp"));
-  CHECK_FALSE(s.find(256, 64, 16, "mma_qk"));
-  // The committed file is this one.
-  CHECK(load_json_file(tmp.string())["shapes"] ==
-        load_json_file(test::root() + "/configs/costs/fa2_sm80_sharing.json")["shapes"]);
-  fs::remove(tmp);
-  // A softmax_block result is not a fa2_block result.
-  CHECK_THROWS_WITH(write_block_sharing(test::root() + "/configs/measured/h100_sxm/softmax_block.json", tmp.string()),
-                    Catch::Contains("/benchmark") && Catch::Contains("fa2_block"));
-}
-
-TEST_CASE("a block-sharing file with a bad ratio is refused with its path", "[calibrate][inputs]") {
-  nlohmann::json doc = load_json_file(test::root() + "/configs/costs/fa2_sm80_sharing.json");
-  doc["shapes"][0]["blocks"]["mma_qk"]["time_over_alone"][0] = 1.2;
-  CHECK_THROWS_WITH(BlockSharing::parse(doc, "x.json"),
-                    Catch::Contains("x.json") && Catch::Contains("/shapes/0/blocks/mma_qk/time_over_alone") &&
-                        Catch::Contains("element 0: expected 1"));
-  doc["shapes"][0]["blocks"]["mma_qk"]["time_over_alone"] = {1, 2};
-  CHECK_THROWS_WITH(BlockSharing::parse(doc, "x.json"), Catch::Contains("expected 4 numbers"));
 }

@@ -39,7 +39,6 @@ class Fa2Schedule : public Schedule {
       ctas_per_sm_ = static_cast<int>(r.integer("ctas_per_sm", 1, 32));
     costs_ = CostModel::from_schedule(r);
     issue_ = IssueTimings::from_schedule(r, issue_name_);
-    sharing_ = BlockSharing::from_schedule(r);
   }
 
   struct Resolved {
@@ -107,12 +106,8 @@ class Fa2Schedule : public Schedule {
       if (!sass) return w.compute(op, counted, latency);
       const auto b = sass->blocks.find(attnsim_op_name(op));
       if (b == sass->blocks.end())
-        throw InputError(issue_->file(), "/kernels",
-                         fmt::format("{} has no block {}", sass->kernel, attnsim_op_name(op)));
-      MeasuredTiming m = b->second.timing();
-      if (sharing_)
-        if (const auto* shared = sharing_->find(p.head_dim, k.br, k.bc, attnsim_op_name(op))) m.shared = *shared;
-      w.compute(op, b->second.work(), 0, 0, m);
+        throw InputError(issue_->file(), "/kernels", fmt::format("{} has no block {}", sass->kernel, attnsim_op_name(op)));
+      w.compute(op, b->second.work(), 0, 0, b->second.timing());
     };
     Work qk, pv;
     if (gemm_ == "fma") {
@@ -221,9 +216,8 @@ class Fa2Schedule : public Schedule {
   std::string gemm_;
   int registers_ = 112;
   CostModel costs_;
-  const IssueTimings* issue_ = nullptr;    ///< the kernel's blocks timed from its SASS (optional)
-  std::string issue_name_;                 ///< its path as the schedule gives it
-  const BlockSharing* sharing_ = nullptr;  ///< how its blocks share an SMSP, measured (optional)
+  const IssueTimings* issue_ = nullptr;  ///< the kernel's blocks timed from its SASS (optional)
+  std::string issue_name_;               ///< its path as the schedule gives it
 };
 
 }  // namespace
