@@ -39,7 +39,7 @@ std::vector<Benchmark> registry() {
   std::vector<Benchmark> all;
   for (auto part : {pipe_benchmarks(), mma_benchmarks(), memory_benchmarks(), sync_benchmarks(),
                     latency_benchmarks(), launch_benchmarks(), operand_benchmarks(),
-                    mma_queue_benchmarks(), softmax_block_benchmarks(), ifetch_benchmarks(), fa2_block_benchmarks()})
+                    mma_queue_benchmarks(), softmax_block_benchmarks(), ifetch_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -105,7 +105,6 @@ const Expect kExpect[] = {
     {"wgmma_share", "/results/together_first_done_over_solo", 0.5, 4},
     {"softmax_block", "/results/softmax_exp_alone_cycles", 50, 1e5},
     {"softmax_block", "/results/softmax_exp_beside_wgmma_cycles", 50, 1e5},
-    {"fa2_block", "/results/shapes/hd64 Br 64 Bc 64/blocks/mma_qk/time_over_alone/3", 1, 16},
 };
 
 void usage() {
