@@ -273,8 +273,9 @@ struct AluOp {
 /// register amount), PRMT (byte permute by a register selector), (a << 3) + b (which ptxas
 /// compiles to LEA and IMAD about half each: LEA on the ALU pipe, IMAD on the FMA pipe, so the
 /// pair runs near twice the ALU's rate). kLop3Iadd3 alternates LOP3 and IADD3 to tell whether
-/// they share a pipe.
-enum IntKind { kIadd3, kShf, kPrmt, kLeaImad, kLop3Iadd3 };
+/// they share a pipe; kShfIadd3, kPrmtIadd3 and kShfPrmt do the same for SHF and PRMT (the
+/// FA2-style kernel's S = Q K^T is a third SHF and PRMT, its bf16 unpacking).
+enum IntKind { kIadd3, kShf, kPrmt, kLeaImad, kLop3Iadd3, kShfIadd3, kPrmtIadd3, kShfPrmt };
 
 template <IntKind kKind>
 struct IntOp : AluOp {  // AluOp's chains, seeds and result; another body
@@ -293,6 +294,19 @@ struct IntOp : AluOp {  // AluOp's chains, seeds and result; another body
           asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(v[i]), "r"(n), "r"(k));
         } else if constexpr (kKind == kLeaImad) {
           d = (v[i] << 3) + n;
+        } else if constexpr (kKind == kShfIadd3 || kKind == kPrmtIadd3 || kKind == kShfPrmt) {
+          // Alternating chains: odd ones the first instruction of the pair, even ones the second.
+          constexpr bool kFirstShf = kKind != kPrmtIadd3, kSecondPrmt = kKind == kShfPrmt;
+          if (i & 1) {
+            if constexpr (kFirstShf)
+              asm("shf.l.clamp.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(n), "r"(v[i]), "r"(k & 31u));
+            else
+              asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(v[i]), "r"(n), "r"(k));
+          } else if constexpr (kSecondPrmt) {
+            asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(v[i]), "r"(n), "r"(k));
+          } else {
+            asm("{ .reg .u32 t; add.u32 t, %1, %2; add.u32 %0, t, %3; }" : "=r"(d) : "r"(v[i]), "r"(n), "r"(k));
+          }
         } else {  // one LOP3 or one IADD3 per step, alternating chains
           if (i & 1)
             d = lop3<0x96>(v[i], n, k);
@@ -538,9 +552,10 @@ void bench_int_ops(Report& rep) {
   rep.set_method(std::string(kCommonMethod) +
                  "Instructions: add.u32 x2 (one IADD3), shf.l.clamp.b32 (SHF.L.U32), prmt.b32 (PRMT), (a << 3) + b "
                  "(lea_imad: ptxas makes LEA and IMAD of it, about half each), and IADD3 and LOP3 alternating "
-                 "(lop3_iadd3); each with 8 chains mixing in the neighbouring one; 32 warps (saturated) and 4 warps "
+                 "(lop3_iadd3), SHF and IADD3, PRMT and IADD3, SHF and PRMT alternating (shf_iadd3, prmt_iadd3, shf_prmt); "
+                 "each with 8 chains mixing in the neighbouring one; 32 warps (saturated) and 4 warps "
                  "(one per SMSP). Check the SASS: cuobjdump -sass of pipe_kernel<IntOp<...>>.");
-  const char* names[] = {"iadd3", "shf", "prmt", "lea_imad", "lop3_iadd3"};
+  const char* names[] = {"iadd3", "shf", "prmt", "lea_imad", "lop3_iadd3", "shf_iadd3", "prmt_iadd3", "shf_prmt"};
   Json& out = rep.results();
   auto one = [&](auto op, int index) {
     using Op = decltype(op);
@@ -555,6 +570,9 @@ void bench_int_ops(Report& rep) {
   one(IntOp<kPrmt>{}, 2);
   one(IntOp<kLeaImad>{}, 3);
   one(IntOp<kLop3Iadd3>{}, 4);
+  one(IntOp<kShfIadd3>{}, 5);
+  one(IntOp<kPrmtIadd3>{}, 6);
+  one(IntOp<kShfPrmt>{}, 7);
 }
 
 void bench_issue(Report& rep) {
