@@ -232,7 +232,7 @@ class Engine {
           ws.since = now_;
           ws.compute_start = now_;
           ++ws.version;
-          pipes_.start(w, ws.smsp, op.work, now_, op.measured);
+          pipes_.start(w, ws.smsp, op.work, now_, op.measured, op.cta_rank);
           reschedule_compute();
           return;
         }

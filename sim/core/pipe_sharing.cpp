@@ -57,11 +57,12 @@ void PipeSharing::refresh(Slot& s) const {
     if (s.effective[r] > 0) s.effective_standalone = std::max(s.effective_standalone, s.effective[r] / nominal_[r]);
 }
 
-double PipeSharing::start(int warp, int smsp, const Work& w, double now, const MeasuredTiming& measured) {
+double PipeSharing::start(int warp, int smsp, const Work& w, double now, const MeasuredTiming& measured, int cta_rank) {
   advance(now);
   Slot& s = slots_[static_cast<size_t>(warp)];
   s = Slot{};
   s.smsp = smsp;
+  s.rank = measured.with_residents ? 0 : cta_rank;
   const int base = smsp * kPipesPerSmsp;
   s.demand[base + kIssuePipe] = w.issue;
   s.demand[base + kFmaPipe] = w.fma_lanes;
@@ -112,47 +113,53 @@ void PipeSharing::advance(double now) {
 }
 
 void PipeSharing::solve() {
-  // Progressive filling over a common speed level for the unfrozen blocks.
-  std::array<double, kNumResources> used{};
-  std::vector<int> open;
+  // Classes by CTA rank, oldest first; each fills what the older ones left.
+  std::vector<int> ranks;
   for (int w : active_) {
     Slot& s = slots_[static_cast<size_t>(w)];
-    if (s.effective_standalone <= 0) {
-      s.speed = 1;
-      continue;
-    }
-    s.speed = 0;
-    open.push_back(w);
+    s.speed = s.effective_standalone <= 0 ? 1 : 0;
+    if (s.effective_standalone > 0) ranks.push_back(s.rank);
   }
-  double level = 0;
-  while (!open.empty()) {
-    std::array<double, kNumResources> load{};
-    for (int w : open) {
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  std::array<double, kNumResources> used{};
+  for (int rank : ranks) {
+    // Progressive filling over a common speed level for the class's unfrozen blocks.
+    std::vector<int> open;
+    for (int w : active_) {
       const Slot& s = slots_[static_cast<size_t>(w)];
-      for (int r = 0; r < kNumResources; ++r) load[r] += s.effective[r] / s.effective_standalone;
+      if (s.effective_standalone > 0 && s.rank == rank) open.push_back(w);
     }
-    double inc = 1 - level;
-    for (int r = 0; r < kNumResources; ++r)
-      if (load[r] > 0) inc = std::min(inc, (nominal_[r] - used[r]) / load[r]);
-    inc = std::max(inc, 0.0);
-    level += inc;
-    for (int r = 0; r < kNumResources; ++r) used[r] += inc * load[r];
-    std::vector<int> still_open;
-    for (int w : open) {
-      Slot& s = slots_[static_cast<size_t>(w)];
-      bool saturated = level >= 1 - 1e-12;
-      for (int r = 0; r < kNumResources && !saturated; ++r)
-        saturated = s.effective[r] > 0 && used[r] >= nominal_[r] * (1 - 1e-12);
-      if (saturated)
-        s.speed = level;
-      else
-        still_open.push_back(w);
+    double level = 0;
+    while (!open.empty()) {
+      std::array<double, kNumResources> load{};
+      for (int w : open) {
+        const Slot& s = slots_[static_cast<size_t>(w)];
+        for (int r = 0; r < kNumResources; ++r) load[r] += s.effective[r] / s.effective_standalone;
+      }
+      double inc = 1 - level;
+      for (int r = 0; r < kNumResources; ++r)
+        if (load[r] > 0) inc = std::min(inc, (nominal_[r] - used[r]) / load[r]);
+      inc = std::max(inc, 0.0);
+      level += inc;
+      for (int r = 0; r < kNumResources; ++r) used[r] += inc * load[r];
+      std::vector<int> still_open;
+      for (int w : open) {
+        Slot& s = slots_[static_cast<size_t>(w)];
+        bool saturated = level >= 1 - 1e-12;
+        for (int r = 0; r < kNumResources && !saturated; ++r)
+          saturated = s.effective[r] > 0 && used[r] >= nominal_[r] * (1 - 1e-12);
+        if (saturated)
+          s.speed = level;
+        else
+          still_open.push_back(w);
+      }
+      if (still_open.size() == open.size()) {  // numerical corner: freeze everything at this level
+        for (int w : open) slots_[static_cast<size_t>(w)].speed = level;
+        break;
+      }
+      open.swap(still_open);
     }
-    if (still_open.size() == open.size()) {  // numerical corner: freeze everything at this level
-      for (int w : open) slots_[static_cast<size_t>(w)].speed = level;
-      break;
-    }
-    open.swap(still_open);
   }
 }
 

@@ -13,6 +13,16 @@
 // pipe's rate beside wgmma (Hardware::*_rate_beside_mma). kernels/microbench softmax_block shows
 // the first: two of the kernel's exp blocks on one SMSP beside wgmma take 1.7x one block's time
 // there, as two blocks alone take 1.6x one alone; a cap on speed alone would give 1.4x.
+//
+// Blocks of CTAs resident together on the SM (merged programs) are not equals: the SMSP's warp
+// scheduler issues for the oldest ready warp (greedy-then-oldest), so the pipes go to the oldest
+// CTA's blocks first and a younger CTA's take what is left (classes by Op::cta_rank, filled in
+// order; fair within a class). Traced at 4 CTAs per SM (FA2-style kernel, `attnsim run
+// --trace-warps all --full-trace`, H100), every SM's CTAs finish in launch order, the oldest at
+// 1.4x its time alone and the youngest last, alone for its final half. A block whose time was
+// taken with the resident CTAs issuing beside it (MeasuredTiming::with_residents: sm_issue's
+// co-resident CTAs start together and issue in turn) is served with the oldest: its sharing is
+// in its time already (blackflash's two CTAs per SM, traced the same way, finish together).
 #pragma once
 #include <array>
 #include <vector>
@@ -38,9 +48,10 @@ class PipeSharing {
  public:
   explicit PipeSharing(const Hardware& hw, int num_warps);
 
-  /// Starts warp `warp`'s block on SMSP `smsp` at time `now`. Returns its stand-alone duration
-  /// (cycles): the longest pipe's work at its nominal rate, or the measured alone time if longer.
-  double start(int warp, int smsp, const Work& work, double now, const MeasuredTiming& measured = {});
+  /// Starts warp `warp`'s block on SMSP `smsp` at time `now`; `cta_rank`: its CTA's launch order
+  /// on the SM (0 oldest, served first). Returns its stand-alone duration (cycles): the longest
+  /// pipe's work at its nominal rate, or the measured alone time if longer.
+  double start(int warp, int smsp, const Work& work, double now, const MeasuredTiming& measured = {}, int cta_rank = 0);
   /// Removes a finished block (after advance() brought it to zero remaining work).
   void finish(int warp, double now);
   /// Brings every block's remaining work to time `now` and recomputes all rates.
@@ -67,7 +78,8 @@ class PipeSharing {
     double speed = 0;                            ///< fraction of stand-alone speed
     double last = 0;                             ///< time `remaining` was last updated
     int smsp = 0;
-    std::array<double, 2> beside{0, 0};  ///< measured slowdown beside SS, RS wgmma (0: not measured)
+    std::array<double, 2> beside{0, 0};             ///< measured slowdown beside SS, RS wgmma (0: not measured)
+    int rank = 0;                                   ///< its CTA's launch order on the SM (0 served first)
     std::array<double, kNumResources> effective{};  ///< demand as its SMSP's tensor core state makes it
     double effective_standalone = 0;                ///< cycles at full speed in that state
   };

@@ -37,8 +37,10 @@ CtaProgram merge_ctas(const std::vector<CtaProgram>& ctas) {
       WarpProgram m = w;
       m.warp += warp_base;
       if (c > 0) m.role = "cta" + std::to_string(c) + " " + m.role;
-      for (auto& op : m.ops)
+      for (auto& op : m.ops) {
         if (op.barrier >= 0) op.barrier += barrier_base;
+        op.cta_rank = static_cast<int32_t>(c);
+      }
       max_warp = std::max(max_warp, w.warp);
       out.warps.push_back(std::move(m));
     }

@@ -33,6 +33,10 @@ struct MeasuredTiming {
   double alone = 0;      ///< cycles alone (0: not measured; pipe throughput and chain decide)
   double beside_ss = 1;  ///< time beside SS wgmma (both operands in SMEM) / time alone, >= 1
   double beside_rs = 1;  ///< time beside RS wgmma (A from registers) / time alone, >= 1
+  /// `alone` was timed with the SM's other resident CTAs issuing beside it (sim/calibrate/sm_issue
+  /// at ctas_per_sm > 1): their sharing is in it already, so PipeSharing serves it with the
+  /// oldest CTA's blocks (Op::cta_rank does not apply).
+  bool with_residents = false;
 };
 
 /// `n` warp instructions of integer/address work (descriptor updates, loop control): issue
@@ -82,6 +86,10 @@ struct Op {
                          ///< its start + chain, however free the pipes are (critical path in the SASS)
   Work work;             ///< Compute
   MeasuredTiming measured;  ///< Compute: measured stand-alone time and slowdowns beside wgmma, if any
+  /// Compute: launch order of the op's CTA among the CTAs resident on the SM (0 oldest). The
+  /// SMSP's warp scheduler issues for the oldest ready warp first (greedy-then-oldest), so an
+  /// older CTA's blocks take the pipes first (PipeSharing); one CTA's warps are equals.
+  int32_t cta_rank = 0;
 };
 
 /// A warp and the program it runs.
@@ -106,8 +114,8 @@ struct CtaProgram {
 };
 
 /// Several CTAs resident on one SM as one program: CTA c's warps are numbered after those of
-/// CTAs 0..c-1 (so they spread over the SMSPs), its barriers are its own, and its roles are
-/// prefixed "cta<c> " for c > 0.
+/// CTAs 0..c-1 (so they spread over the SMSPs), its barriers are its own, its roles are
+/// prefixed "cta<c> " for c > 0, and its ops carry cta_rank c (CTA 0 launched first).
 CtaProgram merge_ctas(const std::vector<CtaProgram>& ctas);
 
 }  // namespace attnsim

@@ -32,7 +32,9 @@ struct BlockIssue {
   /// bytes (where not given, one 128-byte wavefront per shared load: the kernel's loads are
   /// conflict-free or broadcast), and 4096 FLOP per HMMA on the mma.sync pipe.
   Work work() const;
-  MeasuredTiming timing() const { return MeasuredTiming{cycles, 1, 1}; }
+  /// The cycles as the block's time floor; `with_residents`: they were timed with other resident
+  /// CTAs issuing beside it (KernelIssue::ctas_per_sm > 1).
+  MeasuredTiming timing(bool with_residents = false) const { return MeasuredTiming{cycles, 1, 1, with_residents}; }
 };
 
 /// One compiled kernel instance, as timed with some CTAs per SM: its tile shape and its blocks.

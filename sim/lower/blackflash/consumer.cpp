@@ -41,13 +41,14 @@ void emit_consumer(Context& c, WarpBuilder& w, int index) {
   store_w.alu_lanes = 32.0 * 4 * 3;
   store_w.smem_bytes = static_cast<double>(rows) * cols * eb;
   // With an issue-timing file, the KV loop's blocks take the time the SM's consumer warps take to
-  // issue the kernel's SASS together (sim/calibrate/sass_blackflash.hpp) and its counts as work.
+  // issue the kernel's SASS together (sim/calibrate/sass_blackflash.hpp) and its counts as work;
+  // timed with two CTAs per SM, that time has their sharing in it (MeasuredTiming::with_residents).
   auto timed = [&](const char* name) -> const BlockIssue* { return c.sass ? &c.sass->blocks.at(name) : nullptr; };
   const BlockIssue *t_qk = timed("mma_qk"), *t_max = timed("softmax_max"), *t_masked = timed("softmax_max_masked"),
                    *t_exp = timed("softmax_exp"), *t_rescale = timed("rescale_o"), *t_pv = timed("mma_pv");
   auto block = [&](int op, const BlockIssue* t, const Work& work, double latency = 0) {
     if (t)
-      w.compute(op, t->work(), 0, 0, t->timing());
+      w.compute(op, t->work(), 0, 0, t->timing(c.sass->ctas_per_sm > 1));
     else
       w.compute(op, work, latency);
   };
