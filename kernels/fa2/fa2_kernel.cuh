@@ -75,47 +75,6 @@ __device__ __forceinline__ void copy_rows(__nv_bfloat16* dst, const __nv_bfloat1
   }
 }
 
-/// S = Q K^T of the R rows from `row0` of the Q tile (`q`: [Br][D] in SMEM) against the BC keys
-/// of the K tile (`k`: [BC][D]), scaled into the exp2 domain, into `s` ([R][BC] fp32, the warp's
-/// own): lane computes elements lane, lane + 32, ... of the R x BC tile. The kernel's mma_qk span
-/// (a warp's rows are row0 = warp x R); also timed on its own by kernels/microbench fa2_block.
-template <class T>
-__device__ __forceinline__ void scores(const __nv_bfloat16* q, int row0, const __nv_bfloat16* k, float* s, int lane,
-                                       float scale_log2) {
-  constexpr int D = T::kHeadDim, BC = T::kBc;
-#pragma unroll 4
-  for (int i = 0; i < T::kScoresPerLane; ++i) {
-    const int e = lane + 32 * i, r = e / BC, c = e % BC;
-    const __nv_bfloat16* qr = q + (row0 + r) * D;
-    const __nv_bfloat16* kc = k + c * D;
-    float acc = 0.f;
-    // Each lane starts its dot product at a different column, so that the 32 lanes (32
-    // different K rows, D * 2 bytes apart) hit 32 different SMEM banks.
-#pragma unroll 8
-    for (int dd = 0; dd < D; dd += 2) {
-      const int d = (dd + 2 * lane) % D;
-      const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(qr + d));
-      const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(kc + d));
-      acc = fmaf(a.x, b.x, acc);
-      acc = fmaf(a.y, b.y, acc);
-    }
-    s[r * BC + c] = acc * scale_log2;
-  }
-}
-
-/// O += P V for one row: `o` its kOutPerLane accumulators (columns lane, lane + 32, ...), `p` its
-/// BC probabilities (SMEM), `v` the V tile [BC][D]. The kernel's mma_pv span, row by row; also
-/// timed on its own by kernels/microbench fa2_block.
-template <class T>
-__device__ __forceinline__ void pv_row(float (&o)[T::kOutPerLane], const float* p, const __nv_bfloat16* v, int lane) {
-  constexpr int D = T::kHeadDim;
-  for (int k = 0; k < T::kBc; ++k) {
-    const float pk = p[k];
-#pragma unroll
-    for (int c = 0; c < T::kOutPerLane; ++c) o[c] = fmaf(pk, __bfloat162float(v[k * D + lane + 32 * c]), o[c]);
-  }
-}
-
 /// The forward kernel. Traced build: lane 0 of the warps in p.trace_warps records, per Q tile m
 /// (tile m) and KV block j (block j), the spans sim/lower/fa2 emits for the same warp: the Q copy
 /// and each K+V copy as a wait on cp.async.wait_group (the simulator issues them as cp.async and
@@ -185,7 +144,24 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const Fa2Params p) {
       const uint32_t t1 = tr.now_after_barrier(sk);
       tr.span(ATTNSIM_OP_WAIT, t0, t1, j, m, ATTNSIM_WAIT_SYNCTHREADS);
       // S = Q K^T for this warp's rows, scaled into the exp2 domain.
-      scores<T>(sq, warp * R, sk, sw, lane, p.scale_log2);
+#pragma unroll 4
+      for (int i = 0; i < T::kScoresPerLane; ++i) {
+        const int e = lane + 32 * i, r = e / BC, c = e % BC;
+        const __nv_bfloat16* qr = sq + (warp * R + r) * D;
+        const __nv_bfloat16* kc = sk + c * D;
+        float acc = 0.f;
+        // Each lane starts its dot product at a different column, so that the 32 lanes (32
+        // different K rows, D * 2 bytes apart) hit 32 different SMEM banks.
+#pragma unroll 8
+        for (int dd = 0; dd < D; dd += 2) {
+          const int d = (dd + 2 * lane) % D;
+          const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(qr + d));
+          const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(kc + d));
+          acc = fmaf(a.x, b.x, acc);
+          acc = fmaf(a.y, b.y, acc);
+        }
+        sw[r * BC + c] = acc * p.scale_log2;
+      }
       __syncwarp();
       const uint32_t t2 = tr.now();
       tr.span(ATTNSIM_OP_MMA_QK, t1, t2, j, m);
@@ -239,7 +215,12 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const Fa2Params p) {
 #pragma unroll
           for (int c = 0; c < T::kOutPerLane; ++c) o[r][c] *= a;
         }
-        pv_row<T>(o[r], prow, sv, lane);
+        for (int k = 0; k < BC; ++k) {
+          const float pk = prow[k];
+#pragma unroll
+          for (int c = 0; c < T::kOutPerLane; ++c)
+            o[r][c] = fmaf(pk, __bfloat162float(sv[k * D + lane + 32 * c]), o[r][c]);
+        }
       }
       const uint32_t t6 = tr.now();
       tr.span(ATTNSIM_OP_MMA_PV, t5, t6, j, m);
