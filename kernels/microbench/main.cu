@@ -39,7 +39,7 @@ std::vector<Benchmark> registry() {
   std::vector<Benchmark> all;
   for (auto part : {pipe_benchmarks(), mma_benchmarks(), memory_benchmarks(), sync_benchmarks(),
                     latency_benchmarks(), launch_benchmarks(), operand_benchmarks(),
-                    mma_queue_benchmarks(), softmax_block_benchmarks(), ifetch_benchmarks()})
+                    mma_queue_benchmarks(), softmax_block_benchmarks(), ifetch_benchmarks(), ldg_load_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
