@@ -20,21 +20,27 @@ constexpr int kChain = 1024;  // lines in a probe's chain (128 B apart): 128 KB 
 /// from their own L2-resident region into SMEM with 16-byte loads (a fa2 K+V tile), over and
 /// over until the probe warps are done. `probe`/`load`: per SM id, whether the SM probes / loads.
 __global__ void ldg_load_kernel(const uint64_t* chains, const uint4* src, int load_bytes, const uint8_t* probe,
-                                const uint8_t* load, volatile int* done, double* out, unsigned* sm_of_cta) {
+                                const uint8_t* load, volatile int* done, double* out, unsigned* sm_of_cta,
+                                BlockClock* clk) {
   extern __shared__ uint4 sdst[];
   const unsigned sm = smid();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (threadIdx.x == 0) sm_of_cta[blockIdx.x] = sm;
+  if (threadIdx.x == 0) {
+    sm_of_cta[blockIdx.x] = sm;
+    clk[blockIdx.x] = BlockClock{0, 0, 0, 0, sm, 0};  // a probe's pass fills it in (the SM clock)
+  }
   if (warp == 0) {
     if (!probe[sm]) return;
     if (lane == 0) {
       const uint64_t* chain = chains + static_cast<size_t>(sm) * kChain * 16;
       uint64_t i = 0;
       for (int s = 0; s < kChain; ++s) i = chain[i];  // one pass to bring the chain into L2
+      const unsigned long long ns0 = globaltimer();
       const long long t0 = clock64();
 #pragma unroll 1
       for (int s = 0; s < kChain; ++s) i = chain[i];
       const long long t1 = clock64();
+      clk[blockIdx.x] = BlockClock{t0, t1, ns0, globaltimer(), sm, 0};
       out[sm] = static_cast<double>(t1 - t0) / kChain + (i == 0xFFFFFFFFull ? 1 : 0);
       atomicAdd(const_cast<int*>(done), 1);
     }
@@ -84,6 +90,7 @@ void bench_ldg_load(Report& rep) {
   DeviceBuffer<int> done(1);
   DeviceBuffer<double> out(sms);
   DeviceBuffer<unsigned> sm_of(sms);
+  DeviceBuffer<BlockClock> clk(sms);
   auto kern = ldg_load_kernel;
   const int smem = 200 * 1024;
   allow_smem(kern, smem);
@@ -100,8 +107,9 @@ void bench_ldg_load(Report& rep) {
       for (int s = 0; s < sms; ++s) absent += !p[s];
       MB_CHECK(cudaMemcpy(done.get(), &absent, sizeof(int), cudaMemcpyHostToDevice));
       kern<<<sms, 96, smem>>>(chains.get(), src.get(), load_bytes, probe.get(), load.get(), done.get(), out.get(),
-                              sm_of.get());
+                              sm_of.get(), clk.get());
       MB_CHECK_LAUNCH("ldg_load_kernel");
+      rep.clock().add(clk.to_host(), 20000.0);  // the probes' passes: the SM clock the cycles are in
       const auto o = out.to_host();
       std::vector<double> v;
       for (int s = 0; s < sms; ++s)
