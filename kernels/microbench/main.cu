@@ -105,6 +105,8 @@ const Expect kExpect[] = {
     {"wgmma_share", "/results/together_first_done_over_solo", 0.5, 4},
     {"softmax_block", "/results/softmax_exp_alone_cycles", 50, 1e5},
     {"softmax_block", "/results/softmax_exp_beside_wgmma_cycles", 50, 1e5},
+    {"ldg_load", "/results/ldg_latency_alone_cycles", 50, 5000},
+    {"ldg_load", "/results/ldg_latency_all_sms_loading_cycles", 50, 5000},
 };
 
 void usage() {
