@@ -108,7 +108,9 @@ __device__ __forceinline__ void commit_to(uint64_t* bar) {
 
 /// TMA load of a 4D box into this CTA's `dst`, its bytes completing on `bar` of the leader CTA
 /// (cta_group 2: the leader's MMA waits for both halves of B and both CTAs' Q on one barrier) or
-/// of this CTA (cta_group 1).
+/// of this CTA (cta_group 1). Inline PTX for cta_group 2: cuda::ptx's .cta_group::2 form takes a
+/// .shared::cta destination; this is the .shared::cluster form with the leader's barrier address,
+/// as CUTLASS's 2-SM TMA loads issue it.
 template <int kCtaGroup>
 __device__ __forceinline__ void tma_load_to_leader(const void* tmap, void* dst, int c0, int c1, int c2, int c3,
                                                    uint64_t* bar) {
