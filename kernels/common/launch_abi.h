@@ -43,6 +43,11 @@ struct Tensors {
 /// the load warp (0) and the first warp of each consumer warpgroup (4, 8, 12).
 constexpr uint32_t kTraceWarpsFirst = 0x1111u;
 constexpr uint32_t kTraceWarpsAll = 0xffffffffu;
+/// `attnsim validate`'s default TraceBuffers::sample: the SM90 consumers record one work tile in
+/// 8 of each CTA. Recording every tile cost the kernel 5-18% of its time (H100 and H200,
+/// 2026-11-23, kernels/sm90/README.md "Instrumentation"), nearly all of it the recorded warps'
+/// clock reads; the unrecorded tiles run the plain kernel's code.
+constexpr uint32_t kTraceSampleValidate = 8;
 /// Device buffers a traced launch writes ([CTA][warp][cap] records, [CTA] clocks, [CTA][warp]
 /// counts) and which warps record.
 struct TraceBuffers {
@@ -52,6 +57,10 @@ struct TraceBuffers {
   uint32_t* spans = nullptr;   ///< spans run (> counts: the rest did not fit in cap)
   uint32_t cap = 0;
   uint32_t warps = kTraceWarpsFirst;
+  /// Work tiles recorded: one in `sample` of each CTA's tiles (the others run the plain kernel's
+  /// code); 1 records every tile. Families without sampling (kernels/fa2, kernels/blackflash,
+  /// kernels/sm100) record every tile whatever it says.
+  uint32_t sample = 1;
 };
 
 /// Launch geometry of one kernel on one shape.
@@ -73,7 +82,8 @@ inline void check_launch(const Shape& sh, int head_dim, bool traced, const Trace
 }
 
 /// Copies the trace buffers into a family's kernel parameters `P` (its fields trace, cta_clock,
-/// trace_count, trace_spans, trace_cap, trace_warps); nothing when `trace` is null.
+/// trace_count, trace_spans, trace_cap, trace_warps, and trace_sample where it has one); nothing
+/// when `trace` is null.
 template <class P>
 void set_trace_params(P& p, const TraceBuffers* trace) {
   if (!trace) return;
@@ -83,6 +93,7 @@ void set_trace_params(P& p, const TraceBuffers* trace) {
   p.trace_spans = trace->spans;
   p.trace_cap = trace->cap;
   p.trace_warps = trace->warps;
+  if constexpr (requires { p.trace_sample; }) p.trace_sample = trace->sample;
 }
 
 /// How a launch covers the work tiles: a schedule's tile_scheduler, resolved for one problem

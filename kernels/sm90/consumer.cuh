@@ -17,12 +17,14 @@
 
 namespace attnsim::sm90 {
 
-template <class T>
+/// kRecord: this object's spans are recorded (a traced build's sampled tiles); a traced build
+/// runs its other tiles through a Consumer<T, false>, the plain kernel's code.
+template <class T, bool kRecord = T::kTrace>
 struct Consumer {
   static constexpr int N = T::kNBlock, D = T::kHeadDim;
   const Params& p;
   const Smem<T>& s;
-  TraceRecorder<T::kTrace>& tr;
+  TraceRecorder<kRecord>& tr;
   int group, warp, lane;
   float sacc[N / 2];   // S of the current block, then P in fp32
   float o[D / 2];      // O accumulator
@@ -168,21 +170,66 @@ struct Consumer {
         const uint32_t t1 = tr.now();
         const Tile c = slot_tile();
         if (c.index >= p.num_tiles) break;
-        tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
-        tr.span(ATTNSIM_OP_WAIT, t0, t1, -1, local, ATTNSIM_WAIT_Q_FULL, 0, q_read.phase);
+        const bool rec = records(local);
+        if (rec) {
+          tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
+          tr.span(ATTNSIM_OP_WAIT, t0, t1, -1, local, ATTNSIM_WAIT_Q_FULL, 0, q_read.phase);
+        }
         q_read.advance();
-        run_tile(c, local);
+        tile(c, local, rec);
       }
     } else {
       int local = 0;
       for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
         const Tile c = tile_at(p, t, T::kMBlock, N);
-        tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
-        traced_wait(tr, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
+        const bool rec = records(local);
+        if (rec) {
+          tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
+          traced_wait(tr, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
+        } else {
+          TraceRecorder<false> off;
+          traced_wait(off, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
+        }
         q_read.advance();
-        run_tile(c, local);
+        tile(c, local, rec);
       }
     }
+  }
+
+  /// Whether this CTA's local tile `local` is recorded (records_tile); always false when this
+  /// object does not record.
+  __device__ bool records(int local) const {
+    if constexpr (kRecord)
+      return records_tile<T::kDynamic>(p, local);
+    else
+      return false;
+  }
+
+  /// Runs one tile, recorded (`rec`) or through the plain kernel's code. A traced build runs
+  /// both kinds through a fresh Consumer, so that no accumulator outlives its tile: one object's
+  /// accumulators kept live across the other's tiles cost the traced hd128 kernel 364 bytes of
+  /// spills and serialized its wgmma (ptxas C7512). The ring positions are the only state that
+  /// outlives a tile.
+  __device__ __forceinline__ void tile(const Tile& c, int local, bool rec) {
+    if constexpr (kRecord) {
+      if (rec) {
+        run_tile_in<true>(tr, c, local);
+      } else {
+        TraceRecorder<false> off;
+        run_tile_in<false>(off, c, local);
+      }
+    } else {
+      run_tile(c, local);
+    }
+  }
+  template <bool kRec>
+  __device__ __forceinline__ void run_tile_in(TraceRecorder<kRec>& r, const Tile& c, int local) {
+    Consumer<T, kRec> x{p, s, r, group, warp, lane};
+    x.k_read = k_read;
+    x.v_read = v_read;
+    x.run_tile(c, local);
+    k_read = x.k_read;
+    v_read = x.v_read;
   }
 
   /// The tile whose Q is in the Q buffer, from the tile slot (dynamic scheduler; valid from its

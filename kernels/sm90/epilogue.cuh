@@ -10,10 +10,10 @@
 
 namespace attnsim::sm90 {
 
-template <class T>
-__device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, TraceRecorder<T::kTrace>& tr,
-                                         const Tile& c, int group, int warp, int lane, const float (&o)[T::kHeadDim / 2],
-                                         RowStats& st, int tile) {
+template <class T, bool kRecord>
+__device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, TraceRecorder<kRecord>& tr, const Tile& c,
+                                         int group, int warp, int lane, const float (&o)[T::kHeadDim / 2], RowStats& st,
+                                         int tile) {
   constexpr int D = T::kHeadDim;
   uint32_t t0 = tr.now();
   float inv[2];

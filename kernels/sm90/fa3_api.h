@@ -106,6 +106,7 @@ struct TimingOptions {
   int launches = 10;
   bool traced = false;                   ///< the instrumented kernel (records to a scratch buffer)
   uint32_t trace_warps = kTraceWarpsFirst;  ///< when traced
+  uint32_t trace_sample = 1;                ///< when traced: one tile in trace_sample recorded (TraceBuffers::sample)
 };
 /// Median and spread of the per-launch times of the repetitions, ms.
 struct Timing {
@@ -139,6 +140,11 @@ struct CheckResult {
 /// small (b*h*sq*sk*d <= 2^31), else `sample_rows` rows per (batch, head) on a simple GPU
 /// reference kernel (fp32, one block per row). Tolerance: |err| <= 0.02 + 0.02 |ref| per element.
 CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, int sample_rows = 64);
+/// check_kernel on the instrumented build, the first warp of every warpgroup recording one tile
+/// in `trace_sample` (its other tiles run the plain code within the same kernel), so that both
+/// paths of a traced kernel are checked. std::invalid_argument for a kernel without a traced build.
+CheckResult check_traced_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched,
+                                uint32_t trace_sample, int sample_rows = 64);
 
 /// A measured timeline: every recording warp's spans (raw records) and every CTA's clock anchors.
 struct MeasuredTrace {
@@ -149,15 +155,17 @@ struct MeasuredTrace {
   int warps_per_cta = 0;
   uint32_t cap = 0;
   uint32_t trace_warps = kTraceWarpsFirst;
+  uint32_t trace_sample = 1;  ///< one tile in trace_sample of each CTA recorded (TraceBuffers::sample)
   LaunchInfo launch;
   double kernel_ms = 0;  ///< this traced launch, CUDA events
   AnyKernelKnobs knobs;  ///< the kernel that wrote it (its family names the warps' roles)
 };
 /// Runs the traced kernel once (after one warm-up launch) with `cap` records per warp (0, or more
 /// than the family's span bound allows: enough for every span of the launch, and no more), lane 0
-/// of the warps in `trace_warps` recording. Any family with a traced build (kernels/sm90,
-/// kernels/fa2, kernels/blackflash); std::invalid_argument for a kernel without one.
+/// of the warps in `trace_warps` recording, the SM90 consumers one tile in `trace_sample` of each
+/// CTA (TraceBuffers::sample). Any family with a traced build (kernels/sm90, kernels/fa2,
+/// kernels/blackflash); std::invalid_argument for a kernel without one.
 MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, uint32_t cap,
-                           uint32_t trace_warps = kTraceWarpsFirst);
+                           uint32_t trace_warps = kTraceWarpsFirst, uint32_t trace_sample = 1);
 
 }  // namespace attnsim::sm90

@@ -45,25 +45,48 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
   tr.init(p, s.trace, warp, lane);
   __syncthreads();
   int tiles = 0;  // tiles this CTA ran, as the load warp (thread 0) counts them
+  // Traced build: a CTA that records no tile (trace sampling) runs the plain kernel's roles and
+  // skips the end-of-CTA code. Uniform over the CTA.
+  const bool recording = T::kTrace && cta_records<T::kDynamic>(p);
   if (warp_role(warp) != Role::Consumer) {
     set_registers<T::kRegProducer>(false);
-    if (warp_role(warp) == Role::Load && lane == 0) tiles = load_warp<T>(p, s, tr);
+    if (warp_role(warp) == Role::Load && lane == 0) {
+      if (recording) {
+        tiles = load_warp<T>(p, s, tr);
+      } else {
+        TraceRecorder<false> off;
+        tiles = load_warp<T>(p, s, off);
+      }
+    }
   } else {
     set_registers<T::kRegConsumer>(true);
-    Consumer<T> c{p, s, tr, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
-    c.run();
+    // Under the dynamic scheduler a CTA records all of its tiles or none, and one that records
+    // none runs the plain consumers; static grids pick tiles inside Consumer (records_tile). A
+    // second copy of the consumer loop in the static kernels raised their ptxas spills and their
+    // traced time (H100: hd64 s2k b8 +2.6% -> +5.3%); without it the dynamic hd256 kernel
+    // recorded some tiles of every CTA and ran 37% slower traced than plain.
+    if (!T::kDynamic || recording) {
+      Consumer<T> c{p, s, tr, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
+      c.run();
+    } else {
+      TraceRecorder<false> off;
+      Consumer<T, false> c{p, s, off, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
+      c.run();
+    }
   }
-  tr.close(p, s.trace, warp, lane);
   if constexpr (T::kTrace) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      p.cta_clock[blockIdx.x].ns1 = globaltimer();
-      p.cta_clock[blockIdx.x].clk1 = clock64();
-      if constexpr (!T::kDynamic) {  // c, c + grid, ...
-        tiles = 0;
-        for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) ++tiles;
+    if (recording) {
+      tr.close(p, s.trace, warp, lane);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        p.cta_clock[blockIdx.x].ns1 = globaltimer();
+        p.cta_clock[blockIdx.x].clk1 = clock64();
+        if constexpr (!T::kDynamic) {  // c, c + grid, ...
+          tiles = 0;
+          for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) ++tiles;
+        }
+        p.cta_clock[blockIdx.x].tiles = tiles;
       }
-      p.cta_clock[blockIdx.x].tiles = tiles;
     }
   }
 #endif

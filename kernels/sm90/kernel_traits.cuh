@@ -69,8 +69,9 @@ struct Params {
   uint32_t* trace_count;         // [CTA][warp]: records written (<= trace_cap)
   uint32_t* trace_spans;         // [CTA][warp]: spans run (more than written: dropped)
   uint32_t trace_cap;
-  uint32_t trace_warps;          // bit w: lane 0 of warp w records
-  int* tile_counter;  // kDynamic: [0] tiles taken past the first gridDim.x, [1] CTAs done; both 0 between launches
+  uint32_t trace_warps;   // bit w: lane 0 of warp w records
+  int* tile_counter;      // kDynamic: [0] tiles taken past the first gridDim.x, [1] CTAs done; both 0 between launches
+  uint32_t trace_sample;  // traced: the consumers record local tile i when (i + blockIdx.x) % trace_sample == 0
 };
 
 /// One work tile: a block of m_block query rows of one (batch, head). With the dynamic tile
@@ -95,6 +96,37 @@ __device__ __forceinline__ int next_tile(const Params& p) {
     atomicExch(&p.tile_counter[1], 0);
   }
   return next;
+}
+
+/// Traced builds: which work tiles are recorded, one in p.trace_sample (1: all). Recording costs
+/// the recorded warps their clock reads and stores; the other tiles run the plain kernel's code
+/// (kernels/sm90/README.md, "Instrumentation").
+/// - A static persistent grid (several tiles per CTA, which all finish together) records tile
+///   `local` (0, 1, ...) of CTA c when (local + c) % trace_sample == 0: every CTA is slowed alike.
+/// - A one-tile-per-CTA grid thus records the CTAs with c % trace_sample == 0.
+/// - The dynamic scheduler's grid (where a slower CTA takes fewer tiles) records whole CTAs, those
+///   with c % trace_sample == 0; the others run the plain kernel's roles throughout.
+/// A CTA that records no tile runs the plain load warp and skips the end-of-CTA code (see the
+/// kernel, fa3_forward).
+/// records_tile: whether a CTA that records (cta_records) records its tile `local`.
+template <bool kDynamic>
+__device__ __forceinline__ bool records_tile(const Params& p, int local) {
+  if (kDynamic || p.trace_sample <= 1) return true;
+  return (static_cast<uint32_t>(local) + blockIdx.x) % p.trace_sample == 0;
+}
+
+/// Traced builds: whether this CTA records any tile (see records_tile). Only such a CTA runs the
+/// recording code at all, and writes its records' counts and its end anchor: in a
+/// one-tile-per-CTA grid of short tiles the end-of-CTA code alone cost 3% of the kernel's time
+/// (H100, hd64 s512 causal).
+template <bool kDynamic>
+__device__ __forceinline__ bool cta_records(const Params& p) {
+  if (p.trace_sample <= 1) return true;
+  if (kDynamic) return blockIdx.x % p.trace_sample == 0;
+  // Static grids: CTA c runs tiles c, c + gridDim.x, ...; its first recorded local tile:
+  const int tiles = (p.num_tiles - static_cast<int>(blockIdx.x) + static_cast<int>(gridDim.x) - 1) / gridDim.x;
+  const uint32_t first = (p.trace_sample - blockIdx.x % p.trace_sample) % p.trace_sample;
+  return first < static_cast<uint32_t>(tiles);
 }
 
 /// The tile with linear index t, in the simulator's order (kernels/common/tile_order.h).

@@ -12,9 +12,10 @@
 
 namespace attnsim::sm90 {
 
-/// Returns the number of tiles the CTA ran.
-template <class T>
-__device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, TraceRecorder<T::kTrace>& tr) {
+/// Returns the number of tiles the CTA ran. `tr`: the CTA's recorder, or one compiled out when the
+/// CTA records nothing (cta_records).
+template <class T, bool kRecord>
+__device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, TraceRecorder<kRecord>& tr) {
   // Write positions: every stage starts free, so the first pass through each ring does not wait.
   PipelineState q_write = PipelineState::producer_start(kQStages), kv_write = PipelineState::producer_start(T::kKvStage);
   int local = 0, next = 0;

@@ -150,12 +150,13 @@ double elapsed_ms(const Event& a, const Event& b) {
 struct TraceAlloc {
   TraceBuffers b;
   size_t n_records = 0, n_warps = 0, n_ctas = 0;
-  TraceAlloc(int grid, int warps, uint32_t cap, uint32_t trace_warps) {
+  TraceAlloc(int grid, int warps, uint32_t cap, uint32_t trace_warps, uint32_t sample) {
     n_ctas = grid;
     n_warps = static_cast<size_t>(grid) * warps;
     n_records = n_warps * cap;
     b.cap = cap;
     b.warps = trace_warps;
+    b.sample = sample;
     cuda_check(cudaMalloc(&b.records, std::max<size_t>(1, n_records) * sizeof(attnsim_trace_record)),
                "cudaMalloc trace");
     cuda_check(cudaMalloc(&b.ctas, n_ctas * sizeof(attnsim_cta_clock)), "cudaMalloc trace clocks");
@@ -318,8 +319,8 @@ std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& pro
   const LaunchInfo li = probe(k, prob, sched);
   std::unique_ptr<TraceAlloc> scratch;
   if (traced)  // every span fits: the traced time is that of a full trace
-    scratch =
-        std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, sched), o.trace_warps);
+    scratch = std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, sched), o.trace_warps,
+                                           o.trace_sample);
   struct Series {
     LaunchFn fn;
     const TraceBuffers* tb;
@@ -376,8 +377,19 @@ CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, TileSched
   return compare_with_reference(prob, sample_rows);
 }
 
+CheckResult check_traced_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched,
+                                uint32_t trace_sample, int sample_rows) {
+  if (!k.launch_traced) throw std::invalid_argument(describe(k.knobs) + " has no instrumented build");
+  const LaunchInfo li = probe(k, prob, sched);
+  TraceAlloc buf(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, sched), kTraceWarpsFirst, trace_sample);
+  cuda_check(cudaMemset(prob.tensors().o, 0xFF, q_elems(prob.shape()) * 2), "cudaMemset O (NaN poison)");
+  k.launch_traced(prob.shape(), prob.tensors(), sched, &buf.b, nullptr, nullptr);
+  cuda_check(cudaDeviceSynchronize(), "traced kernel run");
+  return compare_with_reference(prob, sample_rows);
+}
+
 MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, uint32_t cap,
-                           uint32_t trace_warps) {
+                           uint32_t trace_warps, uint32_t trace_sample) {
   if (!k.launch_traced) throw std::invalid_argument(describe(k.knobs) + " has no instrumented build");
   MeasuredTrace m;
   m.launch = probe(k, prob, sched);
@@ -386,9 +398,14 @@ MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, TileSch
   // dynamic_lpt the bound is an estimate: a larger cap asked for is kept.)
   const uint32_t full = full_trace_cap(k, prob.shape(), m.launch, sched);
   if (cap == 0 || (cap > full && sched != TileScheduler::DynamicLpt)) cap = full;
-  TraceAlloc buf(m.launch.grid, m.launch.warps, cap, trace_warps);
+  TraceAlloc buf(m.launch.grid, m.launch.warps, cap, trace_warps, trace_sample);
   k.launch_traced(prob.shape(), prob.tensors(), sched, &buf.b, nullptr, nullptr);  // warm-up
   cuda_check(cudaDeviceSynchronize(), "traced kernel (warm-up)");
+  // What a CTA that records nothing (trace sampling) leaves unwritten reads as zero: no records,
+  // no end anchor (cta_recorded).
+  cuda_check(cudaMemset(buf.b.counts, 0, buf.n_warps * sizeof(uint32_t)), "cudaMemset trace counts");
+  cuda_check(cudaMemset(buf.b.spans, 0, buf.n_warps * sizeof(uint32_t)), "cudaMemset trace spans");
+  cuda_check(cudaMemset(buf.b.ctas, 0, buf.n_ctas * sizeof(attnsim_cta_clock)), "cudaMemset trace clocks");
   Event a, b;
   cuda_check(cudaEventRecord(a.e), "cudaEventRecord");
   k.launch_traced(prob.shape(), prob.tensors(), sched, &buf.b, nullptr, nullptr);
@@ -402,6 +419,7 @@ MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, TileSch
   m.warps_per_cta = m.launch.warps;
   m.cap = cap;
   m.trace_warps = trace_warps;
+  m.trace_sample = trace_sample;
   m.knobs = k.knobs;
   rebase_stamps(m);
   return m;

@@ -27,6 +27,7 @@ struct Run : Command {
   TimingFlags timing;
   int ctas = 4;
   unsigned cap = 16384;
+  uint32_t trace_sample = 1;
   bool check = false, list = false, full_trace = false;
 
   int list_kernels() const {
@@ -81,8 +82,11 @@ struct Run : Command {
           r.pass ? "" : " - " + r.detail);
       if (!r.pass) return 1;
     }
-    const sm90::TimingOptions topt{
-        .warmup = timing.warmup, .reps = timing.reps, .launches = timing.launches, .trace_warps = warps};
+    const sm90::TimingOptions topt{.warmup = timing.warmup,
+                                   .reps = timing.reps,
+                                   .launches = timing.launches,
+                                   .trace_warps = warps,
+                                   .trace_sample = trace_sample};
     // With --trace, the plain and the traced kernel are timed with their repetitions interleaved.
     sm90::TimingPair tp;
     if (trace.empty())
@@ -101,18 +105,18 @@ struct Run : Command {
                              hardware.name, 100 * (pred.time_us - us) / us);
     if (!trace.empty()) {
       const sm90::Timing& tt = tp.traced;
-      const sm90::MeasuredTrace rec = sm90::trace_kernel(k, dev, sched, cap, warps);
+      const sm90::MeasuredTrace rec = sm90::trace_kernel(k, dev, sched, cap, warps, trace_sample);
       const uint64_t dropped = dropped_spans(rec);
       std::ofstream out(trace);
       if (!out) throw std::runtime_error("cannot write " + trace);
       write_measured_trace(rec, default_trace_ctas(rec, ctas), full_trace, hardware.clock_ghz, "measured", out);
       std::cout << fmt::format(
-          "  traced     {:9.1f} us  (instrumentation overhead {:+.1f}%, --trace-warps {}: traced against plain median, "
-          "repetitions interleaved){}\n",
-          tt.median_ms * 1e3, 100 * (tt.median_ms / t.median_ms - 1), trace_warps,
+          "  traced     {:9.1f} us  (instrumentation overhead {:+.1f}%, --trace-warps {}, --trace-sample {}: traced "
+          "against plain median, repetitions interleaved){}\n",
+          tt.median_ms * 1e3, 100 * (tt.median_ms / t.median_ms - 1), trace_warps, trace_sample,
           dropped ? fmt::format("; {} spans past --trace-cap {} per warp dropped", dropped, cap) : "");
       std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace,
-                               std::min<size_t>(ctas, rec.ctas.size()));
+                               default_trace_ctas(rec, ctas).size());
     }
     if (!predicted_trace.empty()) {
       std::ofstream out(predicted_trace);
@@ -153,6 +157,10 @@ std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
                   "warps that record: first (load warp + first warp of each consumer warpgroup; on SM100 the first "
                   "warp of each warpgroup + epilogue and load warps; default), all, or "
                   "indices \"0,4,5\"");
+  sub->add_option("--trace-sample", c->trace_sample,
+                  "SM90 consumers record one work tile in N of each CTA, the others run uninstrumented (default 1: "
+                  "every tile; validate samples 8)")
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_flag("--full-trace", c->full_trace, "traces of whole CTAs instead of their first tile");
   sub->add_flag("--list", c->list, "list the kernels compiled into this build");
   return c;

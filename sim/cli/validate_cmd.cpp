@@ -42,6 +42,7 @@ struct Validate : Command {
   std::string variants = "all", problems_file, sweep, out_dir = "validate_out", hw, trace_warps = "first";
   TimingFlags timing{.warmup = 3, .reps = 10};
   unsigned cap = 4096;
+  uint32_t trace_sample = kTraceSampleValidate;
   bool cudnn = false, no_ops = false;
 
   std::vector<Pending> build_cases() const {
@@ -133,8 +134,11 @@ struct Validate : Command {
       c.kernel = describe(k->knobs);
       const Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
       sm90::DeviceProblem dev(to_shape(c.problem), 2026 + i);
-      const sm90::TimingOptions topt{
-          .warmup = timing.warmup, .reps = timing.reps, .launches = timing.launches, .trace_warps = warps};
+      const sm90::TimingOptions topt{.warmup = timing.warmup,
+                                     .reps = timing.reps,
+                                     .launches = timing.launches,
+                                     .trace_warps = warps,
+                                     .trace_sample = trace_sample};
       // Unless --no-ops, the instrumented kernel too, its repetitions interleaved with the plain
       // kernel's: its overhead per case.
       sm90::TimingPair tp;
@@ -150,9 +154,10 @@ struct Validate : Command {
       c.measured_max_us = t.max_ms * 1e3;
       c.runs = timing.reps;
       if (!no_ops) {
-        const sm90::MeasuredTrace rec = sm90::trace_kernel(*k, dev, sched, cap, warps);
+        const sm90::MeasuredTrace rec = sm90::trace_kernel(*k, dev, sched, cap, warps, trace_sample);
         std::vector<MeasuredCta> ctas;
-        for (int cta = 0; cta < static_cast<int>(rec.ctas.size()); ++cta) ctas.push_back(measured_cta(rec, cta, hardware.clock_ghz));
+        for (int cta = 0; cta < static_cast<int>(rec.ctas.size()); ++cta)
+          if (cta_recorded(rec, cta)) ctas.push_back(measured_cta(rec, cta, hardware.clock_ghz));
         std::vector<const Timeline*> tls;
         for (const auto& mc : ctas) tls.push_back(&mc.timeline);
         c.measured_ops = op_means(tls);
@@ -179,15 +184,22 @@ struct Validate : Command {
     }
     std::vector<ValidationCase> cases;
     for (auto& x : pending) cases.push_back(std::move(x.c));
-    nlohmann::json meta = {{"gpu", gpu.name}, {"sm_count", gpu.sm_count}, {"hardware_config", hardware.name},
-                           {"date", today_utc()}, {"timed_runs", timing.reps}, {"warmup_runs", timing.warmup},
-                           {"launches_per_run", timing.launches}, {"trace_warps", trace_warps},
-                           {"method", "measured: median over --reps repetitions of the per-launch time of --launches "
-                                      "back-to-back launches between one CUDA event pair (enqueued without host syncs, "
-                                      "after warm-up), random N(0,1) bf16 inputs, the same buffers every launch; traced: "
-                                      "the instrumented kernel timed the same way, repetitions interleaved with the plain "
-                                      "kernel's; predicted: attnsim simulate (exact mode) with the hardware "
-                                      "config matching the GPU, calibrated from microbenchmarks only"}};
+    nlohmann::json meta = {{"gpu", gpu.name},
+                           {"sm_count", gpu.sm_count},
+                           {"hardware_config", hardware.name},
+                           {"date", today_utc()},
+                           {"timed_runs", timing.reps},
+                           {"warmup_runs", timing.warmup},
+                           {"launches_per_run", timing.launches},
+                           {"trace_warps", trace_warps},
+                           {"trace_sample", trace_sample},
+                           { "method",
+                             "measured: median over --reps repetitions of the per-launch time of --launches "
+                             "back-to-back launches between one CUDA event pair (enqueued without host syncs, "
+                             "after warm-up), random N(0,1) bf16 inputs, the same buffers every launch; traced: "
+                             "the instrumented kernel timed the same way, repetitions interleaved with the plain "
+                             "kernel's; predicted: attnsim simulate (exact mode) with the hardware "
+                             "config matching the GPU, calibrated from microbenchmarks only" }};
     if (cudnn) {
       std::vector<Problem> probs;
       std::vector<std::string> labels;
@@ -265,6 +277,10 @@ std::unique_ptr<Command> add_validate(CLI::App& app, CLI::App*& sub) {
   sub->add_option("--trace-warps", c->trace_warps,
                   "warps that record: first (load warp + first warp of each consumer warpgroup; default), all, or "
                   "indices \"0,4,5\"");
+  sub->add_option("--trace-sample", c->trace_sample,
+                  "SM90 consumers record one work tile in N of each CTA, the others run uninstrumented (default 8; "
+                  "1: every tile)")
+      ->check(CLI::Range(1, 1 << 20));
   sub->add_flag("--cudnn", c->cudnn, "time cuDNN's fused attention on the same shapes (python3 + PyTorch)");
   sub->add_flag("--no-ops", c->no_ops, "skip the traced runs per case (no per-op table, no traces, no overhead)");
   sub->get_option("--sweep")->excludes(sub->get_option("schedules"));

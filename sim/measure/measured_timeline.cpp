@@ -58,6 +58,8 @@ uint64_t dropped_spans(const sm90::MeasuredTrace& rec) {
   return d;
 }
 
+bool cta_recorded(const sm90::MeasuredTrace& rec, int cta) { return rec.ctas.at(cta).ns1 != 0; }
+
 MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallback_ghz) {
   if (cta < 0 || static_cast<size_t>(cta) >= rec.ctas.size())
     throw std::out_of_range(fmt::format("CTA {} not in the trace ({} CTAs)", cta, rec.ctas.size()));
@@ -69,9 +71,14 @@ MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallbac
   m.sm = static_cast<int>(c.smid);
   m.tiles = static_cast<int>(c.tiles);
   m.start_ns = static_cast<double>(c.ns0 - first_ns);
+  Timeline& tl = m.timeline;
+  if (!cta_recorded(rec, cta)) {
+    m.end_ns = m.start_ns;
+    tl.clock_ghz = fallback_ghz;
+    return m;
+  }
   m.end_ns = static_cast<double>(c.ns1 - first_ns);
   const double ns = static_cast<double>(c.ns1 - c.ns0), cycles = static_cast<double>(c.clk1 - c.clk0);
-  Timeline& tl = m.timeline;
   tl.clock_ghz = ns >= 20000 && cycles > 0 ? cycles / ns : fallback_ghz;
   tl.end_cycles = cycles;
   std::map<std::string, int> label_ids;
@@ -139,8 +146,13 @@ std::vector<int> default_trace_ctas(const sm90::MeasuredTrace& rec, int count) {
   for (size_t i = 1; i < rec.ctas.size(); ++i)
     if (rec.ctas[i].ns1 > rec.ctas[last].ns1) last = static_cast<int>(i);
   out.push_back(last);
-  for (int i = 0; static_cast<int>(out.size()) < count && i < static_cast<int>(rec.ctas.size()); ++i)
-    if (i != last) out.push_back(i);
+  // Then the lowest-numbered CTAs whose first tile was recorded (with a trace sample of N, the
+  // consumers of CTA c record its tiles i with (i + c) % N == 0), then any other that recorded.
+  const int n = static_cast<int>(rec.ctas.size());
+  const int every = static_cast<int>(std::max<uint32_t>(1, rec.trace_sample));
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; static_cast<int>(out.size()) < count && i < n; ++i)
+      if (i != last && cta_recorded(rec, i) && (pass == 0) == (i % every == 0)) out.push_back(i);
   return out;
 }
 

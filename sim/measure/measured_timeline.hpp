@@ -25,7 +25,13 @@ struct MeasuredCta {
   uint64_t dropped = 0;  ///< spans of its recording warps beyond the record capacity
 };
 
-/// Converts CTA `cta` of `rec` to a Timeline. Clock: this CTA's (clk1 - clk0) / (ns1 - ns0),
+/// Whether CTA `cta` of `rec` wrote its end anchor. Every CTA of kernels/fa2, kernels/blackflash
+/// and kernels/sm100 does; an SM90 CTA that recorded no tile under trace sampling
+/// (MeasuredTrace::trace_sample > 1) does not, and has no spans.
+bool cta_recorded(const sm90::MeasuredTrace& rec, int cta);
+
+/// Converts CTA `cta` of `rec` to a Timeline (an empty one, ending where it starts, for a CTA that
+/// did not record). Clock: this CTA's (clk1 - clk0) / (ns1 - ns0),
 /// or `fallback_ghz` when its interval is too short for the %globaltimer step (< 20 us).
 /// Wait labels follow the simulator's ("pipeline_k.full[1] phase 0", "bar.pingpong[0]",
 /// "wgmma.wait_group"). Throws std::out_of_range for a CTA index past the records.
@@ -50,7 +56,8 @@ std::map<std::string, OpStat> op_means_first_warps(const Timeline& tl);
 std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls);
 
 /// The CTAs a measured trace shows by default: the one that finished last (the critical CTA,
-/// as `simulate` shows) followed by the lowest-indexed others, `count` in all.
+/// as `simulate` shows) followed by the lowest-indexed others whose first tile was recorded
+/// (MeasuredTrace::trace_sample), then the rest that recorded, at most `count` in all.
 std::vector<int> default_trace_ctas(const sm90::MeasuredTrace& rec, int count);
 
 /// Writes CTAs `ctas` of a measured run as one Chrome trace: a process per CTA ("CTA i (SM s)"),

@@ -5,7 +5,8 @@
 // causal and non-causal x a set of shapes with ragged sequence lengths (not multiples of the
 // tile), GQA, sq != sk, rows that see no key, more tiles than SMs, and one large shape checked on
 // sampled rows by the GPU reference; each under every tile scheduler it runs with (the dynamic
-// one's counter must be back at 0 after each launch, or the next run fails). Exits 0 when all
+// one's counter must be back at 0 after each launch, or the next run fails); the instrumented
+// build of each kernel on one shape (recorded and plain tiles). Exits 0 when all
 // pass, 1 on a failure, 2 on bad arguments, and 77 (ctest: skipped) with a message when this
 // machine has no GPU or none that runs any compiled kernel.
 #include <cstdio>
@@ -81,30 +82,37 @@ int main(int argc, char** argv) {
         {4, 12, 3, 700, 650, d, false},  // more tiles than SMs: persistent CTAs run several, GQA 4:1
     };
     if (!quick) shapes.push_back({1, 4, 4, 2100, 2100, d, false});  // GPU reference, sampled rows
+    // The instrumented build too, on the shape with several tiles per persistent CTA: recording
+    // one tile in 3, so that both its recorded and its plain tiles run (families that record every
+    // tile ignore the sample).
+    const size_t traced_shape = 5;
     for (bool causal : {false, true})
-      for (Shape s : shapes) {
+      for (size_t si = 0; si < shapes.size(); ++si) {
+        Shape s = shapes[si];
         s.causal = causal;
-        for (TileScheduler sched : schedulers_of(k)) {
-          ++runs;
-          try {
-            DeviceProblem prob(s, 1234 + runs);
-            const CheckResult r = check_kernel(k, prob, sched);
-            std::printf("%-4s %-46s %-34s %-17s %s rows %lld max|err| %.4f rel-rms %.4f lse %.2e%s%s\n",
-                        r.pass ? "ok" : "FAIL", attnsim::describe(k.knobs).c_str(), s.describe().c_str(),
-                        attnsim::tile_scheduler_name(sched), r.reference.c_str(), r.rows_checked, r.max_abs_err,
-                        r.max_rel_rms, r.max_lse_err, r.pass ? "" : "  ", r.detail.c_str());
-            if (!r.pass) ++failures;
-          } catch (const std::exception& e) {
-            std::printf("FAIL %-46s %-34s error: %s\n", attnsim::describe(k.knobs).c_str(), s.describe().c_str(),
-                        e.what());
-            ++failures;
-            if (std::string(e.what()).find("unspecified launch failure") != std::string::npos ||
-                std::string(e.what()).find("illegal") != std::string::npos) {
-              std::printf("the CUDA context is lost after this error; stopping\n");
-              return 1;
+        for (TileScheduler sched : schedulers_of(k))
+          for (bool traced : {false, true}) {
+            if (traced && (si != traced_shape || !k.launch_traced)) continue;
+            ++runs;
+            const std::string name = attnsim::describe(k.knobs) + (traced ? " (traced)" : "");
+            try {
+              DeviceProblem prob(s, 1234 + runs);
+              const CheckResult r = traced ? check_traced_kernel(k, prob, sched, 3) : check_kernel(k, prob, sched);
+              std::printf("%-4s %-55s %-34s %-17s %s rows %lld max|err| %.4f rel-rms %.4f lse %.2e%s%s\n",
+                          r.pass ? "ok" : "FAIL", name.c_str(), s.describe().c_str(),
+                          attnsim::tile_scheduler_name(sched), r.reference.c_str(), r.rows_checked, r.max_abs_err,
+                          r.max_rel_rms, r.max_lse_err, r.pass ? "" : "  ", r.detail.c_str());
+              if (!r.pass) ++failures;
+            } catch (const std::exception& e) {
+              std::printf("FAIL %-55s %-34s error: %s\n", name.c_str(), s.describe().c_str(), e.what());
+              ++failures;
+              if (std::string(e.what()).find("unspecified launch failure") != std::string::npos ||
+                  std::string(e.what()).find("illegal") != std::string::npos) {
+                std::printf("the CUDA context is lost after this error; stopping\n");
+                return 1;
+              }
             }
           }
-        }
       }
   }
   if (runs == 0) {

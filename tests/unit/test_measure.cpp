@@ -186,6 +186,31 @@ TEST_CASE("a CTA shorter than the globaltimer resolution takes the fallback cloc
   CHECK(measured_cta(t, 0, 1.5).timeline.clock_ghz == 1.5);
 }
 
+TEST_CASE("a sampled trace: CTAs without an end anchor recorded nothing and are not shown", "[measure]") {
+  // Five CTAs traced with --trace-sample 2: CTAs 1 and 3 recorded no tile, so the kernel left their
+  // zeroed end anchors (and counts) as they were; CTA 4 ends last among those that recorded.
+  sm90::MeasuredTrace t = two_ctas();
+  t.trace_sample = 2;
+  t.records.resize(5 * 5 * 3, attnsim_trace_record{});
+  t.counts.resize(5 * 5, 0);
+  t.ctas.resize(5, attnsim_cta_clock{});
+  t.ctas[1] = attnsim_cta_clock{0, 0, 10500, 0, 9, 0};  // started, recorded nothing
+  t.ctas[2] = attnsim_cta_clock{0, 20000, 10200, 20200, 3, 1};
+  t.ctas[3] = attnsim_cta_clock{0, 0, 10600, 0, 4, 0};
+  t.ctas[4] = attnsim_cta_clock{0, 60000, 10700, 40700, 5, 1};
+  CHECK(cta_recorded(t, 0));
+  CHECK_FALSE(cta_recorded(t, 1));
+  CHECK_FALSE(cta_recorded(t, 3));
+  const MeasuredCta m = measured_cta(t, 1, 1.5);
+  CHECK(m.timeline.warps.empty());
+  CHECK(m.end_ns == m.start_ns);
+  CHECK(m.timeline.clock_ghz == 1.5);
+  // The last to end first, then CTAs whose first tile was recorded (c % 2 == 0), then the rest
+  // that recorded; never one that recorded nothing.
+  CHECK(default_trace_ctas(t, 5) == std::vector<int>{4, 0, 2});
+  CHECK(default_trace_ctas(t, 2) == std::vector<int>{4, 0});
+}
+
 TEST_CASE("per-op means group waits by barrier without stage and phase", "[measure]") {
   const sm90::MeasuredTrace t = two_ctas();
   const MeasuredCta a = measured_cta(t, 0, 1), b = measured_cta(t, 1, 1);
