@@ -168,6 +168,7 @@ struct Consumer {
         const uint32_t t0 = tr.now();
         wait_parity(&s.q_full[q_read.index], q_read.phase);
         const uint32_t t1 = tr.now();
+        copy_tile_slot(s.tile, s.warp_tile(tr.warp_index()), lane);
         const Tile c = slot_tile();
         if (c.index >= p.num_tiles) break;
         const bool rec = records(local);
@@ -236,7 +237,7 @@ struct Consumer {
   /// pipeline_q.full wait to this warp's pipeline_q.empty arrival). Read where it is needed rather
   /// than kept in registers across the KV loop, where the accumulators take nearly all of them.
   __device__ Tile slot_tile() const {
-    const volatile Tile* v = s.tile;
+    const volatile Tile* v = s.warp_tile(tr.warp_index());
     return Tile{v->index, v->m, v->head, v->batch, v->n_blocks, v->first_masked};
   }
 
@@ -280,12 +281,8 @@ struct Consumer {
       epilogue<T>(p, s, tr, slot_tile(), group, warp, lane, o, st, local);
     else
       epilogue<T>(p, s, tr, c, group, warp, lane, o, st, local);
-    // Q's buffer (which held O) may be refilled. With the dynamic scheduler every lane has read
-    // the tile slot, which the load warp rewrites after this arrival: __syncwarp orders the other
-    // lanes' reads before lane 0's arrive. (compute-sanitizer racecheck on an H100: 12 hazards
-    // per run between the slot's stores and these reads without it, 9 with it; the 9 left are not
-    // explained yet.)
-    if constexpr (T::kDynamic) __syncwarp();
+    // Q's buffer (which held O) may be refilled, and with the dynamic scheduler the tile slot,
+    // which lane 0 copied for this warp (copy_tile_slot), rewritten.
     if (lane == 0) arrive(s.q_empty);
   }
 };

@@ -83,6 +83,38 @@ struct Tile {
   int first_masked;  // blocks [first_masked, n_blocks) need the mask; those below it none
 };
 static_assert(sizeof(Tile) <= kTileSlotBytes, "the tile slot holds a Tile (structure.h)");
+static_assert(sizeof(Tile) == 6 * sizeof(int), "the tile slot's accessors move six ints");
+
+// The tile slot is handed over by pipeline_q's mbarriers: written before the load warp's arrive
+// (release) on q_full, read after the consumers' wait (acquire), rewritten after their arrivals on
+// q_empty. compute-sanitizer racecheck does not take mbarrier arrive/wait as synchronization: a
+// stand-alone repro (one warp writes a slot and arrives; two warps wait and read it) reports
+// hazards with plain and with relaxed shared accesses and none with atomics (H100, 2026-11-24);
+// the kernels' plain accesses gave 9 hazards per run. So the slot is written with shared-memory
+// atomics, and lane 0 of each consumer warp reads it with atomics into its warp's own copy, which
+// its lanes read between two __syncwarp. (Every lane taking the values from lane 0 by shuffles
+// instead cost the dynamic hd64 kernel 20 more bytes of spills and 10% of its time at hd64 s2k.)
+
+/// Writes `c` into the tile slot (the load warp's lane 0).
+__device__ __forceinline__ void publish_tile(Tile* slot, const Tile& c) {
+  int* d = reinterpret_cast<int*>(slot);
+  const int v[6] = {c.index, c.m, c.head, c.batch, c.n_blocks, c.first_masked};
+#pragma unroll
+  for (int i = 0; i < 6; ++i) atomicExch(d + i, v[i]);
+}
+
+/// Copies the tile slot into `copy`, this warp's own (lane 0 reads with atomics); the whole warp
+/// calls it, converged, and may read `copy` until its next call.
+__device__ __forceinline__ void copy_tile_slot(Tile* slot, Tile* copy, int lane) {
+  __syncwarp();  // the lanes' reads of the previous copy come first
+  if (lane == 0) {
+    int* d = reinterpret_cast<int*>(slot);
+    int* c = reinterpret_cast<int*>(copy);
+#pragma unroll
+    for (int i = 0; i < 6; ++i) c[i] = atomicAdd(d + i, 0);
+  }
+  __syncwarp();
+}
 
 /// The dynamic tile scheduler's next tile for this CTA: the next untaken one of the global
 /// counter (a CTA's first tile is blockIdx.x). Lane 0 of the load warp calls it once per tile.

@@ -47,7 +47,7 @@ __device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, Trac
     // Q's buffer is free once every consumer warp has finished the previous tile's epilogue.
     traced_wait(tr, &s.q_empty[q_write.index], q_write.phase, ATTNSIM_WAIT_Q_EMPTY, 0, -1, local);
     tr.start();
-    if constexpr (T::kDynamic) *s.tile = c;  // published to the consumers by the arrive (release) below
+    if constexpr (T::kDynamic) publish_tile(s.tile, c);  // handed over by the arrive (release) below
     cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
                                          s.q_full, T::kQBytes);
 #pragma unroll
@@ -67,7 +67,9 @@ __device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, Trac
   if constexpr (T::kDynamic) {
     // No more tiles: an index past the last one, published like a tile but with no Q bytes.
     wait_parity(&s.q_empty[q_write.index], q_write.phase);
-    s.tile->index = p.num_tiles;
+    Tile last{};
+    last.index = p.num_tiles;
+    publish_tile(s.tile, last);
     arrive(s.q_full);
   }
   return local;

@@ -16,7 +16,8 @@ struct Smem {
   uint8_t* k_ring;  // [stage][chunk][n_block][64]
   uint8_t* v_ring;  // [stage][chunk][n_block][64]
   uint64_t *q_full, *q_empty, *k_full, *k_empty, *v_full, *v_empty;
-  Tile* tile;   // dynamic scheduler: the tile whose Q the Q buffer holds (index past the last: no more)
+  Tile* tile;   // dynamic scheduler: the tile whose Q the Q buffer holds (index past the last: no more),
+                // then one copy per warp (warp_tile)
   void* trace;  // traced kernels: one TraceRecorder::Slot per warp
 
   /// Carves the layout out of `raw` (aligned up to 1024 B, as 128B swizzle atoms require).
@@ -34,6 +35,10 @@ struct Smem {
     v_empty = v_full + T::kKvStage;
     tile = reinterpret_cast<Tile*>(base + T::kTileOff);
     trace = base + T::kTraceOff;
+  }
+  /// Dynamic scheduler: warp `w`'s copy of the tile slot (copy_tile_slot).
+  __device__ Tile* warp_tile(int w) const {
+    return reinterpret_cast<Tile*>(reinterpret_cast<uint8_t*>(tile) + kTileSlotBytes * (1 + w));
   }
   __device__ uint8_t* k(int stage) const { return k_ring + stage * T::kKBytes; }
   __device__ uint8_t* v(int stage) const { return v_ring + stage * T::kVBytes; }

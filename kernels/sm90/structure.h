@@ -119,6 +119,9 @@ inline constexpr int kEpilogueThreads = kThreadsPerWarpgroup;
 /// sm90::Tile) before it arrives on pipeline_q.full, and the consumers read it after waiting on
 /// it (the tiles are decided at run time; an index past the last tile means "no more").
 inline constexpr int kTileSlotBytes = 32;
+/// The dynamic scheduler's tile slots: the load warp's, then one copy per warp of the CTA (each
+/// consumer warp's lane 0 copies the tile there for its lanes: kernels/sm90/kernel_traits.cuh).
+ATTNSIM_HD constexpr int tile_slots_bytes(int consumers) { return kTileSlotBytes * (1 + cta_warps(consumers)); }
 /// Bytes of one warp's trace slot (traced kernels: its trace buffer's bounds, TraceRecorder::Slot).
 inline constexpr int kTraceSlotBytes = 16;
 /// Slack requested on top of the layout so that the base can be aligned up to 1024 B, as the
@@ -132,7 +135,7 @@ struct SmemLayout {
   int k = 0;         ///< K ring [kv_stage][n_block][head_dim]
   int v = 0;         ///< V ring [kv_stage][n_block][head_dim_v]
   int barriers = 0;  ///< mbarrier_count(kv_stage) x 8 B
-  int tile = 0;      ///< dynamic scheduler: kTileSlotBytes, the tile whose Q is in the Q buffer
+  int tile = 0;      ///< dynamic scheduler: tile_slots_bytes, the tile whose Q is in the Q buffer
   int trace = 0;     ///< traced kernels: kTraceSlotBytes per warp
   int bytes = 0;     ///< dynamic SMEM per CTA
   int q_bytes = 0, k_bytes = 0, v_bytes = 0;  ///< one Q tile, one K stage, one V stage
@@ -151,8 +154,8 @@ ATTNSIM_HD constexpr SmemLayout smem_layout(int m_block, int n_block, int head_d
   l.v = l.k + kv_stage * l.k_bytes;
   l.barriers = l.v + kv_stage * l.v_bytes;
   l.tile = l.barriers + mbarrier_count(kv_stage) * 8;
-  l.trace = l.tile + (dynamic ? kTileSlotBytes : 0);
   const int consumers = consumer_warpgroups(m_block);
+  l.trace = l.tile + (dynamic ? tile_slots_bytes(consumers) : 0);
   l.bytes = l.trace + (trace ? kTraceSlotBytes * cta_warps(consumers) : 0) + kSmemAlignSlack;
   return l;
 }

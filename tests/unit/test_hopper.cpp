@@ -243,10 +243,11 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     const auto layout = sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false);
     CHECK(s->resources(hw, p).at("smem_bytes") == layout.bytes);
     CHECK(layout.barriers + sm90::mbarrier_count(kk.kv_stage) * 8 + sm90::kSmemAlignSlack == layout.bytes);
-    // The dynamic tile scheduler's kernel adds the tile slot after the mbarriers.
+    // The dynamic tile scheduler's kernel adds the tile slot and one copy per warp after the mbarriers.
     const auto dyn = sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false, true);
     CHECK(dyn.tile == layout.barriers + sm90::mbarrier_count(kk.kv_stage) * 8);
-    CHECK(dyn.bytes == layout.bytes + sm90::kTileSlotBytes);
+    const int warps = sm90::cta_warps(sm90::consumer_warpgroups(kk.m_block));
+    CHECK(dyn.bytes == layout.bytes + sm90::kTileSlotBytes * (1 + warps));
   }
   // A field that could only hold one value is derived, and declaring it is an error.
   try {
