@@ -46,11 +46,15 @@ struct Consumer {
     return smem_desc_sw128(smem_u32(s.v(stage) + kk * 16 * 128), N * 128, 1024);
   }
 
+  // Traced builds read the clock after a named barrier behind a shared load of the trace slots
+  // (TraceRecorder::now_after_barrier): written once before the first __syncthreads, so the load
+  // races with nothing. (A load of Q's buffer raced with the other warpgroup's epilogue stores of
+  // O there: 3 racecheck hazards per traced run, H100 2026-11-24.)
   __device__ void turn_start(int j, int tile) {
     if constexpr (T::kPingpong) {
       const uint32_t t0 = tr.now();
       named_sync(kBarPingpong + group, kPingpongThreads);
-      tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.q), j, tile, ATTNSIM_WAIT_PINGPONG, group);
+      tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), j, tile, ATTNSIM_WAIT_PINGPONG, group);
     }
   }
   __device__ void turn_end() {
@@ -233,8 +237,8 @@ struct Consumer {
     v_read = x.v_read;
   }
 
-  /// The tile whose Q is in the Q buffer, from the tile slot (dynamic scheduler; valid from its
-  /// pipeline_q.full wait to this warp's pipeline_q.empty arrival). Read where it is needed rather
+  /// The tile whose Q is in the Q buffer, from this warp's copy of the tile slot (dynamic
+  /// scheduler; copy_tile_slot after each pipeline_q.full wait). Read where it is needed rather
   /// than kept in registers across the KV loop, where the accumulators take nearly all of them.
   __device__ Tile slot_tile() const {
     const volatile Tile* v = s.warp_tile(tr.warp_index());

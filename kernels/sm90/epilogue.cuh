@@ -46,7 +46,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
   t0 = tr.now();
   named_sync(kBarEpilogue + group, kEpilogueThreads);
-  tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.q), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
+  tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   if (warp == 0 && lane == 0) {
     t0 = tr.now();
 #pragma unroll
@@ -68,7 +68,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   }
   t0 = tr.now();
   named_sync(kBarEpilogue + group, kEpilogueThreads);
-  tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.q), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
+  tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
 }
 
 }  // namespace attnsim::sm90
