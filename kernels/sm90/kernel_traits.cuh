@@ -71,7 +71,7 @@ struct Params {
   uint32_t trace_cap;
   uint32_t trace_warps;   // bit w: lane 0 of warp w records
   int* tile_counter;      // kDynamic: [0] tiles taken past the first gridDim.x, [1] CTAs done; both 0 between launches
-  uint32_t trace_sample;  // traced: the consumers record local tile i when (i + blockIdx.x) % trace_sample == 0
+  uint32_t trace_sample;  // traced: one work tile in trace_sample is recorded (records_tile, cta_records)
 };
 
 /// One work tile: a block of m_block query rows of one (batch, head). With the dynamic tile
