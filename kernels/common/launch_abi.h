@@ -43,8 +43,8 @@ struct Tensors {
 /// the load warp (0) and the first warp of each consumer warpgroup (4, 8, 12).
 constexpr uint32_t kTraceWarpsFirst = 0x1111u;
 constexpr uint32_t kTraceWarpsAll = 0xffffffffu;
-/// `attnsim validate`'s default TraceBuffers::sample: the SM90 consumers record one work tile in
-/// 8 of each CTA. Recording every tile cost the kernel 5-18% of its time (H100 and H200,
+/// `attnsim validate`'s default TraceBuffers::sample: the SM90 kernels record one work tile in 8.
+/// Recording every tile cost the kernel 5-18% of its time (H100 and H200,
 /// 2026-11-23, kernels/sm90/README.md "Instrumentation"), nearly all of it the recorded warps'
 /// clock reads; the unrecorded tiles run the plain kernel's code.
 constexpr uint32_t kTraceSampleValidate = 8;
@@ -57,9 +57,9 @@ struct TraceBuffers {
   uint32_t* spans = nullptr;   ///< spans run (> counts: the rest did not fit in cap)
   uint32_t cap = 0;
   uint32_t warps = kTraceWarpsFirst;
-  /// Work tiles recorded: one in `sample` of each CTA's tiles (the others run the plain kernel's
-  /// code); 1 records every tile. Families without sampling (kernels/fa2, kernels/blackflash,
-  /// kernels/sm100) record every tile whatever it says.
+  /// Work tiles recorded: one in `sample` (the others run the plain kernel's code; which ones:
+  /// kernels/sm90 records_tile and cta_records); 1 records every tile. Families without sampling (kernels/fa2,
+  /// kernels/blackflash, kernels/sm100) record every tile whatever it says.
   uint32_t sample = 1;
 };
 

@@ -318,7 +318,7 @@ std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& pro
   if (o.reps < 1 || o.launches < 1) throw std::invalid_argument("time_kernel: reps and launches must be >= 1");
   const LaunchInfo li = probe(k, prob, sched);
   std::unique_ptr<TraceAlloc> scratch;
-  if (traced)  // every span fits: the traced time is that of a full trace
+  if (traced)  // every span it records fits: the traced time is that of a full (or sampled) trace
     scratch = std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, sched), o.trace_warps,
                                            o.trace_sample);
   struct Series {
