@@ -30,6 +30,13 @@ if(TARGET attnsim_sm90)
   set_target_properties(attnsim_kernel_tests PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
   add_test(NAME gpu.kernel_correctness COMMAND attnsim_kernel_tests)
   set_tests_properties(gpu.kernel_correctness PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
+  # gpu.kernel_timing: time_kernels (several kernels of one problem timed together, in turns),
+  # the timing `validate` uses. Skipped (exit 77, with the reason) without an H100/H200.
+  add_executable(attnsim_kernel_timing_tests ${CMAKE_CURRENT_SOURCE_DIR}/gpu/kernel_timing.cpp)
+  target_link_libraries(attnsim_kernel_timing_tests PRIVATE attnsim_sm90)
+  set_target_properties(attnsim_kernel_timing_tests PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
+  add_test(NAME gpu.kernel_timing COMMAND attnsim_kernel_timing_tests)
+  set_tests_properties(gpu.kernel_timing PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
 
 # gpu.softmax_math: FA4's emulated exp2 (kernels/common/softmax_math.h) on the GPU against the

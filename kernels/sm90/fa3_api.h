@@ -95,11 +95,12 @@ class DeviceProblem {
 };
 
 /// How a kernel is timed: `warmup` untimed launches, then `reps` repetitions of `launches`
-/// back-to-back launches between one pair of CUDA events (all enqueued without a host sync in
-/// between, behind one untimed launch, so the GPU never waits for the host); each repetition
-/// gives one per-launch time (its elapsed time / launches). The same input buffers every launch:
-/// K and V of the validation problems (67-270 MB) exceed the L2 (50 MB on H100), so rotating them
-/// would change nothing.
+/// launches, all enqueued at once in one chain of CUDA events (an event between each two
+/// launches; behind one untimed launch), so the GPU runs them back to back and never waits for
+/// the host; a repetition's per-launch time is the mean of its launches' times. Several series
+/// (plain and traced, several kernels: time_kernels) take turns launch by launch. The same input
+/// buffers every launch: K and V of the validation problems (67-270 MB) exceed the L2 (50 MB on
+/// H100), so rotating them would change nothing.
 struct TimingOptions {
   int warmup = 5;
   int reps = 20;
@@ -118,13 +119,27 @@ struct Timing {
 /// Times a kernel as TimingOptions says. A traced kernel records every span (its scratch buffer
 /// holds them all), so its time is that of a full trace.
 Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, const TimingOptions& o);
-/// The plain and the traced kernel (o.traced is ignored), their repetitions interleaved (plain,
+/// The plain and the traced kernel (o.traced is ignored), their launches interleaved (plain,
 /// traced, plain, ...) so that drift during the run affects both alike: the instrumentation's
 /// overhead is traced.median_ms / plain.median_ms - 1.
 struct TimingPair {
   Timing plain, traced;
 };
-TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, const TimingOptions& o);
+TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched,
+                                 const TimingOptions& o);
+/// A kernel and the tile scheduler it runs with (time_kernels).
+struct TimedKernel {
+  const CompiledKernel* kernel = nullptr;
+  TileScheduler sched = TileScheduler::Lpt;
+};
+/// Several kernels of one problem (a schedule's variants), each plain and, when `traced`, traced
+/// too (o.traced is ignored), their launches interleaved one by one (k0 plain, k0 traced, k1
+/// plain, ..., then again): the SM clock, which the GPU's power management moves by 10-20% within
+/// a second under load (configs/measured/<gpu>/clock_under_load.json), is then alike for all, so
+/// that a variant's time against the base's measures the variant, not the clock. One pair per
+/// kernel, in order.
+std::vector<TimingPair> time_kernels(const std::vector<TimedKernel>& ks, DeviceProblem& prob, const TimingOptions& o,
+                                     bool traced);
 
 /// Result of checking a kernel's O and LSE against a reference.
 struct CheckResult {

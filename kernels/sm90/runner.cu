@@ -311,63 +311,102 @@ void summarize(Timing& t) {
   t.max_ms = s.back();
 }
 
-/// Times the plain kernel, and the traced one when `both`, their repetitions interleaved (plain,
-/// traced, plain, ...) so that clock or temperature drift during the run affects both alike.
-std::vector<Timing> time_interleaved(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched,
-                                     const TimingOptions& o, bool plain, bool traced) {
+/// Times each kernel of `ks` on the same problem, plain when `plain`, traced when `traced`, their
+/// launches interleaved one by one (k0 plain, k0 traced, k1 plain, ..., then again) so that clock
+/// or temperature drift during the run affects all alike. Returns one pair per kernel (a Timing
+/// not asked for stays empty).
+std::vector<TimingPair> time_interleaved(const std::vector<TimedKernel>& ks, DeviceProblem& prob,
+                                         const TimingOptions& o, bool plain, bool traced) {
   if (o.reps < 1 || o.launches < 1) throw std::invalid_argument("time_kernel: reps and launches must be >= 1");
-  const LaunchInfo li = probe(k, prob, sched);
-  std::unique_ptr<TraceAlloc> scratch;
-  if (traced)  // every span it records fits: the traced time is that of a full (or sampled) trace
-    scratch = std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(k, prob.shape(), li, sched), o.trace_warps,
-                                           o.trace_sample);
+  if (ks.empty()) throw std::invalid_argument("time_kernels: no kernel to time");
   struct Series {
+    const TimedKernel* k;
     LaunchFn fn;
-    const TraceBuffers* tb;
+    std::unique_ptr<TraceAlloc> scratch;  // traced: every span it records fits (a full or sampled trace)
+    LaunchInfo li;
+    Timing* out;
   };
+  std::vector<TimingPair> out(ks.size());
   std::vector<Series> series;
-  if (plain) series.push_back({k.launch, nullptr});
-  if (traced) series.push_back({k.launch_traced, &scratch->b});
-  auto launch = [&](const Series& x) { x.fn(prob.shape(), prob.tensors(), sched, x.tb, nullptr, nullptr); };
-  for (const auto& x : series)
-    for (int i = 0; i < o.warmup; ++i) launch(x);
-  cuda_check(cudaDeviceSynchronize(), "fa3_forward (warm-up)");
-  // Every repetition is enqueued at once, behind one untimed launch: the GPU runs the launches
-  // back to back and never waits for the host, so host gaps stay out of the times.
-  const size_t n = series.size() * o.reps;
-  std::vector<Event> start(n), stop(n);
-  launch(series.front());
-  for (int r = 0; r < o.reps; ++r)
-    for (size_t x = 0; x < series.size(); ++x) {
-      const size_t e = r * series.size() + x;
-      cuda_check(cudaEventRecord(start[e].e), "cudaEventRecord");
-      for (int i = 0; i < o.launches; ++i) launch(series[x]);
-      cuda_check(cudaEventRecord(stop[e].e), "cudaEventRecord");
-    }
-  cuda_check(cudaEventSynchronize(stop[n - 1].e), "fa3_forward (timed)");
-  std::vector<Timing> out(series.size());
-  for (size_t x = 0; x < series.size(); ++x) {
-    out[x].launch = li;
-    out[x].launches = o.launches;
-    for (int r = 0; r < o.reps; ++r) {
-      const size_t e = r * series.size() + x;
-      out[x].ms.push_back(elapsed_ms(start[e], stop[e]) / o.launches);
-    }
-    summarize(out[x]);
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const TimedKernel& k = ks[i];
+    const LaunchInfo li = probe(*k.kernel, prob, k.sched);
+    if (plain) series.push_back({&k, k.kernel->launch, nullptr, li, &out[i].plain});
+    if (traced)
+      series.push_back(
+          {&k, k.kernel->launch_traced,
+           std::make_unique<TraceAlloc>(li.grid, li.warps, full_trace_cap(*k.kernel, prob.shape(), li, k.sched),
+                                        o.trace_warps, o.trace_sample),
+           li, &out[i].traced});
   }
+  if (series.empty()) throw std::invalid_argument("time_kernels: neither plain nor traced");
+  auto launch = [&](const Series& x) {
+    x.fn(prob.shape(), prob.tensors(), x.k->sched, x.scratch ? &x.scratch->b : nullptr, nullptr, nullptr);
+  };
+  // Warm-up, timed per series: the longest kernel sets how many launches make one turn.
+  double longest_ms = 0;
+  for (const auto& x : series) {
+    Event a, b;
+    launch(x);
+    cuda_check(cudaEventRecord(a.e), "cudaEventRecord");
+    for (int i = 0; i < std::max(1, o.warmup); ++i) launch(x);
+    cuda_check(cudaEventRecord(b.e), "cudaEventRecord");
+    cuda_check(cudaEventSynchronize(b.e), "fa3_forward (warm-up)");
+    longest_ms = std::max(longest_ms, elapsed_ms(a, b) / std::max(1, o.warmup));
+  }
+  // Every launch is enqueued at once (an event after each turn), so the GPU runs them back to
+  // back and never waits for the host: host gaps stay out of the times. The series take turns of
+  // about kTurnMs each, so that a cycle over all of them stays short against the swings of the SM
+  // clock under power management (1.42-1.67 GHz within about a second: clock_under_load). Turns
+  // of all `launches` launches (130-700 ms cycles) left two identical kernels of one group
+  // 3.5-5.9% apart (H100 and H200, 2026-11-24); turns of one launch made every launch pay a
+  // switch between kernels (short traced kernels +5-15 us). Each cycle starts one series later.
+  constexpr double kTurnMs = 5;
+  const int per_turn = std::clamp(static_cast<int>(kTurnMs / std::max(longest_ms, 1e-3)), 1, o.launches);
+  const size_t ns = series.size();
+  struct Turn {
+    size_t series;
+    int rep, launches;
+  };
+  std::vector<Turn> turns;
+  for (int r = 0, cycle = 0; r < o.reps; ++r)
+    for (int c = 0; c < o.launches; c += per_turn, ++cycle)
+      for (size_t y = 0; y < ns; ++y) turns.push_back({(cycle + y) % ns, r, std::min(per_turn, o.launches - c)});
+  std::vector<Event> ev(turns.size() + 1);
+  launch(series.front());
+  cuda_check(cudaEventRecord(ev[0].e), "cudaEventRecord");
+  for (size_t j = 0; j < turns.size(); ++j) {
+    for (int i = 0; i < turns[j].launches; ++i) launch(series[turns[j].series]);
+    cuda_check(cudaEventRecord(ev[j + 1].e), "cudaEventRecord");
+  }
+  cuda_check(cudaDeviceSynchronize(), "fa3_forward (timed)");
+  // Repetition r of a series: the mean over its `launches` launches, from its turns in rep r.
+  for (const auto& x : series) {
+    x.out->launch = x.li;
+    x.out->launches = o.launches;
+    x.out->ms.assign(o.reps, 0.0);
+  }
+  for (size_t j = 0; j < turns.size(); ++j)
+    series[turns[j].series].out->ms[turns[j].rep] += elapsed_ms(ev[j], ev[j + 1]) / o.launches;
+  for (const auto& x : series) summarize(*x.out);
   return out;
 }
 
 }  // namespace
 
 Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, const TimingOptions& o) {
-  return time_interleaved(k, prob, sched, o, !o.traced, o.traced).front();
+  const TimingPair t = time_interleaved({{&k, sched}}, prob, o, !o.traced, o.traced).front();
+  return o.traced ? t.traced : t.plain;
 }
 
 TimingPair time_plain_and_traced(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched,
                                  const TimingOptions& o) {
-  std::vector<Timing> t = time_interleaved(k, prob, sched, o, true, true);
-  return TimingPair{t[0], t[1]};
+  return time_interleaved({{&k, sched}}, prob, o, true, true).front();
+}
+
+std::vector<TimingPair> time_kernels(const std::vector<TimedKernel>& ks, DeviceProblem& prob, const TimingOptions& o,
+                                     bool traced) {
+  return time_interleaved(ks, prob, o, true, traced);
 }
 
 CheckResult check_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, int sample_rows) {

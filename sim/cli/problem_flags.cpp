@@ -28,8 +28,9 @@ void TimingFlags::add(CLI::App* app, int min_reps) {
                   fmt::format("timed repetitions (median of their per-launch times; default {}{})", reps,
                               min_reps > 1 ? fmt::format(", at least {}", min_reps) : ""))
       ->check(CLI::Range(min_reps, 100000));
-  app->add_option("--launches", launches,
-                  fmt::format("back-to-back launches per repetition, between one CUDA event pair (default {})", launches))
+  app->add_option(
+         "--launches", launches,
+         fmt::format("launches per repetition, enqueued back to back, timed by CUDA events (default {})", launches))
       ->check(CLI::Range(1, 100000));
   app->add_option("--warmup", warmup, fmt::format("untimed launches first (default {})", warmup))
       ->check(CLI::Range(0, 100000));

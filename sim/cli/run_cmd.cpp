@@ -87,7 +87,7 @@ struct Run : Command {
                                    .launches = timing.launches,
                                    .trace_warps = warps,
                                    .trace_sample = trace_sample};
-    // With --trace, the plain and the traced kernel are timed with their repetitions interleaved.
+    // With --trace, the plain and the traced kernel are timed together, taking turns of about 5 ms.
     sm90::TimingPair tp;
     if (trace.empty())
       tp.plain = sm90::time_kernel(k, dev, sched, topt);
@@ -112,7 +112,7 @@ struct Run : Command {
       write_measured_trace(rec, default_trace_ctas(rec, ctas), full_trace, hardware.clock_ghz, "measured", out);
       std::cout << fmt::format(
           "  traced     {:9.1f} us  (instrumentation overhead {:+.1f}%, --trace-warps {}, --trace-sample {}: traced "
-          "against plain median, repetitions interleaved){}\n",
+          "against plain median, the two timed in turns){}\n",
           tt.median_ms * 1e3, 100 * (tt.median_ms / t.median_ms - 1), trace_warps, trace_sample,
           dropped ? fmt::format("; {} spans past --trace-cap {} per warp dropped", dropped, cap) : "");
       std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace,

@@ -1,6 +1,7 @@
 // `attnsim validate [SCHEDULE...] | --sweep SWEEP.json`: every case (schedule variant x problem)
 // predicted by the simulator (hardware config of the GPU found) and measured on the GPU (median
-// of --reps repetitions of --launches back-to-back launches, CUDA events; the instrumented kernel
+// of --reps repetitions of --launches back-to-back launches, CUDA events; every kernel of a problem
+// timed together, in turns of about 5 ms (sm90::time_kernels); the instrumented kernel
 // too, for its overhead per case), the error per case, MAPE, max error and
 // Spearman rank correlation, per-op mean span durations predicted vs measured, and cuDNN's
 // fused attention on the same shapes in the same run (--cudnn). Writes results.csv, ops.csv,
@@ -13,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.hpp"
@@ -119,68 +121,91 @@ struct Validate : Command {
     std::filesystem::create_directories(out_dir);
     std::cerr << fmt::format("attnsim validate: {} cases on {} (predictions with {})\n", pending.size(), gpu.name,
                              hardware.name);
-    int first_measured = -1;
+    // Every case's kernel and prediction first; then the kernels of each problem are timed
+    // together, taking turns of about 5 ms (sm90::time_kernels), so that a variant's change
+    // against its base is measured under the same SM clock.
+    struct Selected {
+      const sm90::CompiledKernel* kernel = nullptr;
+      TileScheduler sched = TileScheduler::Lpt;
+    };
+    std::vector<Selected> sel(pending.size());
+    std::optional<Prediction> first_pred;     // kept for its timeline (trace_predicted.json)
+    std::vector<std::vector<size_t>> groups;  // indices of measurable cases, one group per problem
     for (size_t i = 0; i < pending.size(); ++i) {
       Pending& x = pending[i];
       ValidationCase& c = x.c;
-      TileScheduler sched = TileScheduler::Lpt;
-      const sm90::CompiledKernel* k = nullptr;
       try {
-        k = &select_kernel(*x.schedule, x.file, c.variant, hardware, c.problem, &sched);
+        sel[i].kernel = &select_kernel(*x.schedule, x.file, c.variant, hardware, c.problem, &sel[i].sched);
       } catch (const InputError& e) {
         c.skipped = e.what();
         continue;
       }
-      c.kernel = describe(k->knobs);
-      const Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
-      sm90::DeviceProblem dev(to_shape(c.problem), 2026 + i);
-      const sm90::TimingOptions topt{.warmup = timing.warmup,
-                                     .reps = timing.reps,
-                                     .launches = timing.launches,
-                                     .trace_warps = warps,
-                                     .trace_sample = trace_sample};
-      // Unless --no-ops, the instrumented kernel too, its repetitions interleaved with the plain
-      // kernel's: its overhead per case.
-      sm90::TimingPair tp;
-      if (no_ops)
-        tp.plain = sm90::time_kernel(*k, dev, sched, topt);
+      c.kernel = describe(sel[i].kernel->knobs);
+      Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
+      if (!first_pred) first_pred = std::move(pred);
+      auto g = std::find_if(groups.begin(), groups.end(),
+                            [&](const auto& gr) { return pending[gr.front()].c.problem_label == c.problem_label; });
+      if (g == groups.end())
+        groups.push_back({i});
       else
-        tp = sm90::time_plain_and_traced(*k, dev, sched, topt);
-      const sm90::Timing& t = tp.plain;
-      if (!no_ops) c.traced_us = tp.traced.median_ms * 1e3;
-      c.measured = true;
-      c.measured_us = t.median_ms * 1e3;
-      c.measured_min_us = t.min_ms * 1e3;
-      c.measured_max_us = t.max_ms * 1e3;
-      c.runs = timing.reps;
-      if (!no_ops) {
-        const sm90::MeasuredTrace rec = sm90::trace_kernel(*k, dev, sched, cap, warps, trace_sample);
-        std::vector<MeasuredCta> ctas;
-        for (int cta = 0; cta < static_cast<int>(rec.ctas.size()); ++cta)
-          if (cta_recorded(rec, cta)) ctas.push_back(measured_cta(rec, cta, hardware.clock_ghz));
-        std::vector<const Timeline*> tls;
-        for (const auto& mc : ctas) tls.push_back(&mc.timeline);
-        c.measured_ops = op_means(tls);
-        std::vector<double> ghz;
-        for (const auto& mc : ctas) ghz.push_back(mc.timeline.clock_ghz);
-        if (!ghz.empty()) {
-          std::nth_element(ghz.begin(), ghz.begin() + ghz.size() / 2, ghz.end());
-          c.measured_clock_ghz = ghz[ghz.size() / 2];
+        g->push_back(i);
+    }
+    const sm90::TimingOptions topt{.warmup = timing.warmup,
+                                   .reps = timing.reps,
+                                   .launches = timing.launches,
+                                   .trace_warps = warps,
+                                   .trace_sample = trace_sample};
+    int first_measured = -1;
+    size_t done = 0;
+    for (const auto& group : groups) {
+      sm90::DeviceProblem dev(to_shape(pending[group.front()].c.problem), 2026 + group.front());
+      std::vector<sm90::TimedKernel> ks;
+      for (size_t i : group) ks.push_back({sel[i].kernel, sel[i].sched});
+      // Unless --no-ops, the instrumented kernels too, interleaved with the plain ones: the
+      // instrumentation's overhead per case.
+      const std::vector<sm90::TimingPair> times = sm90::time_kernels(ks, dev, topt, !no_ops);
+      for (size_t g = 0; g < group.size(); ++g) {
+        const size_t i = group[g];
+        ValidationCase& c = pending[i].c;
+        const Selected& k = sel[i];
+        const sm90::Timing& t = times[g].plain;
+        if (!no_ops) c.traced_us = times[g].traced.median_ms * 1e3;
+        c.measured = true;
+        c.measured_us = t.median_ms * 1e3;
+        c.measured_min_us = t.min_ms * 1e3;
+        c.measured_max_us = t.max_ms * 1e3;
+        c.runs = timing.reps;
+        for (double ms : t.ms) c.run_us.push_back(ms * 1e3);
+        if (!no_ops) {
+          const sm90::MeasuredTrace rec = sm90::trace_kernel(*k.kernel, dev, k.sched, cap, warps, trace_sample);
+          std::vector<MeasuredCta> ctas;
+          for (int cta = 0; cta < static_cast<int>(rec.ctas.size()); ++cta)
+            if (cta_recorded(rec, cta)) ctas.push_back(measured_cta(rec, cta, hardware.clock_ghz));
+          std::vector<const Timeline*> tls;
+          for (const auto& mc : ctas) tls.push_back(&mc.timeline);
+          c.measured_ops = op_means(tls);
+          std::vector<double> ghz;
+          for (const auto& mc : ctas) ghz.push_back(mc.timeline.clock_ghz);
+          if (!ghz.empty()) {
+            std::nth_element(ghz.begin(), ghz.begin() + ghz.size() / 2, ghz.end());
+            c.measured_clock_ghz = ghz[ghz.size() / 2];
+          }
+          if (first_measured < 0) {
+            std::ofstream mt(out_dir + "/trace_measured.json");
+            write_measured_trace(rec, default_trace_ctas(rec, 4), false, hardware.clock_ghz, "measured", mt);
+            std::ofstream pt(out_dir + "/trace_predicted.json");
+            TraceOptions to;
+            to.t1_cycles = first_tile_end(first_pred->critical.timeline);
+            to.process_name = fmt::format("predicted {} on {} (critical CTA)", c.name(), hardware.name);
+            write_chrome_trace(first_pred->critical.timeline, to, pt);
+          }
         }
-        if (first_measured < 0) {
-          std::ofstream mt(out_dir + "/trace_measured.json");
-          write_measured_trace(rec, default_trace_ctas(rec, 4), false, hardware.clock_ghz, "measured", mt);
-          std::ofstream pt(out_dir + "/trace_predicted.json");
-          TraceOptions to;
-          to.t1_cycles = first_tile_end(pred.critical.timeline);
-          to.process_name = fmt::format("predicted {} on {} (critical CTA)", c.name(), hardware.name);
-          write_chrome_trace(pred.critical.timeline, to, pt);
-        }
+        if (first_measured < 0) first_measured = static_cast<int>(i);
+        std::cerr << fmt::format(
+            "  [{}/{}] {} on {}: predicted {:.1f} us, measured {:.1f} us ({:+.1f}%), SM clock {:.3f} GHz\n", ++done,
+            pending.size(), c.name(), c.problem_label, c.predicted_us, c.measured_us, c.error_pct(),
+            c.measured_clock_ghz);
       }
-      if (first_measured < 0) first_measured = static_cast<int>(i);
-      std::cerr << fmt::format("  [{}/{}] {} on {}: predicted {:.1f} us, measured {:.1f} us ({:+.1f}%), SM clock {:.3f} GHz\n",
-                               i + 1, pending.size(), c.name(), c.problem_label, c.predicted_us, c.measured_us,
-                               c.error_pct(), c.measured_clock_ghz);
     }
     std::vector<ValidationCase> cases;
     for (auto& x : pending) cases.push_back(std::move(x.c));
@@ -195,10 +220,11 @@ struct Validate : Command {
                            {"trace_sample", trace_sample},
                            { "method",
                              "measured: median over --reps repetitions of the per-launch time of --launches "
-                             "back-to-back launches between one CUDA event pair (enqueued without host syncs, "
-                             "after warm-up), random N(0,1) bf16 inputs, the same buffers every launch; traced: "
-                             "the instrumented kernel timed the same way, repetitions interleaved with the plain "
-                             "kernel's; predicted: attnsim simulate (exact mode) with the hardware "
+                             "back-to-back launches, CUDA events (enqueued without host syncs, "
+                             "after warm-up), random N(0,1) bf16 inputs, the same buffers every launch; the "
+                             "kernels of one problem (every variant, plain and traced) timed together in turns of "
+                             "about 5 ms, so that all see the same SM clock; traced: the instrumented "
+                             "kernel timed the same way; predicted: attnsim simulate (exact mode) with the hardware "
                              "config matching the GPU, calibrated from microbenchmarks only" }};
     if (cudnn) {
       std::vector<Problem> probs;

@@ -243,8 +243,9 @@ nlohmann::json validation_json(const std::vector<ValidationCase>& cases, const V
     if (!c.measured) x["skipped"] = c.skipped;
     if (c.measured) {
       x["predicted_us"] = c.predicted_us;
-      x["measured_us"] = {{"median", c.measured_us}, {"min", c.measured_min_us}, {"max", c.measured_max_us},
-                          {"runs", c.runs}};
+      x["measured_us"] = {
+          {"median", c.measured_us}, {"min", c.measured_min_us}, {"max", c.measured_max_us}, {"runs", c.runs}};
+      if (!c.run_us.empty()) x["measured_us"]["each_run"] = c.run_us;
       x["error_pct"] = c.error_pct();
       x["measured_tflops"] = c.measured_tflops();
       x["predicted_tflops"] = c.predicted_tflops();

@@ -26,8 +26,9 @@ struct ValidationCase {
   double measured_us = 0;  ///< median of the timed runs
   double measured_min_us = 0, measured_max_us = 0;
   int runs = 0;
-  double cudnn_us = 0;  ///< cuDNN fused attention on the same shape in the same run; 0 = not timed
-  double traced_us = 0;  ///< the instrumented kernel, timed as measured_us is; 0 = not timed
+  std::vector<double> run_us;     ///< each timed run's per-launch time, in the order they ran (results.json)
+  double cudnn_us = 0;            ///< cuDNN fused attention on the same shape in the same run; 0 = not timed
+  double traced_us = 0;           ///< the instrumented kernel, timed as measured_us is; 0 = not timed
   double measured_clock_ghz = 0;  ///< SM clock in the traced run: median over CTAs of clock64 / %globaltimer spans
   std::map<std::string, OpStat> predicted_ops, measured_ops;
 
