@@ -94,11 +94,11 @@ class DeviceProblem {
   float* lse_ = nullptr;
 };
 
-/// How a kernel is timed: `warmup` untimed launches, then `reps` repetitions of `launches`
-/// launches, all enqueued at once in one chain of CUDA events (an event between each two
+/// How a kernel is timed: 1 + max(1, `warmup`) untimed launches, then `reps` repetitions of `launches`
+/// launches, all enqueued at once in one chain of CUDA events (an event after each turn of
 /// launches; behind one untimed launch), so the GPU runs them back to back and never waits for
 /// the host; a repetition's per-launch time is the mean of its launches' times. Several series
-/// (plain and traced, several kernels: time_kernels) take turns launch by launch. The same input
+/// (plain and traced, several kernels: time_kernels) take turns of about 5 ms. The same input
 /// buffers every launch: K and V of the validation problems (67-270 MB) exceed the L2 (50 MB on
 /// H100), so rotating them would change nothing.
 struct TimingOptions {

@@ -311,8 +311,8 @@ void summarize(Timing& t) {
   t.max_ms = s.back();
 }
 
-/// Times each kernel of `ks` on the same problem, plain when `plain`, traced when `traced`, their
-/// launches interleaved one by one (k0 plain, k0 traced, k1 plain, ..., then again) so that clock
+/// Times each kernel of `ks` on the same problem, plain when `plain`, traced when `traced`, the
+/// series taking turns of about 5 ms (k0 plain, k0 traced, k1 plain, ..., then again) so that clock
 /// or temperature drift during the run affects all alike. Returns one pair per kernel (a Timing
 /// not asked for stays empty).
 std::vector<TimingPair> time_interleaved(const std::vector<TimedKernel>& ks, DeviceProblem& prob,
@@ -343,7 +343,8 @@ std::vector<TimingPair> time_interleaved(const std::vector<TimedKernel>& ks, Dev
   auto launch = [&](const Series& x) {
     x.fn(prob.shape(), prob.tensors(), x.k->sched, x.scratch ? &x.scratch->b : nullptr, nullptr, nullptr);
   };
-  // Warm-up, timed per series: the longest kernel sets how many launches make one turn.
+  // Warm-up (one launch, then max(1, warmup) timed ones) per series: the longest kernel sets how
+  // many launches make one turn.
   double longest_ms = 0;
   for (const auto& x : series) {
     Event a, b;

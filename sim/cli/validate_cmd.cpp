@@ -130,7 +130,7 @@ struct Validate : Command {
     };
     std::vector<Selected> sel(pending.size());
     std::optional<Prediction> first_pred;     // kept for its timeline (trace_predicted.json)
-    std::vector<std::vector<size_t>> groups;  // indices of measurable cases, one group per problem
+    std::vector<std::vector<size_t>> groups;  // indices of measurable cases, one group per problem (its full shape)
     for (size_t i = 0; i < pending.size(); ++i) {
       Pending& x = pending[i];
       ValidationCase& c = x.c;
@@ -143,8 +143,9 @@ struct Validate : Command {
       c.kernel = describe(sel[i].kernel->knobs);
       Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
       if (!first_pred) first_pred = std::move(pred);
+      const std::string shape = c.problem.describe();
       auto g = std::find_if(groups.begin(), groups.end(),
-                            [&](const auto& gr) { return pending[gr.front()].c.problem_label == c.problem_label; });
+                            [&](const auto& gr) { return pending[gr.front()].c.problem.describe() == shape; });
       if (g == groups.end())
         groups.push_back({i});
       else
