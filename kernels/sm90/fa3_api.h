@@ -119,7 +119,7 @@ struct Timing {
 /// Times a kernel as TimingOptions says. A traced kernel records every span (its scratch buffer
 /// holds them all), so its time is that of a full trace.
 Timing time_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, const TimingOptions& o);
-/// The plain and the traced kernel (o.traced is ignored), their launches interleaved (plain,
+/// The plain and the traced kernel (o.traced is ignored), taking turns of about 5 ms (plain,
 /// traced, plain, ...) so that drift during the run affects both alike: the instrumentation's
 /// overhead is traced.median_ms / plain.median_ms - 1.
 struct TimingPair {
@@ -133,8 +133,8 @@ struct TimedKernel {
   TileScheduler sched = TileScheduler::Lpt;
 };
 /// Several kernels of one problem (a schedule's variants), each plain and, when `traced`, traced
-/// too (o.traced is ignored), their launches interleaved one by one (k0 plain, k0 traced, k1
-/// plain, ..., then again): the SM clock, which the GPU's power management moves by 10-20% within
+/// too (o.traced is ignored), taking turns of about 5 ms (k0 plain, k0 traced, k1 plain, ...,
+/// then again): the SM clock, which the GPU's power management moves by 10-20% within
 /// a second under load (configs/measured/<gpu>/clock_under_load.json), is then alike for all, so
 /// that a variant's time against the base's measures the variant, not the clock. One pair per
 /// kernel, in order.

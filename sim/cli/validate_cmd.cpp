@@ -162,7 +162,7 @@ struct Validate : Command {
       sm90::DeviceProblem dev(to_shape(pending[group.front()].c.problem), 2026 + group.front());
       std::vector<sm90::TimedKernel> ks;
       for (size_t i : group) ks.push_back({sel[i].kernel, sel[i].sched});
-      // Unless --no-ops, the instrumented kernels too, interleaved with the plain ones: the
+      // Unless --no-ops, the instrumented kernels too, in the same turns as the plain ones: the
       // instrumentation's overhead per case.
       const std::vector<sm90::TimingPair> times = sm90::time_kernels(ks, dev, topt, !no_ops);
       for (size_t g = 0; g < group.size(); ++g) {
