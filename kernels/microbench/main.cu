@@ -37,9 +37,9 @@ constexpr int kSkipCode = 77;
 
 std::vector<Benchmark> registry() {
   std::vector<Benchmark> all;
-  for (auto part : {pipe_benchmarks(), mma_benchmarks(), memory_benchmarks(), sync_benchmarks(),
-                    latency_benchmarks(), launch_benchmarks(), operand_benchmarks(),
-                    mma_queue_benchmarks(), softmax_block_benchmarks(), ifetch_benchmarks(), ldg_load_benchmarks()})
+  for (auto part : {pipe_benchmarks(), mma_benchmarks(), memory_benchmarks(), sync_benchmarks(), latency_benchmarks(),
+                    launch_benchmarks(), operand_benchmarks(), mma_queue_benchmarks(), softmax_block_benchmarks(),
+                    ifetch_benchmarks(), ldg_load_benchmarks(), tma_load_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -107,6 +107,8 @@ const Expect kExpect[] = {
     {"softmax_block", "/results/softmax_exp_beside_wgmma_cycles", 50, 1e5},
     {"ldg_load", "/results/ldg_latency_alone_cycles", 50, 5000},
     {"ldg_load", "/results/ldg_latency_all_sms_loading_cycles", 50, 5000},
+    {"tma_under_load", "/results/latency_hit_alone_cycles", 50, 1e5},
+    {"tma_under_load", "/results/latency_miss_alone_cycles", 50, 1e5},
 };
 
 void usage() {

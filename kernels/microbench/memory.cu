@@ -50,10 +50,6 @@ __device__ __forceinline__ void init_bars(uint64_t* bars, int n) {
   __syncthreads();
 }
 
-__device__ __forceinline__ uint8_t* align1k(uint8_t* p) {
-  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
-}
-
 /// Latency: thread 0 times `reps` single copies (arrive.expect_tx, copy, try_wait until the
 /// phase completes), chunks visited in a scattered order.
 __global__ void tma_latency_kernel(const __grid_constant__ CUtensorMap tmap, TmaSource src, int reps,
@@ -156,10 +152,6 @@ std::pair<TmaSource, CUtensorMap> source(const uint8_t* buf, size_t buf_bytes, i
     m = make_tmap(buf, rows, s.box_rows);
   }
   return {s, m};
-}
-
-void check_err(const DeviceBuffer<int>& err, const char* what) {
-  if (err.to_host()[0] != 0) throw std::runtime_error(std::string(what) + ": an mbarrier wait timed out (2 s)");
 }
 
 void touch(const uint8_t* buf, size_t bytes, int sm_count) {

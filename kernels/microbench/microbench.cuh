@@ -229,6 +229,7 @@ std::vector<Benchmark> mma_queue_benchmarks();
 std::vector<Benchmark> ifetch_benchmarks();
 std::vector<Benchmark> softmax_block_benchmarks();
 std::vector<Benchmark> ldg_load_benchmarks();
+std::vector<Benchmark> tma_load_benchmarks();
 
 /// 2D bf16 tensor map over `rows` x 128 columns (row stride 256 B: a head_dim-128 K/V layout),
 /// boxes of 64 columns x `box_rows` rows, 128B swizzle, L2 promotion 256 B (as FA3's).
@@ -259,6 +260,16 @@ class DeviceBuffer {
   T* p_ = nullptr;
   size_t n_;
 };
+
+/// Throws when a kernel flagged `err` (an mbarrier wait that timed out after 2 s: wait_parity).
+inline void check_err(const DeviceBuffer<int>& err, const char* what) {
+  if (err.to_host()[0] != 0) throw std::runtime_error(std::string(what) + ": an mbarrier wait timed out (2 s)");
+}
+
+/// `p` rounded up to 1024 bytes (128B-swizzled TMA boxes need 1 KB-aligned SMEM).
+__device__ __forceinline__ uint8_t* align1k(uint8_t* p) {
+  return reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(p) + 1023) & ~uintptr_t(1023));
+}
 
 // ---------------------------------------------------------------------------------------------
 // Device helpers

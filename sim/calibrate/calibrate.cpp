@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <Eigen/Dense>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -157,6 +158,34 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
           1 / intercept, 1 / slope);
       out.push_back({"l2_hit_bytes_per_s", 1 / intercept, bench, how});
       out.push_back({"kv_fill_bytes_per_s", 1 / slope, bench, how});
+    }
+    if (bench == "tma_under_load") {
+      // A lone TMA load's latency while the other SMs stream tiles from HBM at utilisation rho below
+      // saturation: latency / latency alone - 1 = k rho / sqrt(1 - rho), fitted through the origin
+      // (rho at or above 0.97 is saturation, where the chip's share bounds the transfer instead).
+      const std::string mode = "/results/modes/probe_miss_background_hbm";
+      const double alone = number_at(doc, file, mode + "/alone/latency_cycles");
+      const json::json_pointer pts(mode + "/points");
+      if (!doc.contains(pts) || !doc[pts].is_array())
+        throw InputError(file, pts.to_string(), "expected the latency points under load");
+      Eigen::VectorXd x(static_cast<Eigen::Index>(doc[pts].size())), y(x.size());
+      Eigen::Index n = 0;
+      for (size_t i = 0; i < doc[pts].size(); ++i) {
+        const std::string at = pts.to_string() + "/" + std::to_string(i);
+        const double rho = number_at(doc, file, at + "/utilisation");
+        if (number_at(doc, file, at + "/gap_cycles") <= 0 || rho >= 0.97 || rho <= 0) continue;
+        x(n) = rho / std::sqrt(1 - rho);
+        y(n) = number_at(doc, file, at + "/latency_cycles") / alone - 1;
+        ++n;
+      }
+      if (n < 2 || !(alone > 0))
+        throw InputError(file, pts.to_string(), "expected at least two points below saturation and a latency alone");
+      const double k = x.head(n).dot(y.head(n)) / x.head(n).squaredNorm();
+      out.push_back({"tma_queue_factor", std::max(0.0, k), bench,
+                     fmt::format("Eigen least-squares fit through the origin over {} utilisations rho < 0.97 of one "
+                                 "SM's 16 KB HBM load latency / alone ({:.0f} cycles) - 1 = k rho / sqrt(1 - rho) "
+                                 "while the other SMs stream from HBM",
+                                 n, alone)});
     }
     if (bench == "launch_overhead") {
       // Per-wave CTA launch cost: slope of empty-kernel GPU time (one launch alone between an event

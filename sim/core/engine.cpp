@@ -91,7 +91,6 @@ class Engine {
     tc_mma_.assign(tc_q_.size(), SmspMma::idle);
     barriers_.resize(prog.barriers.size());
     for (size_t b = 0; b < barriers_.size(); ++b) barriers_[b].pending = prog.barriers[b].expected;
-    tma_rate_ = tma_bytes_per_clk(hw, opt.active_sms, opt.kv_sharing);
     if (opt_.record_spans) {
       tl_.clock_ghz = hw.clock_ghz;
       for (size_t w = 0; w < warps_.size(); ++w)
@@ -131,7 +130,7 @@ class Engine {
     units_.pipe_capacity.assign(pipes_.capacity().begin(), pipes_.capacity().end());
     r.units = units_;
     r.events = events;
-    r.tma_bytes_per_clk = tma_rate_;
+    r.tma_bytes_per_clk = units_.tma_busy > 0 ? units_.tma_bytes / units_.tma_busy : tma_rate();
     return r;
   }
 
@@ -559,11 +558,47 @@ class Engine {
     if (pipes_.set_smsp_mma(tq, mma, now_)) reschedule_compute();
   }
 
-  // --- TMA engine (FIFO, bandwidth = min(per-SM port, L2 share)) ----------------
+  // --- TMA engine (FIFO; the chip's L2/HBM rate shared with the other SMs) ------
+  /// Fraction of the time so far this SM's TMA has been moving bytes; 1 at the start, when every
+  /// SM issues its first loads at once.
+  double tma_duty() const { return now_ > 0 ? std::min(1.0, units_.tma_busy / now_) : 1.0; }
+  /// Rate of the next copy, bytes per cycle: the SM's port, or its processor-sharing share of the
+  /// chip's rate at this K/V sharing with the other SMs that transfer at the same moment. Mean
+  /// field: each of the other active SMs transfers the same fraction of the time as this one. An
+  /// SM that loads in bursts between compute gets its port rate while the chip has room
+  /// (kernels/microbench tma_under_load: a lone 16 KB L2-hit load takes the same 513 cycles with
+  /// the chip's L2 40% busy as alone); one that never stops gets a 1 / active_sms share.
+  double tma_rate() const {
+    const double others = (std::max(1, opt_.active_sms) - 1) * tma_duty();
+    return std::min(hw_.tma_bytes_per_clk_sm, l2_bytes_per_clk(hw_, opt_.kv_sharing) / (1 + others));
+  }
+  /// The chip's L2/HBM utilisation by the other SMs as this one sees it (mean field: each of the
+  /// other active SMs moves TMA bytes at this SM's average rate so far), against the chip's rate at
+  /// this K/V sharing; 1 at the start when other SMs are active (every SM loads at once), 0 alone.
+  double chip_utilisation() const {
+    const int others = std::max(1, opt_.active_sms) - 1;
+    if (others == 0) return 0.0;
+    if (now_ <= 0) return 1.0;
+    return std::min(1.0, others * units_.tma_bytes / now_ / l2_bytes_per_clk(hw_, opt_.kv_sharing));
+  }
+  /// Latency of a TMA load, issue to mbarrier complete less its transfer: a tile no other CTA reads
+  /// comes from HBM (tma_latency_hbm); a K/V tile that `kv_sharing` CTAs stream at once is filled
+  /// from HBM by one of them and hits L2 for the others. Requests queue in L2 and the memory
+  /// controllers as the chip gets busy: x (1 + k rho / sqrt(1 - rho)) (tma_queue_factor, fitted on
+  /// kernels/microbench tma_under_load up to rho = 0.96, the last point below saturation; beyond
+  /// it the chip's share in tma_rate() bounds the transfer).
+  double tma_load_latency(const Op& op) const {
+    constexpr double kMaxFittedUtilisation = 0.96;
+    const double alone =
+        op.count ? hw_.tma_latency_hbm
+                 : hw_.tma_latency + (hw_.tma_latency_hbm - hw_.tma_latency) / std::max(1.0, opt_.kv_sharing);
+    const double rho = std::min(chip_utilisation(), kMaxFittedUtilisation);
+    return alone * (1 + hw_.tma_queue_factor * rho / std::sqrt(1 - rho));
+  }
   void start_tma() {
     if (tma_q_.empty()) return;
     const Job& j = tma_q_.front();
-    const double dur = j.op->bytes / tma_rate_;
+    const double dur = j.op->bytes / tma_rate();
     units_.tma_busy += dur;
     units_.tma_bytes += j.op->bytes;
     if (j.op->kind == OpKind::TmaStore || (j.op->kind == OpKind::TmaLoad && j.op->count)) units_.hbm_bytes += j.op->bytes;
@@ -573,10 +608,10 @@ class Engine {
   void tma_done() {
     const Job j = tma_q_.front();
     tma_q_.pop_front();
-    // Loads of tiles no other CTA reads miss in L2; stores finish reading SMEM after their own latency.
-    const double latency = j.op->kind == OpKind::TmaStore             ? hw_.tma_store_latency
-                           : j.op->kind == OpKind::TmaLoad && j.op->count ? hw_.tma_latency_hbm
-                                                                        : hw_.tma_latency;
+    // Stores finish reading SMEM after their own latency; cp.async copies (fa2) wait out the L2's.
+    const double latency = j.op->kind == OpKind::TmaStore  ? hw_.tma_store_latency
+                           : j.op->kind == OpKind::TmaLoad ? tma_load_latency(*j.op)
+                                                           : hw_.tma_latency;
     const double landed = now_ + latency;
     units_end_ = std::max(units_end_, landed);
     if (j.op->kind == OpKind::TmaLoad)
@@ -717,7 +752,6 @@ class Engine {
   std::vector<SmspMma> tc_mma_;            // per queue: what the pipes beside it see running
   std::deque<Job> tma_q_;
   double units_end_ = 0;
-  double tma_rate_ = 1;
   UnitStats units_;
   Timeline tl_;
 };
@@ -727,10 +761,6 @@ class Engine {
 double l2_bytes_per_clk(const Hardware& hw, double sharing) {
   const double chip = 1 / (1 / hw.l2_hit_bytes_per_s + 1 / (std::max(1.0, sharing) * hw.kv_fill_bytes_per_s));
   return chip / (hw.clock_ghz * 1e9);
-}
-
-double tma_bytes_per_clk(const Hardware& hw, int active_sms, double sharing) {
-  return std::min(hw.tma_bytes_per_clk_sm, l2_bytes_per_clk(hw, sharing) / std::max(1, active_sms));
 }
 
 SimResult simulate_cta(const Hardware& hw, const CtaProgram& program, const EngineOptions& options) {

@@ -1,7 +1,8 @@
 // The discrete-event engine: runs one CTA's warp programs on a model of one SM
 // (SMSP pipes shared by processor sharing, a tensor-core FIFO, a TMA FIFO, mbarriers,
 // named barriers) and records the Timeline. One representative CTA per SM; the
-// memory system's bandwidth is divided among `active_sms` SMs running alike.
+// memory system is shared with `active_sms` - 1 other SMs running alike (mean field: they
+// transfer as often as this one does).
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -57,7 +58,7 @@ struct SimResult {
   UnitStats units;
   double end_cycles = 0;
   uint64_t events = 0;
-  double tma_bytes_per_clk = 0;  ///< effective TMA bandwidth used (per SM share)
+  double tma_bytes_per_clk = 0;  ///< mean rate of the SM's TMA copies while moving bytes (bytes per cycle)
 };
 
 /// One warp in a deadlock report.
@@ -86,15 +87,11 @@ class ProgramError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// TMA bytes per SM clock one SM gets when `active_sms` SMs stream K/V tiles, `sharing` CTAs per
-/// tile: the per-SM TMA port limit, or the SM's share of the chip-wide rate
-/// 1 / (1 / l2_hit_bytes_per_s + 1 / (sharing x kv_fill_bytes_per_s)) (every distinct byte is filled
-/// into L2 once, then served `sharing` times; fitted on kernels/microbench tma_sharing), in bytes/s
-/// over the SM clock since L2 runs in its own clock domain.
-double tma_bytes_per_clk(const Hardware& hw, int active_sms, double sharing);
 /// The chip-wide L2 rate of TMA loads when `sharing` CTAs stream each K/V tile, in bytes per SM
-/// clock: 1 / (1 / l2_hit_bytes_per_s + 1 / (sharing x kv_fill_bytes_per_s)). tma_bytes_per_clk
-/// gives each of the active SMs at most its share of it.
+/// clock: 1 / (1 / l2_hit_bytes_per_s + 1 / (sharing x kv_fill_bytes_per_s)) (every distinct byte is
+/// filled into L2 once, then served `sharing` times; fitted on kernels/microbench tma_sharing), in
+/// bytes/s over the SM clock since L2 runs in its own clock domain. The engine shares it among the
+/// SMs that transfer at the same moment.
 double l2_bytes_per_clk(const Hardware& hw, double sharing);
 
 /// Runs `program` on `hw`. Throws DeadlockError or ProgramError.

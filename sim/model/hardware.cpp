@@ -109,6 +109,7 @@ const std::vector<ConstantSpec>& constant_specs() {
       dbl_c("l2_hit_bytes_per_s", &Hardware::l2_hit_bytes_per_s, 1e9, 1e15),
       dbl_c("kv_fill_bytes_per_s", &Hardware::kv_fill_bytes_per_s, 1e9, 1e16),
       dbl_c("tma_latency_hbm", &Hardware::tma_latency_hbm, 0, 1e5),
+      dbl_c("tma_queue_factor", &Hardware::tma_queue_factor, 0, 100),
       dbl_c("tma_store_latency", &Hardware::tma_store_latency, 0, 1e5),
       dbl_c("launch_ns", &Hardware::launch_ns, 0, 1e6),
       dbl_c("cta_launch_cycles", &Hardware::cta_launch_cycles, 0, 1e6),

@@ -104,6 +104,9 @@ struct Hardware {
                                    ///< tiles: with s CTAs per tile the chip-wide TMA rate is
                                    ///< 1 / (1 / l2_hit_bytes_per_s + 1 / (s x kv_fill_bytes_per_s))
   double tma_latency_hbm = 0;      ///< TMA tensor load issue -> mbarrier complete for a tile not in L2 (cycles)
+  double tma_queue_factor = 0;     ///< k of a TMA load's latency under load: latency x (1 + k rho / sqrt(1 - rho))
+                                   ///< with rho the chip's L2/HBM utilisation by the other SMs (Eigen fit over
+                                   ///< kernels/microbench tma_under_load, utilisations below saturation)
   double tma_store_latency = 0;    ///< TMA tensor store of a 16 KB tile: issue -> cp.async.bulk.wait_group.read 0
                                    ///< returns (SMEM readable again), cycles
 

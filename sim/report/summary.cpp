@@ -86,7 +86,9 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
   out.units.push_back({"smem", used[kSmemResource] / (hw.smem_bytes_per_clk * T),
                        fmt::format("ld/st.shared / bandwidth; besides: MMA operand reads {:.0f}, TMA {:.0f} B/clk",
                                    r.units.mma_smem_bytes / T, r.units.tma_bytes / T)});
-  out.units.push_back({"tma", r.units.tma_busy / T, fmt::format("{:.0f} B/clk per SM share", r.tma_bytes_per_clk)});
+  out.units.push_back({"tma", r.units.tma_busy / T,
+                       fmt::format("{:.0f} B/clk per copy while it moves (the SM's port or its share of the chip)",
+                                   r.tma_bytes_per_clk)});
   const int active_sms = std::min(hw.num_sms, std::max(1, p.resident_ctas));
   const double l2_rate = l2_bytes_per_clk(hw, p.kv_sharing);
   out.units.push_back({"l2", r.units.tma_bytes * active_sms / (l2_rate * T),

@@ -1,6 +1,7 @@
 // calibrate: the Eigen line fit, derived constants from the committed H100 results, and the
 // rewritten config (valid, marked measured, keeping what it replaced).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
 #include <map>
 
@@ -54,14 +55,15 @@ TEST_CASE("calibrate rejects files that are not microbenchmark results", "[calib
                     Catch::Contains("h100_sxm.json: /benchmark: expected the benchmark name"));
 }
 
-TEST_CASE("calibrate derives the latency - issue - sharing and launch constants from the H100 results",
+TEST_CASE("calibrate derives the latency - issue - sharing - queueing and launch constants from the H100 results",
           "[calibrate]") {
   const std::string measured = test::root() + "/configs/measured/h100_sxm";
   std::string note;
-  const auto constants = derive_constants({measured + "/latency_chains.json", measured + "/wgmma_issue.json",
-                                           measured + "/mbarrier_ready.json", measured + "/tma_sharing.json",
-                                           measured + "/launch_overhead.json", measured + "/tma.json"},
-                                          note);
+  const auto constants =
+      derive_constants({measured + "/latency_chains.json", measured + "/wgmma_issue.json",
+                        measured + "/mbarrier_ready.json", measured + "/tma_sharing.json",
+                        measured + "/launch_overhead.json", measured + "/tma.json", measured + "/tma_under_load.json"},
+                       note);
   std::map<std::string, double> v;
   for (const auto& c : constants) v[c.name] = c.value;
   // Fixed-latency pipes: 4 cycles dependent issue (FFMA, FMNMX, F2FP); MUFU and SHFL are longer.
@@ -84,8 +86,13 @@ TEST_CASE("calibrate derives the latency - issue - sharing and launch constants 
   CHECK(v.at("launch_ns") > 100);
   CHECK(v.at("cta_launch_cycles") > 0);
   CHECK(v.at("cta_prologue_cycles") > 0);
+  // A lone 16 KB HBM load on this H100: 981 cycles alone, 1526 with the other SMs' streams at 85%
+  // of the chip's rate (tma_under_load): 1526 / 981 - 1 = k 0.85 / sqrt(0.15) within the fit.
+  CHECK(v.at("tma_queue_factor") == Approx((1526.0 / 981 - 1) / (0.85 / std::sqrt(0.15))).epsilon(0.1));
   for (const auto& c : constants)
-    if (c.name == "cta_launch_cycles" || c.name == "tma_latency_hbm" || c.name == "kv_fill_bytes_per_s") CHECK_THAT(c.how, Catch::Contains("Eigen"));
+    if (c.name == "cta_launch_cycles" || c.name == "tma_latency_hbm" || c.name == "kv_fill_bytes_per_s" ||
+        c.name == "tma_queue_factor")
+      CHECK_THAT(c.how, Catch::Contains("Eigen"));
 }
 
 TEST_CASE("calibrate --costs folds the committed softmax_block results into a cost file's measured timings",

@@ -55,11 +55,13 @@ TEST_CASE("TMA loads - MMA groups and tcgen05.commit releases follow the unit mo
   const double tma = 32768 / hw.tma_bytes_per_clk_sm;    // per load, FIFO
   const double mma = 4194304 / hw.tensor_flops_per_clk;  // 512 cycles
   const double L = hw.mbarrier_latency;
-  // Load 0 lands at tma + latency, load 1 at 2 tma + latency. MMA 0 starts when the MMA warp
-  // wakes, MMA 1 when load 1 has landed and the warp woke (after MMA 0 ended here); the
-  // last commit lands mma_latency after MMA 1 ends.
-  const double mma0_start = tma + hw.tma_latency + L;
-  const double mma1_start = std::max(mma0_start + mma, 2 * tma + hw.tma_latency + L);
+  // One CTA alone on the GPU: no other SM loads (no queueing, the SM's full port), and a tile
+  // one CTA reads comes from HBM (K/V sharing 1). Load 0 lands at tma + latency, load 1 at
+  // 2 tma + latency. MMA 0 starts when the MMA warp wakes, MMA 1 when load 1 has landed and the
+  // warp woke (after MMA 0 ended here); the last commit lands mma_latency after MMA 1 ends.
+  const double lat = hw.tma_latency_hbm;
+  const double mma0_start = tma + lat + L;
+  const double mma1_start = std::max(mma0_start + mma, 2 * tma + lat + L);
   CHECK(end_of("tma_mma.json") == Approx(mma1_start + mma + hw.mma_latency).epsilon(1e-12));
 }
 
@@ -253,4 +255,70 @@ TEST_CASE("TMEM allocations are powers of two from 32 columns - aligned - within
   t.free(256);
   CHECK(t.allocate(200) == 256);
   CHECK_FALSE(TmemAllocator(512).allocate(513).has_value());
+}
+
+namespace {
+/// tests/schedules/tma_bursts.json on one SM of `active_sms` running alike, on a GPU whose chip
+/// rate at K/V sharing 1 is 1000 B/clk (clock 1 GHz, L2 and fill rates 2e12 B/s each) and whose
+/// SM port moves 100 B/clk; the consumer computes 10000 cycles per tile.
+SimResult tma_bursts(int active_sms, double queue_factor, double kv_sharing = 1) {
+  Hardware hw = test::without_fixed_costs(b200());
+  hw.clock_ghz = 1;
+  hw.l2_hit_bytes_per_s = hw.kv_fill_bytes_per_s = 2e12;
+  hw.tma_bytes_per_clk_sm = 100;
+  hw.tma_latency = 300;
+  hw.tma_latency_hbm = 500;
+  hw.tma_queue_factor = queue_factor;
+  REQUIRE(hw.fma_lanes_per_clk_smsp == 32);
+  const auto s = load_schedule(micro("tma_bursts.json"), {}, "");
+  EngineOptions eo;
+  eo.active_sms = active_sms;
+  eo.kv_sharing = kv_sharing;
+  return simulate_cta(hw, s->lower(hw, Problem{}, {TileWork{}}), eo);
+}
+}  // namespace
+
+TEST_CASE("a TMA copy shares the chip's rate with the SMs that transfer at the same moment", "[engine][memory]") {
+  const double L = b200().mbarrier_latency, bytes = 32768, chip = 1000, T = 10000;
+  // Alone on the GPU: the SM's port, the HBM latency (sharing 1), no queueing.
+  const double alone_land = bytes / 100 + 500;
+  CHECK(tma_bursts(1, 0.5).end_cycles == Approx(2 * (alone_land + L + T) + L).epsilon(1e-12));
+  // 21 SMs: at the start every SM loads at once, so copy 0 gets a 21st of the chip. Copy 1 is issued
+  // after the consumer's 10000 cycles; the SM's TMA has been busy d0 / t1 of the time, and so have
+  // (mean field) each of the 20 others: 1 + 20 d0 / t1 SMs share the chip.
+  const double d0 = bytes / (chip / 21);
+  const double t1 = d0 + 500 + L + T + L;
+  const double rate1 = std::min(100.0, chip / (1 + 20 * d0 / t1));
+  REQUIRE(rate1 == Approx(100));  // a lone burst gets the port while the chip has room
+  CHECK(tma_bursts(21, 0).end_cycles == Approx(t1 + bytes / rate1 + 500 + L + T).epsilon(1e-12));
+  // Busier neighbours: 201 SMs leave a burst less than its port.
+  const double d0b = bytes / (chip / 201);
+  const double t1b = d0b + 500 + L + T + L;
+  const double rate1b = chip / (1 + 200 * d0b / t1b);
+  REQUIRE(rate1b < 100);
+  CHECK(tma_bursts(201, 0).end_cycles == Approx(t1b + bytes / rate1b + 500 + L + T).epsilon(1e-12));
+}
+
+TEST_CASE("a TMA load's latency grows with the other SMs' load on the chip and falls with K/V sharing",
+          "[engine][memory]") {
+  const double L = b200().mbarrier_latency, bytes = 32768, chip = 1000, T = 10000, k = 0.5;
+  auto factor = [&](double rho) { return 1 + k * rho / std::sqrt(1 - rho); };
+  // 21 SMs, sharing 1 (every tile from HBM). Copy 0 ends its transfer at d0 with the 20 others
+  // having moved 20 x 32 KiB meanwhile: utilisation 20 x 32768 / d0 / 1000 = 20 / 21, under the
+  // fitted range's 0.96. Copy 1 ends its transfer at t1 + 32768 / 100, two copies moved.
+  const double d0 = bytes / (chip / 21);
+  const double rho0 = 20 * bytes / d0 / chip;
+  REQUIRE(rho0 == Approx(20.0 / 21));
+  const double land0 = d0 + 500 * factor(rho0);
+  const double t1 = land0 + L + T + L;
+  const double e1 = t1 + bytes / 100;
+  const double rho1 = 20 * 2 * bytes / e1 / chip;
+  CHECK(tma_bursts(21, k).end_cycles == Approx(e1 + 500 * factor(rho1) + L + T).epsilon(1e-12));
+  CHECK(tma_bursts(21, k).end_cycles > tma_bursts(21, 0).end_cycles);
+  // Shared by 4 CTAs: one fills each tile from HBM, three hit L2: latency 300 + (500 - 300) / 4
+  // before queueing; the chip's rate rises to 1 / (1 / 2e12 + 1 / 8e12) = 1600 B/clk.
+  const SimResult shared = tma_bursts(21, 0, 4);
+  const double chip4 = 1600, d0s = bytes / (chip4 / 21), lat4 = 300 + 200 / 4.0;
+  const double t1s = d0s + lat4 + L + T + L;
+  CHECK(shared.end_cycles == Approx(t1s + bytes / 100 + lat4 + L + T).epsilon(1e-12));
 }
