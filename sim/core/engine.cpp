@@ -566,8 +566,8 @@ class Engine {
   /// chip's rate at this K/V sharing with the other SMs that transfer at the same moment. Mean
   /// field: each of the other active SMs transfers the same fraction of the time as this one. An
   /// SM that loads in bursts between compute gets its port rate while the chip has room
-  /// (kernels/microbench tma_under_load: a lone 16 KB L2-hit load takes the same 513 cycles with
-  /// the chip's L2 40% busy as alone); one that never stops gets a 1 / active_sms share.
+  /// (kernels/microbench tma_under_load, H100: a lone 16 KB L2-hit load takes 521 cycles with the
+  /// other SMs keeping L2 39% busy, 513 alone); one that never stops gets a 1 / active_sms share.
   double tma_rate() const {
     const double others = (std::max(1, opt_.active_sms) - 1) * tma_duty();
     return std::min(hw_.tma_bytes_per_clk_sm, l2_bytes_per_clk(hw_, opt_.kv_sharing) / (1 + others));
