@@ -472,14 +472,6 @@ __global__ void tma_store_latency_kernel(const __grid_constant__ CUtensorMap tma
   }
 }
 
-/// Evicts the L2: writes 4 x its size to a scratch buffer.
-void flush_l2(const DeviceInfo& dev, DeviceBuffer<uint8_t>& scratch) {
-  MB_CHECK(cudaMemset(scratch.get(), static_cast<int>(hash32(static_cast<uint32_t>(scratch.size())) & 0x7f),
-                      scratch.size()));
-  MB_CHECK(cudaDeviceSynchronize());
-  (void)dev;
-}
-
 void bench_tma_sharing(Report& rep) {
   rep.set_method(
       "Attention-like TMA loads on all SMs (one CTA per SM). CTA b streams head b / M's K and V "
@@ -507,8 +499,7 @@ void bench_tma_sharing(Report& rep) {
   DeviceBuffer<uint8_t> kbuf(kv_bytes), vbuf(kv_bytes);
   MB_CHECK(cudaMemset(kbuf.get(), 0x3c, kv_bytes));
   MB_CHECK(cudaMemset(vbuf.get(), 0x3d, kv_bytes));
-  const size_t scratch_bytes = std::max<size_t>(4 * static_cast<size_t>(dev.l2_bytes), 128u << 20);
-  DeviceBuffer<uint8_t> scratch(scratch_bytes);
+  L2Flusher l2(dev);
   const unsigned long long rows = kv_bytes / 256;
   const CUtensorMap mk = make_tmap(kbuf.get(), rows, tile_rows);
   const CUtensorMap mv = make_tmap(vbuf.get(), rows, tile_rows);
@@ -567,7 +558,7 @@ void bench_tma_sharing(Report& rep) {
     j["distinct_bytes"] = static_cast<double>(2 * head_bytes) * ((grid + m_blocks - 1) / m_blocks);
     std::vector<Run> cold, warm;
     for (int r = 0; r < reps; ++r) {
-      flush_l2(dev, scratch);
+      l2.flush();
       cold.push_back(launch(m_blocks));
       warm.push_back(launch(m_blocks));
     }
@@ -610,7 +601,7 @@ void bench_tma_sharing(Report& rep) {
       const CUtensorMap m = make_tmap(kbuf.get(), rows, box_rows);
       const int sm = box_rows * 128 + 1024;
       allow_smem(tma_single_latency_kernel, sm);
-      flush_l2(dev, scratch);
+      l2.flush();
       err.zero();
       const long long first_block = first * (128 / box_rows);
       tma_single_latency_kernel<<<1, 32, sm>>>(m, box_rows, first_block, 1, count, out.get(), err.get());
@@ -632,7 +623,7 @@ void bench_tma_sharing(Report& rep) {
     {
       const CUtensorMap m = make_tmap(kbuf.get(), rows, 128);
       allow_smem(tma_single_latency_kernel, 128 * 128 + 1024);
-      flush_l2(dev, scratch);
+      l2.flush();
       err.zero();
       const long long stride = 32;  // 32 x 128 rows x 256 B = 1 MB
       const long long avail = static_cast<long long>(rows / 128);

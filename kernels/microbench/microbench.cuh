@@ -339,6 +339,22 @@ __host__ __device__ __forceinline__ uint32_t hash32(uint32_t x) {
   return x;
 }
 
+/// Evicts the L2 between launches: flush() writes 4 x its size (at least 128 MB) to a scratch
+/// buffer and waits.
+class L2Flusher {
+ public:
+  explicit L2Flusher(const DeviceInfo& dev)
+      : scratch_(std::max<size_t>(4 * static_cast<size_t>(dev.l2_bytes), size_t{128} << 20)) {}
+  void flush() {
+    MB_CHECK(cudaMemset(scratch_.get(), static_cast<int>(hash32(static_cast<uint32_t>(++n_)) & 0x7f), scratch_.size()));
+    MB_CHECK(cudaDeviceSynchronize());
+  }
+
+ private:
+  DeviceBuffer<uint8_t> scratch_;
+  uint32_t n_ = 0;
+};
+
 /// Dynamic shared memory that forces one block per SM (more than half of the SM's 228 KB), so a
 /// grid of sm_count blocks puts exactly one block on every SM.
 constexpr int kOneBlockPerSmSmem = 120 * 1024;

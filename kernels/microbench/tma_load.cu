@@ -130,7 +130,7 @@ void bench_tma_under_load(Report& rep) {
   if (total_rows > (1ll << 31) - 1) throw std::runtime_error("tma_under_load: tensor rows overflow int32 coordinates");
   DeviceBuffer<uint8_t> data(static_cast<size_t>(total_rows) * 256);
   MB_CHECK(cudaMemset(data.get(), 0x3c, data.size()));
-  DeviceBuffer<uint8_t> scratch(std::max<size_t>(4 * static_cast<size_t>(dev.l2_bytes), 128u << 20));
+  L2Flusher l2(dev);
   const CUtensorMap m = make_tmap(data.get(), static_cast<unsigned long long>(total_rows), kBoxRows);
   const int smem = 120 * 1024;
   allow_smem(tma_under_load_kernel, smem);
@@ -148,7 +148,7 @@ void bench_tma_under_load(Report& rep) {
   auto launch = [&](bool hits, bool background, bool bg_l2, long long gap) {
     std::vector<double> lat, p90, chip, per_sm;
     for (int r = 0; r < 3; ++r) {
-      MB_CHECK(cudaMemset(scratch.get(), r + 1, scratch.size()));  // flush L2
+      l2.flush();
       done.zero();
       err.zero();
       MB_CHECK(cudaMemset(bytes.get(), 0, sms * sizeof(double)));
