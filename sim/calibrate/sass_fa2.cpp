@@ -31,6 +31,43 @@ int iterations(const Function& fn, const std::string& op, const Loop& l, int wor
   return work / per_pass;
 }
 
+/// Every loop of fn (a backward branch and its head), each marked with the loops inside it.
+std::vector<Loop> find_loops(const Function& fn) {
+  std::vector<Loop> loops;
+  for (size_t i = 0; i < fn.code.size(); ++i)
+    if (fn.code[i].is_branch() && fn.code[i].backward()) {
+      Loop l;
+      l.branch = i;
+      l.head = i;
+      while (l.head > 0 && fn.code[l.head].address > *fn.code[i].target) --l.head;
+      loops.push_back(l);
+    }
+  for (auto& l : loops)
+    for (const auto& o : loops)
+      if (&o != &l && o.head >= l.head && o.branch < l.branch) l.has_inner = true, ++l.inner_loops;
+  return loops;
+}
+
+/// Bytes of code of the innermost loop around both __syncthreads (code indices bar0 < bar1): the
+/// KV loop. Throws when there is none.
+uint32_t kv_loop_bytes(const Function& fn, const std::vector<Loop>& loops, size_t bar0, size_t bar1) {
+  uint32_t best = 0;
+  for (const Loop& l : loops)
+    if (l.head <= bar0 && l.branch > bar1) {
+      const uint32_t bytes = fn.code[l.branch].address - fn.code[l.head].address + 16;
+      if (best == 0 || bytes < best) best = bytes;
+    }
+  if (best == 0) throw std::runtime_error(fn.name + ": no loop around the KV loop's __syncthreads");
+  return best;
+}
+
+std::vector<size_t> barriers(const Function& fn) {
+  std::vector<size_t> bars;
+  for (size_t i = 0; i < fn.code.size(); ++i)
+    if (fn.code[i].base == "BAR" && fn.code[i].opcode.find("SYNC") != std::string::npos) bars.push_back(i);
+  return bars;
+}
+
 }  // namespace
 
 std::optional<Fa2Knobs> fa2_knobs(const std::string& mangled) {
@@ -56,9 +93,7 @@ Fa2Analysis analyse_fa2(const Function& fn, const IssueModel& m) {
   a.function = &fn;
   a.knobs = *k;
   // The KV loop's two __syncthreads with the six clock reads of its compute spans between them.
-  std::vector<size_t> bars;
-  for (size_t i = 0; i < fn.code.size(); ++i)
-    if (fn.code[i].base == "BAR" && fn.code[i].opcode.find("SYNC") != std::string::npos) bars.push_back(i);
+  const std::vector<size_t> bars = barriers(fn);
   std::vector<size_t> clocks;
   size_t bar0 = 0, bar1 = 0;
   for (size_t b = 0; b + 1 < bars.size() && clocks.empty(); ++b) {
@@ -70,27 +105,8 @@ Fa2Analysis analyse_fa2(const Function& fn, const IssueModel& m) {
   if (clocks.empty())
     throw std::runtime_error(fn.name +
                              ": no two BAR.SYNC with the six clock reads of the KV loop's spans between them");
-  // Loops: backward branches, each with its head.
-  std::vector<Loop> loops;
-  for (size_t i = 0; i < fn.code.size(); ++i)
-    if (fn.code[i].is_branch() && fn.code[i].backward()) {
-      Loop l;
-      l.branch = i;
-      l.head = i;
-      while (l.head > 0 && fn.code[l.head].address > *fn.code[i].target) --l.head;
-      loops.push_back(l);
-    }
-  for (auto& l : loops)
-    for (const auto& o : loops)
-      if (&o != &l && o.head >= l.head && o.branch < l.branch) l.has_inner = true, ++l.inner_loops;
-
-  // The KV loop: the innermost loop around both __syncthreads.
-  for (const Loop& l : loops)
-    if (l.head <= bar0 && l.branch > bar1) {
-      const uint32_t bytes = fn.code[l.branch].address - fn.code[l.head].address + 16;
-      if (a.kv_loop_bytes == 0 || bytes < a.kv_loop_bytes) a.kv_loop_bytes = bytes;
-    }
-  if (a.kv_loop_bytes == 0) throw std::runtime_error(fn.name + ": no loop around the KV loop's __syncthreads");
+  const std::vector<Loop> loops = find_loops(fn);
+  a.kv_loop_bytes = kv_loop_bytes(fn, loops, bar0, bar1);
   a.cold_icache = static_cast<int>(a.kv_loop_bytes) > m.icache_bytes;
 
   const char* ops[] = {"mma_qk", "softmax_max", "softmax_exp", "rescale_o", "mma_pv"};
@@ -169,6 +185,62 @@ Fa2Analysis analyse_fa2(const Function& fn, const IssueModel& m) {
         fmt::format("{}: {} copy loops with global loads, expected 2 (K and V)", fn.name, copy.taken.size()));
   copy.issue = issue_time(path, m, a.cold_icache);
   a.spans.insert(a.spans.begin(), std::move(copy));
+  return a;
+}
+
+Fa2PlainLoop analyse_fa2_plain(const Function& fn, const IssueModel& m) {
+  const auto k = fa2_knobs(fn.mangled);
+  if (!k) throw std::runtime_error(fn.name + ": not an fa2_forward instance");
+  if (k->trace) throw std::runtime_error(fn.name + ": a traced instance (analyse_fa2 splits its spans)");
+  Fa2PlainLoop a;
+  a.function = &fn;
+  a.knobs = *k;
+  const std::vector<Loop> loops = find_loops(fn);
+  // The KV loop's two __syncthreads: consecutive BAR.SYNC inside one loop with the exp2 between.
+  const std::vector<size_t> bars = barriers(fn);
+  size_t bar0 = 0, bar1 = 0;
+  for (size_t b = 0; b + 1 < bars.size() && bar1 == 0; ++b)
+    if (count_in(fn, bars[b], bars[b + 1], "MUFU.EX2") > 0)
+      for (const Loop& l : loops)
+        if (l.head <= bars[b] && l.branch > bars[b + 1]) bar0 = bars[b], bar1 = bars[b + 1];
+  if (bar1 == 0) throw std::runtime_error(fn.name + ": no two BAR.SYNC in a loop with the softmax's exp2 between them");
+  a.cold_icache = static_cast<int>(kv_loop_bytes(fn, loops, bar0, bar1)) > m.icache_bytes;
+  a.begin = fn.code[bar0 + 1].address;
+  a.end = fn.code[bar1].address;
+
+  const int d = k->head_dim, rows = k->rows_per_warp();
+  const std::string op = "KV-loop";
+  // The S = Q K^T nest: the region's first loop with loops inside it.
+  const Loop* nest = nullptr;
+  for (const Loop& l : loops)
+    if (l.head > bar0 && l.branch < bar1 && l.has_inner && (!nest || l.head < nest->head)) nest = &l;
+  for (const Loop& l : loops)
+    if (l.head > bar0 && l.branch < bar1 && l.has_inner && &l != nest)
+      throw std::runtime_error(
+          fmt::format("{}: nested loops at {:#x} after S = Q K^T", fn.name, fn.code[l.branch].address));
+  std::map<uint32_t, int> taken;
+  for (const Loop& l : loops) {
+    if (l.branch <= bar0 || l.branch >= bar1) continue;
+    if (l.head <= bar0)
+      throw std::runtime_error(fmt::format("{}: loop at {:#x} starts before the KV loop's __syncthreads", fn.name,
+                                           fn.code[l.branch].address));
+    const bool in_nest = nest && &l != nest && l.head >= nest->head && l.branch < nest->branch;
+    int n = 0;
+    if (&l == nest)
+      n = iterations(fn, op, l, k->scores_per_lane(), l.inner_loops, "inner loops (scores)");
+    else if (in_nest)
+      n = iterations(fn, op, l, d, count_in(fn, l.head, l.branch, "FFMA"), "FFMA (head_dim)");
+    else if (count_in(fn, l.head, l.branch, "FMNMX") > 0)
+      n = iterations(fn, op, l, k->bc / 2, count_in(fn, l.head, l.branch, "FMNMX"), "FMNMX (Bc / 2)");
+    else if (count_in(fn, l.head, l.branch, "MUFU.EX2") > 0)
+      n = iterations(fn, op, l, k->bc / 2, count_in(fn, l.head, l.branch, "MUFU.EX2"), "MUFU.EX2 (Bc / 2)");
+    else if (count_in(fn, l.head, l.branch, "FFMA") > 0)
+      n = iterations(fn, op, l, rows * k->bc * k->out_per_lane(), count_in(fn, l.head, l.branch, "FFMA"), "FFMA");
+    else
+      n = iterations(fn, op, l, rows * k->out_per_lane(), count_in(fn, l.head, l.branch, "FMUL"), "FMUL");
+    taken[fn.code[l.branch].address] = n - 1;
+  }
+  a.issue = issue_time(unroll_path(fn, a.begin, a.end, taken), m, a.cold_icache);
   return a;
 }
 

@@ -1,5 +1,6 @@
 // The compute spans of the traced FA2-style kernel (kernels/fa2, Fa2Traits<..., kTrace = true>)
-// in a cuobjdump -sass listing, and each one's in-order issue time (sass_issue.hpp).
+// in a cuobjdump -sass listing, and each one's in-order issue time (sass_issue.hpp); and the KV
+// loop of the plain instance (kTrace = false), the code timed launches run, as one stream.
 //
 // One warp per SMSP runs this kernel (4 warps per CTA, usually one CTA per SM), so nothing hides
 // its instruction latencies: a span's time is the time its warp takes to issue it. The spans are
@@ -63,5 +64,23 @@ struct Fa2Analysis {
 /// each with `m`. Throws std::runtime_error when the code does
 /// not have that shape or a loop's trip count does not divide its work.
 Fa2Analysis analyse_fa2(const Function& fn, const IssueModel& m);
+
+/// The KV loop of a plain (untraced) fa2_forward instance, the code a timed launch runs.
+struct Fa2PlainLoop {
+  const Function* function = nullptr;
+  Fa2Knobs knobs;
+  uint32_t begin = 0, end = 0;  ///< after the first __syncthreads, up to the second
+  bool cold_icache = false;     ///< as Fa2Analysis::cold_icache
+  IssueTime issue;              ///< of its dynamic path from the first __syncthreads to the second
+};
+
+/// Times the compute between the KV loop's two __syncthreads of a plain fa2_forward instance as
+/// one stream (the traced instance's five spans, without the clock reads and record stores that
+/// split them: ptxas schedules the same source differently around them). Each loop runs as the
+/// kernel's structure says, told apart by what it holds: the S = Q K^T loop nest (the loop with
+/// inner loops, and the FFMA loops inside it), the row max (FMNMX), the exp2 (MUFU.EX2), and any
+/// other FFMA or FMUL loop as P V or the O rescale. Throws std::runtime_error when the code does
+/// not have that shape or a loop's trip count does not divide its work.
+Fa2PlainLoop analyse_fa2_plain(const Function& fn, const IssueModel& m);
 
 }  // namespace attnsim::sass

@@ -56,7 +56,8 @@ IssueTimings IssueTimings::parse(const nlohmann::json& doc, const std::string& f
       // Where the cycles went: informative, checked for type only.
       for (const char* key : {"stall_cycles", "scoreboard_cycles", "pipe_cycles", "bank_cycles", "fetch_cycles"})
         b.number(key, 0, 1e9);
-      if (b.optional_raw("alone_cycles")) b.number("alone_cycles", 0, 1e9);  // one warp alone, beside cycles
+      if (b.optional_raw("alone_cycles")) b.number("alone_cycles", 0, 1e9);    // one warp alone, beside cycles
+      if (b.optional_raw("traced_cycles")) b.number("traced_cycles", 0, 1e9);  // the traced instance's, beside cycles
       b.finish();
       k.blocks[name] = x;
     }

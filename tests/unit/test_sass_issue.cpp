@@ -279,3 +279,68 @@ TEST_CASE("fa2 analysis: spans between the clock reads and loops run the kernel'
     }
   CHECK_THROWS_WITH(analyse_fa2(odd, m), Catch::Contains("does not divide"));
 }
+
+namespace {
+
+/// A small plain-fa2-shaped function (hd64, Br = Bc = 64, no clock reads): the copy, the first
+/// __syncthreads, S = Q K^T as a loop nest (the outer loop over a lane's 32 scores holding one
+/// inner loop of 16 FFMAs over head_dim, and the score's store), the row max as a loop of one
+/// FMNMX, one exp2 and its sum, one FMUL, one FFMA, the second __syncthreads, the KV loop's back
+/// edge. Every instruction has stall count 1 and no scoreboards unless given.
+Function fa2_plain_like() {
+  Function fn;
+  fn.mangled = "_ZN7attnsim3fa211fa2_forwardINS0_9Fa2TraitsILi64ELi64ELi64ELb0EEEEEvNS0_9Fa2ParamsE";
+  fn.name = "fa2_forward<Fa2Traits<64, 64, 64, false>>";
+  uint32_t a = 0;
+  auto add = [&](const std::string& text, int wb = 7, int wait = 0) {
+    fn.code.push_back(instr(a, text.c_str(), 1, wb, 7, wait));
+    a += 16;
+  };
+  add("LDG.E.128 R20, desc[UR4][R2.64]", 0);
+  add("STS.128 [R6], R20", 7, 0b01);
+  add("BAR.SYNC.DEFER_BLOCKING 0x0");
+  const uint32_t outer = a;
+  const uint32_t inner = a;
+  for (int i = 0; i < 16; ++i) add("FFMA R30, R31, R33, R30");
+  add(fmt::format("@P1 BRA {:#x}", inner));
+  add("STS [R8], R30");
+  add(fmt::format("@P2 BRA {:#x}", outer));
+  const uint32_t max = a;
+  add("FMNMX R40, R41, R43, !PT");
+  add(fmt::format("@P3 BRA {:#x}", max));
+  add("MUFU.EX2 R44, R45", 2);
+  add("FADD R46, R44, R47", 7, 0b100);
+  add("FMUL R50, R51, R53");
+  add("FFMA R54, R55, R57, R54");
+  add("BAR.SYNC.DEFER_BLOCKING 0x0");
+  add("@P4 BRA 0x0");  // the KV loop
+  add("EXIT");
+  return fn;
+}
+
+}  // namespace
+
+TEST_CASE("fa2 plain analysis: the KV loop between the __syncthreads, loops told apart by what they hold", "[sass]") {
+  const Function fn = fa2_plain_like();
+  IssueModel m = plain();
+  m.icache_bytes = 1 << 20;
+  const Fa2PlainLoop p = analyse_fa2_plain(fn, m);
+  CHECK(p.knobs.head_dim == 64);
+  CHECK_FALSE(p.cold_icache);
+  // S = Q K^T: 32 scores per lane, one inner loop per pass of the outer loop; head_dim 64 over 16
+  // FFMAs: 4 inner passes of 17 instructions, then the store and the outer branch (70 per score).
+  // Row max: Bc / 2 = 32 passes of FMNMX + branch. Then MUFU, FADD, FMUL, FFMA.
+  CHECK(p.issue.instructions == 32 * 70 + 32 * 2 + 4);
+  CHECK(p.issue.ffma == 32 * 64 + 3);  // FMA-pipe: the FFMAs, FADD and FMUL
+  // One issue slot each, and the FADD waits 16 more cycles for the MUFU's result.
+  CHECK(p.issue.cycles == Approx(32 * 70 + 32 * 2 + 4 + 16));
+  CHECK(p.begin == fn.code[3].address);
+  // A traced instance goes to analyse_fa2; a second loop nest after S = Q K^T has no rule.
+  Function traced = fn;
+  traced.mangled = "_ZN7attnsim3fa211fa2_forwardINS0_9Fa2TraitsILi64ELi64ELi64ELb1EEEEEvNS0_9Fa2ParamsE";
+  CHECK_THROWS_WITH(analyse_fa2_plain(traced, m), Catch::Contains("traced instance"));
+  Function nested = fn;
+  for (auto& in : nested.code)
+    if (in.opcode == "FMNMX") in = instr(in.address, "@P5 BRA 0x160", 1);  // a loop inside the row-max loop
+  CHECK_THROWS_WITH(analyse_fa2_plain(nested, m), Catch::Contains("nested loops"));
+}
