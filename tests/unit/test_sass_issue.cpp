@@ -320,7 +320,7 @@ Function fa2_plain_like() {
 
 }  // namespace
 
-TEST_CASE("fa2 plain analysis: the KV loop between the __syncthreads, loops told apart by what they hold", "[sass]") {
+TEST_CASE("fa2 plain analysis: the KV loop between the __syncthreads and its loops told apart by what they hold", "[sass]") {
   const Function fn = fa2_plain_like();
   IssueModel m = plain();
   m.icache_bytes = 1 << 20;
