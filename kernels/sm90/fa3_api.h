@@ -95,9 +95,10 @@ class DeviceProblem {
 };
 
 /// How a kernel is timed: 1 + max(1, `warmup`) untimed launches, then `reps` repetitions of `launches`
-/// launches, all enqueued at once in one chain of CUDA events (an event after each turn of
-/// launches; behind one untimed launch), so the GPU runs them back to back and never waits for
-/// the host; a repetition's per-launch time is the mean of its launches' times. Several series
+/// launches, all enqueued at once (behind one untimed launch; each turn of launches between its
+/// own pair of CUDA events, a 50 us clock probe behind it, outside them), so the GPU runs them
+/// back to back and never waits for the host; a repetition's per-launch time is the mean of its
+/// launches' times. Several series
 /// (plain and traced, several kernels: time_kernels) take turns of about 5 ms. The same input
 /// buffers every launch: K and V of the validation problems (67-270 MB) exceed the L2 (50 MB on
 /// H100), so rotating them would change nothing.
@@ -109,10 +110,14 @@ struct TimingOptions {
   uint32_t trace_warps = kTraceWarpsFirst;  ///< when traced
   uint32_t trace_sample = 1;                ///< when traced: one tile in trace_sample recorded (TraceBuffers::sample)
 };
-/// Median and spread of the per-launch times of the repetitions, ms.
+/// Median and spread of the per-launch times of the repetitions, ms; the SM clock they ran at.
 struct Timing {
   std::vector<double> ms;  ///< per-launch time of each repetition, in order
   double median_ms = 0, min_ms = 0, max_ms = 0;
+  /// SM clock (GHz) as each of its turns ended: a one-thread probe behind the turn, outside its
+  /// events, counting clock64 cycles over 50 us of %globaltimer; and their median.
+  std::vector<double> clock_ghz;
+  double median_clock_ghz = 0;
   int launches = 0;  ///< back-to-back launches per repetition
   LaunchInfo launch;
 };

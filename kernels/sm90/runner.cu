@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/cuda_check.cuh"
+#include "common/trace_recorder.cuh"
 #include "fa3_api.h"
 #include "launch.cuh"
 #include "reference.cuh"
@@ -120,6 +121,27 @@ __global__ void fill_normal(__nv_bfloat16* x, size_t n, uint64_t seed) {
     const float u2 = static_cast<float>((h >> 24) & 0xFFFFFF) / 16777216.f;
     x[i] = __float2bfloat16(sqrtf(-2.f * logf(u1)) * cospif(2.f * u2));
   }
+}
+
+/// One thread counts clock64 cycles over kClockProbeNs of %globaltimer and writes {cycles, ns} to
+/// `out`: the SM clock as a timed turn of launches ends. Power management moves the clock over
+/// tens of milliseconds (configs/measured/<gpu>/clock_under_load.json), not the moment the load
+/// stops: on an H100 (2026-11-24) windows of 50 us, 50 us and 2 ms right after this one read the
+/// same clock within 1% behind every turn, 1.90-2.04 GHz on a cool GPU and 1.53-1.68 GHz on the
+/// same problems after minutes of load. %globaltimer steps of 32-96 ns (H100, kernels/microbench
+/// globaltimer) make the window good to 0.2%.
+constexpr unsigned long long kClockProbeNs = 50000;
+__global__ void clock_probe(unsigned long long* out) {
+  const unsigned long long t0 = globaltimer();
+  const long long c0 = clock64();
+  unsigned long long t1;
+  long long c1;
+  do {
+    t1 = globaltimer();
+    c1 = clock64();
+  } while (t1 - t0 < kClockProbeNs);
+  out[0] = static_cast<unsigned long long>(c1 - c0);
+  out[1] = t1 - t0;
 }
 
 template <class T>
@@ -302,13 +324,18 @@ std::vector<float> DeviceProblem::lse_host() const {
 
 namespace {
 
-/// Median, min and max of a timing's per-repetition times.
-void summarize(Timing& t) {
-  std::vector<double> s = t.ms;
+double median(std::vector<double> s) {
+  if (s.empty()) return 0;
   std::sort(s.begin(), s.end());
-  t.median_ms = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
-  t.min_ms = s.front();
-  t.max_ms = s.back();
+  return s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
+}
+
+/// Median, min and max of a timing's per-repetition times; the median clock of its turns.
+void summarize(Timing& t) {
+  t.median_ms = median(t.ms);
+  t.min_ms = *std::min_element(t.ms.begin(), t.ms.end());
+  t.max_ms = *std::max_element(t.ms.begin(), t.ms.end());
+  t.median_clock_ghz = median(t.clock_ghz);
 }
 
 /// Times each kernel of `ks` on the same problem, plain when `plain`, traced when `traced`, the
@@ -373,22 +400,33 @@ std::vector<TimingPair> time_interleaved(const std::vector<TimedKernel>& ks, Dev
   for (int r = 0, cycle = 0; r < o.reps; ++r)
     for (int c = 0; c < o.launches; c += per_turn, ++cycle)
       for (size_t y = 0; y < ns; ++y) turns.push_back({(cycle + y) % ns, r, std::min(per_turn, o.launches - c)});
-  std::vector<Event> ev(turns.size() + 1);
+  // Each turn between its own pair of events; behind each, outside them, the clock probe.
+  std::vector<Event> start(turns.size()), end(turns.size());
+  unsigned long long* probes = nullptr;
+  cuda_check(cudaMalloc(&probes, 2 * sizeof(unsigned long long) * turns.size()), "cudaMalloc(clock probes)");
+  std::unique_ptr<unsigned long long, decltype(&cudaFree)> probes_owner(probes, cudaFree);
   launch(series.front());
-  cuda_check(cudaEventRecord(ev[0].e), "cudaEventRecord");
   for (size_t j = 0; j < turns.size(); ++j) {
+    cuda_check(cudaEventRecord(start[j].e), "cudaEventRecord");
     for (int i = 0; i < turns[j].launches; ++i) launch(series[turns[j].series]);
-    cuda_check(cudaEventRecord(ev[j + 1].e), "cudaEventRecord");
+    cuda_check(cudaEventRecord(end[j].e), "cudaEventRecord");
+    clock_probe<<<1, 1>>>(probes + 2 * j);
   }
+  cuda_check(cudaGetLastError(), "clock_probe launch");
   cuda_check(cudaDeviceSynchronize(), "fa3_forward (timed)");
+  const std::vector<unsigned long long> probe = to_host<unsigned long long>(probes, 2 * turns.size());
   // Repetition r of a series: the mean over its `launches` launches, from its turns in rep r.
   for (const auto& x : series) {
     x.out->launch = x.li;
     x.out->launches = o.launches;
     x.out->ms.assign(o.reps, 0.0);
+    x.out->clock_ghz.clear();
   }
-  for (size_t j = 0; j < turns.size(); ++j)
-    series[turns[j].series].out->ms[turns[j].rep] += elapsed_ms(ev[j], ev[j + 1]) / o.launches;
+  for (size_t j = 0; j < turns.size(); ++j) {
+    Timing& t = *series[turns[j].series].out;
+    t.ms[turns[j].rep] += elapsed_ms(start[j], end[j]) / o.launches;
+    if (probe[2 * j + 1] > 0) t.clock_ghz.push_back(static_cast<double>(probe[2 * j]) / probe[2 * j + 1]);
+  }
   for (const auto& x : series) summarize(*x.out);
   return out;
 }

@@ -103,6 +103,14 @@ struct Run : Command {
         us, problem.flops() / (us * 1e6), timing.reps, timing.launches, t.min_ms * 1e3, t.max_ms * 1e3, t.launch.grid);
     std::cout << fmt::format("  predicted  {:9.1f} us  {:6.1f} TFLOPS  ({}: {:+.1f}%)\n", pred.time_us, pred.tflops,
                              hardware.name, 100 * (pred.time_us - us) / us);
+    if (t.median_clock_ghz > 0) {
+      // Time = cycles / clock: the clock the timed turns ran at splits the error into the two.
+      const double cycles = us * 1e3 * t.median_clock_ghz;
+      std::cout << fmt::format(
+          "  SM clock   {:9.3f} GHz as the timed turns ended (median of a 50 us probe behind each), the "
+          "prediction's {:.3f}: measured {:.0f} cycles, predicted {:.0f} ({:+.1f}%)\n",
+          t.median_clock_ghz, pred.clock_ghz, cycles, pred.cycles, 100 * (pred.cycles - cycles) / cycles);
+    }
     if (!trace.empty()) {
       const sm90::Timing& tt = tp.traced;
       const sm90::MeasuredTrace rec = sm90::trace_kernel(k, dev, sched, cap, warps, trace_sample);

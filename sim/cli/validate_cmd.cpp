@@ -175,6 +175,7 @@ struct Validate : Command {
         c.measured_us = t.median_ms * 1e3;
         c.measured_min_us = t.min_ms * 1e3;
         c.measured_max_us = t.max_ms * 1e3;
+        c.timed_clock_ghz = t.median_clock_ghz;
         c.runs = timing.reps;
         for (double ms : t.ms) c.run_us.push_back(ms * 1e3);
         if (!no_ops) {
@@ -203,9 +204,10 @@ struct Validate : Command {
         }
         if (first_measured < 0) first_measured = static_cast<int>(i);
         std::cerr << fmt::format(
-            "  [{}/{}] {} on {}: predicted {:.1f} us, measured {:.1f} us ({:+.1f}%), SM clock {:.3f} GHz\n", ++done,
-            pending.size(), c.name(), c.problem_label, c.predicted_us, c.measured_us, c.error_pct(),
-            c.measured_clock_ghz);
+            "  [{}/{}] {} on {}: predicted {:.1f} us, measured {:.1f} us ({:+.1f}%), SM clock {:.3f} GHz timed, "
+            "{:.3f} traced\n",
+            ++done, pending.size(), c.name(), c.problem_label, c.predicted_us, c.measured_us, c.error_pct(),
+            c.timed_clock_ghz, c.measured_clock_ghz);
       }
     }
     std::vector<ValidationCase> cases;

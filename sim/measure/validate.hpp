@@ -30,6 +30,9 @@ struct ValidationCase {
   double cudnn_us = 0;            ///< cuDNN fused attention on the same shape in the same run; 0 = not timed
   double traced_us = 0;           ///< the instrumented kernel, timed as measured_us is; 0 = not timed
   double measured_clock_ghz = 0;  ///< SM clock in the traced run: median over CTAs of clock64 / %globaltimer spans
+  /// SM clock while measured_us was timed: median over the plain kernel's timed turns of a clock
+  /// probe right behind each (sm90::Timing::median_clock_ghz); 0 = not probed (older data).
+  double timed_clock_ghz = 0;
   std::map<std::string, OpStat> predicted_ops, measured_ops;
 
   std::string name() const { return variant.empty() ? schedule : schedule + ":" + variant; }

@@ -4,8 +4,10 @@
 // time_kernels, in turns, plain and traced; checked: one pair per kernel, in
 // the order given (each pair's launch is its own kernel's, as time_kernel alone reports it);
 // `reps` per-launch times in every series asked for and none in a series not asked for; median
-// within [min, max]; the traced kernel timed only where asked. Exits 0 when all hold, 1 on a
-// failure, 77 (ctest: skipped) with the reason when no GPU runs two such kernels.
+// within [min, max]; an SM clock probed behind every turn; the traced kernel timed only where
+// asked. Exits 0 when all hold, 1 on a failure, 77 (ctest: skipped) with the reason when no GPU
+// runs two such kernels.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -23,13 +25,25 @@ void expect(bool ok, const std::string& what) {
     std::printf("FAIL: %s\n", what.c_str());
   }
 }
-/// A series' own consistency: reps times, each positive, the median within [min, max].
+/// A series' own consistency: reps times, each positive, the median within [min, max]; a clock
+/// probe behind each of its turns (at least one per repetition), each an SM clock an H100 / H200 /
+/// B200 can run at (0.3-3 GHz), the median among them.
 void check_series(const Timing& t, int reps, int launches, const std::string& name) {
   expect(static_cast<int>(t.ms.size()) == reps,
          name + ": " + std::to_string(t.ms.size()) + " repetitions, expected " + std::to_string(reps));
   for (double ms : t.ms) expect(ms > 0, name + ": a repetition took no time");
   expect(t.min_ms <= t.median_ms && t.median_ms <= t.max_ms, name + ": median outside [min, max]");
   expect(t.launches == launches, name + ": launches per repetition");
+  expect(
+      static_cast<int>(t.clock_ghz.size()) >= reps,
+      name + ": " + std::to_string(t.clock_ghz.size()) + " clock probes for " + std::to_string(reps) + " repetitions");
+  double lo = 1e9, hi = 0;
+  for (double g : t.clock_ghz) {
+    expect(g > 0.3 && g < 3.0, name + ": clock probe read " + std::to_string(g) + " GHz");
+    lo = std::min(lo, g), hi = std::max(hi, g);
+  }
+  expect(t.clock_ghz.empty() || (lo <= t.median_clock_ghz && t.median_clock_ghz <= hi),
+         name + ": median clock outside the probes' range");
 }
 }  // namespace
 
