@@ -104,6 +104,7 @@ struct Fidelity : Command {
       std::string text = fmt::format("fidelity: {} ({} measured cases{}, predicted now with {})\n", d.dir,
                                      d.cases.size(), d.has_ops ? ", ops.csv" : "", hardware.name);
       text += format_validation(d.cases, r.stats, -1);
+      text += format_clock_split(r);
       text += format_changes(r);
       text += format_sweep(r);
       text += format_op_acceptance(r, detail);

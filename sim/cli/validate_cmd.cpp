@@ -248,7 +248,7 @@ struct Validate : Command {
     const ValidationStats st = validation_stats(cases);
     std::cout << format_validation(cases, st, no_ops ? -1 : first_measured);
     const FidelityReport acceptance = fidelity_report(cases);  // per change, per-op acceptance (as `fidelity`)
-    std::cout << format_changes(acceptance) << format_op_acceptance(acceptance);
+    std::cout << format_clock_split(acceptance) << format_changes(acceptance) << format_op_acceptance(acceptance);
     nlohmann::json j = validation_json(cases, st, meta);
     j["acceptance"] = fidelity_json(acceptance);
     if (!sweep.empty()) report_sweep(cases, j);

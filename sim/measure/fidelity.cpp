@@ -24,6 +24,8 @@ namespace fs = std::filesystem;
 Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c) {
   Prediction p = predict(schedule, hw, c.problem);
   c.predicted_us = p.time_us;
+  c.predicted_cycles = p.cycles;
+  c.predicted_clock_ghz = p.clock_ghz;
   c.predicted_ops = op_means_first_warps(p.critical.timeline);
   return p;
 }
@@ -89,6 +91,33 @@ FidelityReport fidelity_report(const std::vector<ValidationCase>& cases) {
   FidelityReport r;
   r.stats = validation_stats(cases);
   r.sweep = sweep_ranking(cases);
+
+  // Cycles and clock, where the clock was probed while the case was timed.
+  ClockSplit& k = r.clock;
+  for (const auto& c : cases) {
+    if (!c.measured || c.timed_clock_ghz <= 0 || c.predicted_cycles <= 0 || c.predicted_clock_ghz <= 0) continue;
+    const double cyc = 100.0 * (c.predicted_cycles / (c.measured_us * 1e3 * c.timed_clock_ghz) - 1);
+    const double clk = 100.0 * (c.predicted_clock_ghz / c.timed_clock_ghz - 1);
+    if (k.cases == 0) {
+      k.clock_min_err = k.clock_max_err = clk;
+      k.timed_clock_min = k.timed_clock_max = c.timed_clock_ghz;
+    }
+    ++k.cases;
+    k.cycles_mape += std::abs(cyc);
+    k.cycles_mean_err += cyc;
+    if (std::abs(cyc) > k.cycles_max_abs_err)
+      k.cycles_max_abs_err = std::abs(cyc), k.cycles_worst = where(c.name(), c.problem_label);
+    k.clock_mean_err += clk;
+    k.clock_min_err = std::min(k.clock_min_err, clk);
+    k.clock_max_err = std::max(k.clock_max_err, clk);
+    k.timed_clock_min = std::min(k.timed_clock_min, c.timed_clock_ghz);
+    k.timed_clock_max = std::max(k.timed_clock_max, c.timed_clock_ghz);
+  }
+  if (k.cases > 0) {
+    k.cycles_mape /= k.cases;
+    k.cycles_mean_err /= k.cases;
+    k.clock_mean_err /= k.cases;
+  }
 
   // Per change: each measured variant against the measured base of its schedule on its problem.
   std::map<std::pair<std::string, std::string>, const ValidationCase*> base;
@@ -259,6 +288,17 @@ std::string format_op_acceptance(const FidelityReport& r, bool detail) {
   return out;
 }
 
+std::string format_clock_split(const FidelityReport& r) {
+  const ClockSplit& k = r.clock;
+  if (k.cases == 0) return "";
+  return fmt::format(
+      "\ntime = cycles / clock, over the {} cases whose SM clock was probed as they were timed ({:.3f}-{:.3f} "
+      "GHz):\n  cycles: predicted against measured time x probed clock: MAPE {:.1f}%, mean {:+.1f}%, max |error| "
+      "{:.1f}% ({})\n  clock: the prediction's against the probed: mean {:+.1f}%, from {:+.1f}% to {:+.1f}%\n",
+      k.cases, k.timed_clock_min, k.timed_clock_max, k.cycles_mape, k.cycles_mean_err, k.cycles_max_abs_err,
+      k.cycles_worst, k.clock_mean_err, k.clock_min_err, k.clock_max_err);
+}
+
 std::string format_sweep(const FidelityReport& r) {
   if (r.sweep.candidates == 0) return "";
   std::string out =
@@ -274,6 +314,17 @@ std::string format_sweep(const FidelityReport& r) {
 nlohmann::json fidelity_json(const FidelityReport& r) {
   auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
   nlohmann::json j;
+  if (r.clock.cases > 0) {
+    const ClockSplit& k = r.clock;
+    j["clock_split"] = {{"cases", k.cases},
+                        {"cycles_mape_pct", k.cycles_mape},
+                        {"cycles_mean_error_pct", k.cycles_mean_err},
+                        {"cycles_max_abs_error_pct", k.cycles_max_abs_err},
+                        {"cycles_worst", k.cycles_worst},
+                        {"clock_mean_error_pct", k.clock_mean_err},
+                        {"clock_error_range_pct", {k.clock_min_err, k.clock_max_err}},
+                        {"timed_clock_ghz_range", {k.timed_clock_min, k.timed_clock_max}}};
+  }
   if (r.sweep.candidates > 0) {
     j["sweep"] = {{"candidates", r.sweep.candidates}, {"ranked", r.sweep.rows.size()}};
     if (r.sweep.has_spearman) j["sweep"]["spearman"] = r.sweep.spearman;
@@ -447,7 +498,10 @@ std::vector<ValidationCase> parse_results_csv(const std::string& text, const std
       c.runs = static_cast<int>(to_number(col.get(row, "runs"), origin, i, "runs"));
     if (col.index.count("cudnn_us") && !col.get(row, "cudnn_us").empty())
       c.cudnn_us = to_number(col.get(row, "cudnn_us"), origin, i, "cudnn_us");
-    if (c.measured_us <= 0) throw InputError(origin, fmt::format("row {}, column measured_us", i), "expected a time > 0");
+    if (col.index.count("timed_clock_ghz") && !col.get(row, "timed_clock_ghz").empty())
+      c.timed_clock_ghz = to_number(col.get(row, "timed_clock_ghz"), origin, i, "timed_clock_ghz");
+    if (c.measured_us <= 0)
+      throw InputError(origin, fmt::format("row {}, column measured_us", i), "expected a time > 0");
     out.push_back(std::move(c));
   }
   return out;

@@ -73,8 +73,21 @@ struct OpSummary {
   std::string worst_case;
 };
 
+/// The cases whose clock was probed while they were timed (timed_clock_ghz): time = cycles /
+/// clock, so the error splits into the model's cycles against the measured time in cycles
+/// (measured_us x timed clock) and its clock against the probed one.
+struct ClockSplit {
+  int cases = 0;
+  double cycles_mape = 0, cycles_max_abs_err = 0;  ///< |predicted cycles / measured cycles - 1|, %
+  double cycles_mean_err = 0;                      ///< signed mean, %
+  std::string cycles_worst;
+  double clock_mean_err = 0, clock_min_err = 0, clock_max_err = 0;  ///< predicted / timed clock - 1, %
+  double timed_clock_min = 0, timed_clock_max = 0;                  ///< GHz
+};
+
 struct FidelityReport {
   ValidationStats stats;
+  ClockSplit clock;
   std::vector<ChangeRow> changes;
   double max_change_diff_pts = 0, mean_change_diff_pts = 0;
   std::string max_change;  ///< "variant on problem" of the largest |difference|
@@ -92,6 +105,8 @@ struct FidelityReport {
 FidelityReport fidelity_report(const std::vector<ValidationCase>& cases);
 /// The per-change table and its summary line.
 std::string format_changes(const FidelityReport& r);
+/// Cycles and clock, each against the measured ("" when no case had its clock probed).
+std::string format_clock_split(const FidelityReport& r);
 /// The sweep candidates' ranking and its Spearman ("" when the cases are not a sweep's).
 std::string format_sweep(const FidelityReport& r);
 /// The per-op table (every op, its rule, cases passing, mean and worst error) and the verdict;

@@ -33,6 +33,8 @@ struct ValidationCase {
   /// SM clock while measured_us was timed: median over the plain kernel's timed turns of a clock
   /// probe right behind each (sm90::Timing::median_clock_ghz); 0 = not probed (older data).
   double timed_clock_ghz = 0;
+  double predicted_cycles = 0;     ///< the prediction in SM cycles (predicted_us x predicted_clock_ghz)
+  double predicted_clock_ghz = 0;  ///< the clock the prediction turned its cycles into time at
   std::map<std::string, OpStat> predicted_ops, measured_ops;
 
   std::string name() const { return variant.empty() ? schedule : schedule + ":" + variant; }

@@ -254,13 +254,39 @@ TEST_CASE("fidelity: a sweep's ranking Spearman round-trips and may not drop", "
   CHECK_FALSE(baseline_json(baseline_of(fidelity_report(table()), table()), "h100_sxm").contains("sweep_spearman"));
 }
 
+TEST_CASE("fidelity: time splits into cycles and clock where the clock was probed", "[fidelity]") {
+  auto cases = table();
+  CHECK(fidelity_report(cases).clock.cases == 0);  // no probed clock: no split
+  CHECK(format_clock_split(fidelity_report(cases)).empty());
+  // base P1: 100 us measured at 2.0 GHz = 200000 cycles; predicted 110 us = 176000 cycles at 1.6 GHz.
+  cases[0].timed_clock_ghz = 2.0;
+  cases[0].predicted_cycles = 176000;
+  cases[0].predicted_clock_ghz = 1.6;
+  // base P2: 200 us at 1.5 GHz = 300000 cycles; predicted 180 us = 288000 cycles at 1.6 GHz.
+  cases[1].timed_clock_ghz = 1.5;
+  cases[1].predicted_cycles = 288000;
+  cases[1].predicted_clock_ghz = 1.6;
+  const ClockSplit k = fidelity_report(cases).clock;
+  CHECK(k.cases == 2);
+  CHECK(k.cycles_mape == Approx((12.0 + 4.0) / 2));  // 176000 / 200000 - 1 = -12%, 288000 / 300000 - 1 = -4%
+  CHECK(k.cycles_mean_err == Approx((-12.0 - 4.0) / 2));
+  CHECK(k.cycles_max_abs_err == Approx(12.0));
+  CHECK(k.cycles_worst == "fa3_sm90 on P1");
+  CHECK(k.clock_min_err == Approx(-20.0));  // 1.6 / 2.0 - 1
+  CHECK(k.clock_max_err == Approx(100.0 * (1.6 / 1.5 - 1)));
+  CHECK(k.timed_clock_min == Approx(1.5));
+  CHECK(k.timed_clock_max == Approx(2.0));
+  CHECK_THAT(format_clock_split(fidelity_report(cases)), Catch::Contains("MAPE 8.0%"));
+}
+
 TEST_CASE("fidelity: results.csv and ops.csv are read by column name", "[fidelity]") {
   const std::string results =
       "schedule,variant,problem,batch,heads,kv_heads,seqlen_q,seqlen_k,head_dim,causal,kernel,predicted_us,"
-      "measured_us,overhead_pct,runs,skipped\n"
-      "fa3_sm90,,hd64 s2k b8,8,16,16,2048,2048,64,0,hd64 m192 n128 kv2 overlap reg 160/32,337.047,339.904,23.0,10,\"\"\n"
-      "fa3_sm90,kv_stage_3,hd256 s1k b16,16,16,16,1024,1024,256,0,,,,,,\"no kernel, \"kv3\" was not compiled\"\n"
-      "fa3_sm90,no_pingpong,hd128 s16k b1 causal,1,16,8,16384,16384,128,1,k,1752.696,1667.072,,10,\"\"\n";
+      "measured_us,overhead_pct,runs,timed_clock_ghz,skipped\n"
+      "fa3_sm90,,hd64 s2k b8,8,16,16,2048,2048,64,0,hd64 m192 n128 kv2 overlap reg 160/32,337.047,339.904,23.0,10,"
+      "1.9043,\"\"\n"
+      "fa3_sm90,kv_stage_3,hd256 s1k b16,16,16,16,1024,1024,256,0,,,,,,,\"no kernel, \"kv3\" was not compiled\"\n"
+      "fa3_sm90,no_pingpong,hd128 s16k b1 causal,1,16,8,16384,16384,128,1,k,1752.696,1667.072,,10,,\"\"\n";
   auto cases = parse_results_csv(results, "results.csv");
   REQUIRE(cases.size() == 2);  // the row not run is left out
   CHECK(cases[0].variant.empty());
@@ -272,6 +298,8 @@ TEST_CASE("fidelity: results.csv and ops.csv are read by column name", "[fidelit
   CHECK(cases[0].measured_us == Approx(339.904));
   CHECK(cases[0].predicted_us == Approx(337.047));
   CHECK(cases[0].kernel == "hd64 m192 n128 kv2 overlap reg 160/32");
+  CHECK(cases[0].timed_clock_ghz == Approx(1.9043));
+  CHECK(cases[1].timed_clock_ghz == 0);  // not probed
   CHECK(cases[1].variant == "no_pingpong");
   CHECK(cases[1].problem.causal);
   CHECK(cases[1].problem.kv_heads == 8);
