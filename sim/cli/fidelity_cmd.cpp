@@ -56,6 +56,11 @@ struct Fidelity : Command {
                           "sweep Spearman", r.sweep.spearman, b.sweep_spearman,
                           delta(r.sweep.spearman, b.sweep_spearman, 5e-5), kSpearmanTol,
                           bad("sweep Spearman") ? "REGRESSED" : "ok");
+    if (b.has_cycles_mape && r.clock.cases > 0)
+      text += fmt::format("  {:<22} {:>9.3f}%  baseline {:>9.3f}%  {:>+8.3f} pts  (fails above +{:g} pts)  {}\n",
+                          "cycles MAPE", r.clock.cycles_mape, b.cycles_mape_pct,
+                          delta(r.clock.cycles_mape, b.cycles_mape_pct, 5e-4), kMapeTolPts,
+                          bad("cycles MAPE") ? "REGRESSED" : "ok");
     text += fmt::format("  {:<22} {:>6.1f} pts  baseline {:>6.1f} pts  (not judged)\n", "max per-change diff",
                         r.max_change_diff_pts, b.max_change_diff_pts);
     // Which predictions moved since the baseline, largest first.

@@ -616,6 +616,8 @@ FidelityBaseline baseline_of(const FidelityReport& r, const std::vector<Validati
   b.max_change_diff_pts = r.max_change_diff_pts;
   b.has_sweep_spearman = r.sweep.has_spearman;
   b.sweep_spearman = r.sweep.spearman;
+  b.has_cycles_mape = r.clock.cases > 0;
+  b.cycles_mape_pct = r.clock.cycles_mape;
   for (const auto& c : cases)
     if (c.measured) b.predicted_us[baseline_key(c)] = c.predicted_us;
   return b;
@@ -625,9 +627,9 @@ nlohmann::json baseline_json(const FidelityBaseline& b, const std::string& gpu) 
   nlohmann::json j;
   j["description"] = fmt::format(
       "Fidelity of the model on the measured cases of this folder as of this commit (attnsim fidelity --update "
-      "writes it). The CTest fidelity.regression fails when MAPE or max |error| grows by more than {:g} percentage "
-      "points or Spearman drops by more than {:g}; a model change that moves them on purpose rewrites this file in "
-      "the same commit.",
+      "writes it). The CTest fidelity.regression fails when MAPE or max |error| (or, where the clock was probed, "
+      "the MAPE of the cycles) grows by more than {:g} percentage points or Spearman drops by more than {:g}; a "
+      "model change that moves them on purpose rewrites this file in the same commit.",
       kMapeTolPts, kSpearmanTol);
   j["hardware_config"] = gpu;
   j["cases"] = b.cases;
@@ -636,6 +638,7 @@ nlohmann::json baseline_json(const FidelityBaseline& b, const std::string& gpu) 
   j["spearman_time"] = round_to(b.spearman, 6);
   j["max_change_diff_pts"] = round_to(b.max_change_diff_pts, 4);
   if (b.has_sweep_spearman) j["sweep_spearman"] = round_to(b.sweep_spearman, 6);
+  if (b.has_cycles_mape) j["cycles_mape_pct"] = round_to(b.cycles_mape_pct, 4);
   j["predicted_us"] = nlohmann::json::object();
   for (const auto& [k, v] : b.predicted_us) j["predicted_us"][k] = round_to(v, 3);
   return j;
@@ -655,6 +658,10 @@ FidelityBaseline parse_baseline(const nlohmann::json& j, const std::string& orig
   if (r.optional_raw("sweep_spearman")) {
     b.has_sweep_spearman = true;
     b.sweep_spearman = r.number("sweep_spearman", -1, 1);
+  }
+  if (r.optional_raw("cycles_mape_pct")) {
+    b.has_cycles_mape = true;
+    b.cycles_mape_pct = r.number("cycles_mape_pct", 0, 1e9);
   }
   if (const auto* p = r.optional_raw("predicted_us")) {
     if (!p->is_object()) r.fail_at("predicted_us", "expected an object of case -> predicted us");
@@ -684,6 +691,8 @@ std::vector<Regression> regressions(const FidelityBaseline& base, const Fidelity
     out.push_back({"Spearman", base.spearman, now.stats.spearman_time, kSpearmanTol});
   if (base.has_sweep_spearman && now.sweep.has_spearman && now.sweep.spearman < base.sweep_spearman - kSpearmanTol)
     out.push_back({"sweep Spearman", base.sweep_spearman, now.sweep.spearman, kSpearmanTol});
+  if (base.has_cycles_mape && now.clock.cases > 0 && now.clock.cycles_mape > base.cycles_mape_pct + kMapeTolPts)
+    out.push_back({"cycles MAPE", base.cycles_mape_pct, now.clock.cycles_mape, kMapeTolPts});
   return out;
 }
 

@@ -154,6 +154,8 @@ struct FidelityBaseline {
   double mape_pct = 0, max_abs_error_pct = 0, spearman = 0, max_change_diff_pts = 0;
   bool has_sweep_spearman = false;
   double sweep_spearman = 0;  ///< Spearman of the sweep candidates' rankings (sweep folders only)
+  bool has_cycles_mape = false;
+  double cycles_mape_pct = 0;  ///< ClockSplit::cycles_mape (folders whose clock was probed only)
   std::map<std::string, double> predicted_us;  ///< per case ("fa3_sm90:variant | problem")
 };
 /// Key of a case in FidelityBaseline::predicted_us.

@@ -277,6 +277,18 @@ TEST_CASE("fidelity: time splits into cycles and clock where the clock was probe
   CHECK(k.timed_clock_min == Approx(1.5));
   CHECK(k.timed_clock_max == Approx(2.0));
   CHECK_THAT(format_clock_split(fidelity_report(cases)), Catch::Contains("MAPE 8.0%"));
+  // The baseline keeps the cycles' MAPE, and it may not grow.
+  const FidelityReport r = fidelity_report(cases);
+  FidelityBaseline back = parse_baseline(baseline_json(baseline_of(r, cases), "h100_sxm"), "fidelity.json");
+  CHECK(back.has_cycles_mape);
+  CHECK(back.cycles_mape_pct == Approx(8.0));
+  CHECK(regressions(back, r).empty());
+  back.cycles_mape_pct = 7.9;
+  const auto regs = regressions(back, r);
+  REQUIRE(regs.size() == 1);
+  CHECK(regs[0].figure == "cycles MAPE");
+  CHECK_FALSE(parse_baseline(baseline_json(baseline_of(fidelity_report(table()), table()), "h100_sxm"), "f.json")
+                  .has_cycles_mape);  // no probed clock: no such figure
 }
 
 TEST_CASE("fidelity: results.csv and ops.csv are read by column name", "[fidelity]") {
