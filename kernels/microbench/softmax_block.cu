@@ -114,8 +114,86 @@ std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
   return {median(per_launch[0]), median(per_launch[1]), median(per_launch[2])};
 }
 
-/// The three spans of one tile shape alone, beside SS wgmma and beside RS wgmma, into `j`.
-template <int kN, int kD>
+/// The kernel's final_o span (kernels/sm90/softmax.cuh write_o, which the epilogue runs: row sums across the quad, O /
+/// sum to bf16 into the warpgroup's 64 rows of a Q-sized buffer, 128B swizzle, async-proxy fence)
+/// on every consumer warpgroup of an m_block kMBlock tile at once (warpgroups 1..kMBlock / 64, as
+/// the kernel's consumers end a tile), `iters` times on fresh sums: accumulated cycles between
+/// 32-bit clock reads per warp into out[warp - 4]. Warpgroup 0 idles or streams wgmma (kMma).
+template <int kD, int kMBlock, int kMma>
+__global__ void __launch_bounds__(128 * (kMBlock / 64 + 1), 1)
+    final_o_kernel(int iters, int delay, long long* out, BlockClock* clk, float* sink) {
+  constexpr int kGroups = kMBlock / 64;
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ volatile int stop;
+  __shared__ int done_warps;
+  if (threadIdx.x == 0) stop = done_warps = 0;
+  const uint8_t* base = fill_wgmma_tiles(smem_raw);  // ends with __syncthreads
+  const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
+  if (warp < 4) {
+    if constexpr (kMma != 0) wgmma_until<kMma == 2>(base, stop, sink);
+    return;
+  }
+  // Q's buffer right after the wgmma tiles (kWgmmaTileSmem - 1024 B past the 1024-aligned base).
+  const uint32_t q = smem_u32(base) + (kWgmmaTileSmem - 1024);
+  const long long start = clock64();
+  while (clock64() - start < delay) {}
+  const int lane = threadIdx.x % 32;
+  float o[kD / 2];
+#pragma unroll
+  for (int i = 0; i < kD / 2; ++i) o[i] = 1.0f + static_cast<float>(hash32(i * 32 + lane) & 0xFF) * (1.0f / 256.0f);
+  attnsim::sm90::RowStats st;
+  long long acc = 0;
+  if (threadIdx.x == 128) *clk = BlockClock{clock64(), 0, globaltimer(), 0, smid(), 0};
+#pragma unroll 1
+  for (int it = 0; it < iters; ++it) {
+    st.sum[0] = 1.0f + static_cast<float>(it & 7);  // fresh partial sums, outside the timed span
+    st.sum[1] = 2.0f + static_cast<float>(it & 3);
+    const uint32_t t0 = clock32();
+    attnsim::sm90::write_o<kD, kMBlock>(q, warp / 4 - 1, warp % 4, lane, o, st);
+    const uint32_t t1 = clock32();
+    acc += t1 - t0;
+#pragma unroll
+    for (int i = 0; i < kD / 2; ++i) o[i] = o[i] * 0.999f + st.sum[i % 2] * 1e-6f;
+  }
+  if (threadIdx.x == 128) {
+    clk->clk1 = clock64();
+    clk->ns1 = globaltimer();
+  }
+  if (lane == 0) {
+    out[warp - 4] = acc;
+    if (atomicAdd(&done_warps, 1) == 4 * kGroups - 1) stop = 1;  // the last consumer warp stops the wgmma
+  }
+  float x = st.sum[0] + st.sum[1];
+  if (x == 1234567.0f) sink[threadIdx.x] = x;
+}
+
+/// Mean cycles per final_o span: median over the consumer warps of a launch, then over `launches`
+/// launches started 4000 + 97 i cycles in (as span_cycles).
+template <int kD, int kMBlock, int kMma>
+double final_o_cycles(ClockMeter& clock, int iters, int launches) {
+  auto kern = final_o_kernel<kD, kMBlock, kMma>;
+  constexpr int kSmem = kWgmmaTileSmem + kMBlock * kD * 2;
+  allow_smem(kern, kSmem);
+  constexpr int kThreads = 128 * (kMBlock / 64 + 1), kWarps = 4 * (kMBlock / 64);
+  DeviceBuffer<long long> out(kWarps);
+  DeviceBuffer<BlockClock> clk(1);
+  DeviceBuffer<float> sink(kThreads);
+  std::vector<double> per_launch;
+  for (int i = 0; i < launches; ++i) {
+    kern<<<1, kThreads, kSmem>>>(iters, 4000 + 97 * i, out.get(), clk.get(), sink.get());
+    MB_CHECK_LAUNCH("final_o_kernel");
+    clock.add(clk.to_host(), 5000.0);
+    const auto h = out.to_host();
+    std::vector<double> v;
+    for (int w = 0; w < kWarps; ++w) v.push_back(static_cast<double>(h[w]) / iters);
+    per_launch.push_back(median(v));
+  }
+  return median(per_launch);
+}
+
+/// The three softmax spans of one tile shape alone, beside SS wgmma and beside RS wgmma, and the
+/// final_o span of its m_block kMBlock (every consumer warpgroup at once) likewise, into `j`.
+template <int kN, int kD, int kMBlock>
 std::vector<double> shape(Report& rep, Json& j, int iters, int launches) {
   const char* names[3] = {"softmax_max", "softmax_exp", "rescale_o"};
   const auto alone = span_cycles<kN, kD, 0>(rep.clock(), iters, launches);
@@ -134,6 +212,12 @@ std::vector<double> shape(Report& rep, Json& j, int iters, int launches) {
     x["pair_alone_cycles"] = pair_alone[k];
     x["pair_beside_wgmma_cycles"] = pair_ss[k];
   }
+  j["m_block"] = kMBlock;
+  Json& f = j["spans"]["final_o"];
+  f["warpgroups"] = kMBlock / 64;
+  f["alone_cycles"] = final_o_cycles<kD, kMBlock, 0>(rep.clock(), iters / 4, launches);
+  f["beside_wgmma_cycles"] = final_o_cycles<kD, kMBlock, 1>(rep.clock(), iters / 4, launches);
+  f["beside_wgmma_rs_cycles"] = final_o_cycles<kD, kMBlock, 2>(rep.clock(), iters / 4, launches);
   return {alone[1], ss[1]};
 }
 
@@ -148,14 +232,18 @@ void bench_softmax_block(Report& rep) {
       "(warpgroup 0 idle) and beside warpgroup 0 running back-to-back wgmma "
       "m64n128k16, SS and RS, on the same SMSPs. pair_*: two softmax warps per SMSP (warpgroups 1 "
       "and 2) running the same spans in step, alone and beside SS wgmma (at hd256 their fragments do "
-      "not fit 168 registers: pair figures there include spills).");
+      "not fit 168 registers: pair figures there include spills). final_o: kernels/sm90/softmax.cuh's write_o (the "
+      "epilogue's first span) "
+      "(row sums, O / sum to bf16 into the warpgroup's rows of a Q-sized SMEM buffer, async-proxy fence) on every "
+      "consumer warpgroup of the tile's m_block at once (hd64: 3, else 2), fresh sums each time, cycles between "
+      "32-bit clock reads, median over the consumer warps and the launches; alone and beside SS / RS wgmma.");
   const int iters = rep.opt().quick ? 200 : 4000, launches = rep.opt().quick ? 1 : 9;
   Json& res = rep.results();
   res["launches"] = launches;
   Json& shapes = res["shapes"];
-  shape<128, 64>(rep, shapes["hd64 n_block 128"], iters, launches);
-  const auto hd128 = shape<128, 128>(rep, shapes["hd128 n_block 128"], iters, launches);
-  shape<80, 256>(rep, shapes["hd256 n_block 80"], iters, launches);
+  shape<128, 64, 192>(rep, shapes["hd64 n_block 128"], iters, launches);
+  const auto hd128 = shape<128, 128, 128>(rep, shapes["hd128 n_block 128"], iters, launches);
+  shape<80, 256, 128>(rep, shapes["hd256 n_block 80"], iters, launches);
   res["softmax_exp_alone_cycles"] = hd128[0];
   res["softmax_exp_beside_wgmma_cycles"] = hd128[1];
 }

@@ -1,4 +1,4 @@
-// Epilogue of a consumer warpgroup: O / row_sum in bf16, staged in this warpgroup's 64 rows of
+// Epilogue of a consumer warpgroup: O / row_sum in bf16 (write_o, softmax.cuh), staged in its 64 rows of
 // Q's buffer (Q is no longer read: its last QK wgmma has completed), then one TMA store per
 // 64-column chunk; LSE = max * scale + ln(sum) per row. Rows past seqlen_q are clipped by TMA.
 #pragma once
@@ -16,33 +16,8 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
                                          int tile) {
   constexpr int D = T::kHeadDim;
   uint32_t t0 = tr.now();
-  float inv[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    st.sum[r] += __shfl_xor_sync(0xffffffffu, st.sum[r], 1);
-    st.sum[r] += __shfl_xor_sync(0xffffffffu, st.sum[r], 2);
-    inv[r] = st.sum[r] > 0.f ? 1.f / st.sum[r] : 0.f;
-  }
-  // Rows of this thread inside the Q box: r = 64 * group + 16 * warp + lane / 4 (+ 8). 128B
-  // swizzle: the 16-byte unit u of box row r lives at unit u ^ (r % 8). row[h] is the 32-bit
-  // shared address of row r_h's first chunk with the swizzle term (r % 8) << 4 in bits 4-6 (the
-  // buffer is 1024-aligned, so nothing else sets them): unit u is at row[h] ^ (u << 4). Two
-  // 32-bit registers instead of a 64-bit generic pointer per (row, unit), which ptxas kept live
-  // across the whole KV loop (16 registers) or spilled.
+  write_o<D, T::kMBlock>(smem_u32(s.q), group, warp, lane, o, st);
   const int rbox = group * 64 + 16 * warp + lane / 4;
-  uint32_t row[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = rbox + 8 * h;
-    row[h] = smem_u32(s.q) + r * 128 + ((r % 8) << 4) + 4 * (lane % 4);
-  }
-#pragma unroll
-  for (int i = 0; i < D / 2; i += 2) {
-    const int h = (i / 2) % 2, unit = (i / 4) % 8, chunk = i / 32;  // column 8 * (i / 4) + 2 * (lane % 4)
-    const uint32_t dst = (row[h] ^ (unit << 4)) + chunk * T::kMBlock * 128;
-    asm volatile("st.shared.b32 [%0], %1;" ::"r"(dst), "r"(pack_bf16(o[i] * inv[h], o[i + 1] * inv[h])) : "memory");
-  }
-  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy stores -> TMA reads
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
   t0 = tr.now();
   named_sync(kBarEpilogue + group, kEpilogueThreads);

@@ -24,8 +24,10 @@ double number_at(const json& doc, const std::string& file, const std::string& po
 struct Span {
   const char* block;
   bool per_head_dim;  ///< elements = head_dim / 2 (O), else n_block / 2 (scores)
+  bool optional;      ///< absent from result files older than the span's benchmark (final_o: 2026-11-24)
 };
-constexpr Span kSpans[] = {{"softmax_max", false}, {"softmax_exp", false}, {"rescale_o", true}};
+constexpr Span kSpans[] = {
+    {"softmax_max", false, false}, {"softmax_exp", false, false}, {"rescale_o", true, false}, {"final_o", true, true}};
 }  // namespace
 
 std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std::string& note) {
@@ -41,6 +43,7 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
     const double n_block = number_at(doc, file, at + "/n_block"), head_dim = number_at(doc, file, at + "/head_dim");
     for (const auto& s : kSpans) {
       const std::string sp = at + "/spans/" + s.block;
+      if (s.optional && !doc.contains(json::json_pointer(sp))) continue;
       BlockTimingPoint p;
       p.block = s.block;
       p.elements = (s.per_head_dim ? head_dim : n_block) / 2;
@@ -90,10 +93,12 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
   }
   for (auto& [block, m] : measured) {
     m["source"] = fmt::format(
-        "kernels/microbench softmax_block on {}: the {} span of kernels/sm90's own softmax code, one warp per SMSP, "
-        "alone and beside another warpgroup's back-to-back wgmma m64n128k16 (SS, RS) on the same SMSPs; mean "
-        "cycles per block, median over the warps and over phase-varied launches; shapes with the same elements per thread-row averaged",
-        note, block);
+        "kernels/microbench softmax_block on {}: the {} span of kernels/sm90's own code, {}, alone and beside "
+        "another warpgroup's back-to-back wgmma m64n128k16 (SS, RS) on the same SMSPs; mean cycles per block, median "
+        "over the warps and over phase-varied launches; shapes with the same elements per thread-row averaged",
+        note, block,
+        block == "final_o" ? "every consumer warpgroup of the tile's m_block at once (hd64: 3, else 2)"
+                           : "one warp per SMSP");
     doc["blocks"][block]["measured"] = m;
   }
   CostModel::write(costs_file, doc);
