@@ -354,13 +354,86 @@ __global__ void mbarrier_ready_kernel(int reps, int lanes, long long* out, Block
   if (threadIdx.x == 0) clk[0] = BlockClock{c0, c1, n0, n1, smid(), 0};
 }
 
+/// The kernel's situation: warp 4 (warpgroup 1, all 32 lanes) waits on an mbarrier phase that
+/// completed ~3000 cycles earlier, by a plain arrive (kTma false) or by a 1 KB cp.async.bulk
+/// with complete_tx (kTma: as a K/V stage fills), while warpgroup 0 idles (kMma 0) or streams
+/// wgmma m64n128k16 SS (1) / RS (2) on the SM's tensor cores. Per rep: (arrive or expect_tx +
+/// copy), spin 3000 cycles, clock64, `while (!try_wait.parity)`, clock64, clock64:
+/// out[2r..2r+1] = wait, clock64 pair. The last rep stops warpgroup 0.
+template <int kMma, bool kTma>
+__global__ void __launch_bounds__(256, 1)
+    mbarrier_ready_busy_kernel(int reps, const uint8_t* src, long long* out, float* sink) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ volatile int stop;
+  __shared__ uint64_t bar;
+  __shared__ alignas(128) uint8_t dst[1024];
+  if (threadIdx.x == 0) {
+    stop = 0;
+    cuda::ptx::mbarrier_init(&bar, 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  const uint8_t* base = fill_wgmma_tiles(smem_raw);  // ends with __syncthreads
+  const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
+  if (warp < 4) {
+    if constexpr (kMma != 0) wgmma_until<kMma == 2>(base, stop, sink);
+    return;
+  }
+  if (warp != 4) return;
+  const long long s0 = clock64();
+  while (clock64() - s0 < 4000) {  // the tensor cores busy first
+  }
+#pragma unroll 1
+  for (int r = 0; r < reps; ++r) {
+    if (threadIdx.x == 128) {
+      if constexpr (kTma) {
+        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                             &bar, 1024u);
+        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, src, 1024u, &bar);
+      } else {
+        (void)cuda::ptx::mbarrier_arrive(&bar);
+      }
+    }
+    const long long s = clock64();
+    while (clock64() - s < 3000) {}
+    const uint32_t parity = r & 1;
+    const long long t0 = clock64();
+    while (!cuda::ptx::mbarrier_try_wait_parity(&bar, parity)) {}
+    const long long t1 = clock64();
+    const long long t2 = clock64();
+    if (threadIdx.x == 128) {
+      out[2 * r] = t1 - t0;
+      out[2 * r + 1] = t2 - t1;
+    }
+    __syncwarp();
+  }
+  if (threadIdx.x == 128) stop = 1;
+}
+
+/// Median ready-wait cycles (wait minus a clock64 pair; first 8 reps dropped) of one configuration.
+template <int kMma, bool kTma>
+double ready_busy_cycles(int reps, const uint8_t* src) {
+  auto kern = mbarrier_ready_busy_kernel<kMma, kTma>;
+  allow_smem(kern, kWgmmaTileSmem);
+  DeviceBuffer<long long> out(2 * reps);
+  DeviceBuffer<float> sink(256);
+  kern<<<1, 256, kWgmmaTileSmem>>>(reps, src, out.get(), sink.get());
+  MB_CHECK_LAUNCH("mbarrier_ready_busy_kernel");
+  const auto h = out.to_host();
+  std::vector<double> w, pair;
+  for (int r = 8; r < reps; ++r)
+    w.push_back(static_cast<double>(h[2 * r])), pair.push_back(static_cast<double>(h[2 * r + 1]));
+  return median(w) - median(pair);
+}
+
 void bench_mbarrier_ready(Report& rep) {
   rep.set_method(
       "mbarrier.try_wait.parity on a phase that has already completed (arrival count 1, one "
       "arrive before the loop). 1 lane or a full warp: clock64 around 32 back-to-back "
       "`while (!try_wait.parity(bar, 0))` loops (each loop's branch waits for its own "
       "try_wait), / 32; and one such wait between two clock64 reads minus a clock64 pair. "
-      "Median over reps (first 8 dropped).");
+      "Median over reps (first 8 dropped). single_wait_beside: one full-warp wait (warp 4) on a phase completed "
+      "3000 cycles earlier by a plain arrive or by a 1 KB cp.async.bulk with complete_tx, while warpgroup 0 idles or "
+      "streams wgmma m64n128k16 SS / RS (groups of 8, wait_group 0), minus a clock64 pair; median over 504 reps.");
   const int reps = rep.opt().quick ? 64 : 1024;
   DeviceBuffer<long long> out(3 * reps);
   DeviceBuffer<BlockClock> clk(1);
@@ -387,6 +460,18 @@ void bench_mbarrier_ready(Report& rep) {
     if (lanes == 32) main_value = median(run);
   }
   res["mbarrier_ready_cycles"] = main_value;
+  // As the kernel's consumers wait: the phase completed by a plain arrive or by a TMA copy, the
+  // tensor cores idle or streaming wgmma from another warpgroup.
+  DeviceBuffer<uint8_t> src(1024);
+  MB_CHECK(cudaMemset(src.get(), 0, 1024));
+  const int busy_reps = rep.opt().quick ? 64 : 512;
+  Json& b = res["single_wait_beside"];
+  b["arrive_idle"] = ready_busy_cycles<0, false>(busy_reps, src.get());
+  b["arrive_wgmma_ss"] = ready_busy_cycles<1, false>(busy_reps, src.get());
+  b["arrive_wgmma_rs"] = ready_busy_cycles<2, false>(busy_reps, src.get());
+  b["tma_idle"] = ready_busy_cycles<0, true>(busy_reps, src.get());
+  b["tma_wgmma_ss"] = ready_busy_cycles<1, true>(busy_reps, src.get());
+  b["tma_wgmma_rs"] = ready_busy_cycles<2, true>(busy_reps, src.get());
 }
 
 /// One warp spins ~`cycles`: the wgmma_issue kernels are too short for %globaltimer, so the
