@@ -21,10 +21,11 @@
   X(SOFTMAX_MAX, "softmax_max", "tcgen05.ld S, mask, row max, rescale vote")   \
   X(SOFTMAX_EXP, "softmax_exp", "scale, exp2 (MUFU/emulated), cvt, st P chunk") \
   X(SOFTMAX_SUM, "softmax_sum", "row-sum update")                               \
-  X(RESCALE_O, "rescale_o", "O *= acc_scale in TMEM (ld, mul, st)")            \
-  X(CORRECTION_VOTE, "correction_vote", "read acc_scale, ballot")              \
-  X(FINAL_O, "final_o", "O * 1/row_sum, cvt, store to SMEM")                   \
-  X(BAR_SYNC, "bar_sync", "named barrier sync")
+  X(RESCALE_O, "rescale_o", "O *= acc_scale in TMEM (ld, mul, st)")             \
+  X(CORRECTION_VOTE, "correction_vote", "read acc_scale, ballot")               \
+  X(FINAL_O, "final_o", "O * 1/row_sum, cvt, store to SMEM")                    \
+  X(BAR_SYNC, "bar_sync", "named barrier sync")                                 \
+  X(LOOP_CONTROL, "loop_control", "KV-loop code between a warp's spans (not recorded)")
 
 /// Op ids: index into the shared vocabulary (ATTNSIM_OP_LIST).
 enum attnsim_op_id {

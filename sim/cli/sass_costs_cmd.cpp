@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <set>
+#include <tuple>
 
 #include "calibrate/sass_paths.hpp"
 #include "cli/commands.hpp"
@@ -242,12 +243,14 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels) const {
   } catch (const nlohmann::json::exception& e) { throw InputError(into, "", e.what()); }
   if (!doc.contains("instructions") || !doc.contains("blocks"))
     throw InputError(into, "", "not a cost file (no instructions, blocks)");
-  // Instances in order of preference: fa3_sm90's defaults first (intra-warpgroup overlap, 2 K/V stages),
-  // then file order.
+  // Instances in order of preference: fa3_sm90's defaults first (intra-warpgroup overlap, 2 K/V stages,
+  // the static tile scheduler), then file order.
   std::vector<const sass::KernelAnalysis*> order;
   for (const auto& k : kernels) order.push_back(&k);
   std::stable_sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
-    return a->knobs.overlap != b->knobs.overlap ? a->knobs.overlap : a->knobs.kv_stage < b->knobs.kv_stage;
+    if (a->knobs.overlap != b->knobs.overlap) return a->knobs.overlap;
+    if (a->knobs.kv_stage != b->knobs.kv_stage) return a->knobs.kv_stage < b->knobs.kv_stage;
+    return !a->knobs.dynamic && b->knobs.dynamic;
   });
   std::cout << fmt::format("\nchains for {}{}\n", into, dry_run ? " (dry run: nothing written)" : "");
   for (const auto& block : kChainBlocks) {
@@ -318,6 +321,38 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels) const {
         block, where.at(block), std::filesystem::path(sass_file).filename().string(), origin);
     doc["blocks"][block]["chain"] = chain;
   }
+  // The code between each iteration's spans ("-" intervals: releases, pipeline indices, loop
+  // branch), per instance knobs, the preferred instance first.
+  nlohmann::ordered_json lc_points = nlohmann::ordered_json::array();
+  std::set<std::tuple<int, bool, bool, bool>> lc_done;
+  for (const auto* ka : order) {
+    const auto& k = ka->knobs;
+    if (!lc_done.insert({k.head_dim, k.pingpong, k.overlap, k.dynamic}).second) continue;
+    int instructions = 0, issue = 0;
+    for (const auto& sp : ka->spans)
+      if (sp.op == "-") instructions += static_cast<int>(sp.code.size()), issue += std::max(0, sp.issue_cycles);
+    nlohmann::ordered_json j;
+    j["kernel"] = short_name(k);
+    j["head_dim"] = k.head_dim;
+    j["pingpong"] = k.pingpong;
+    j["overlap"] = k.overlap;
+    j["dynamic"] = k.dynamic;
+    j["instructions"] = instructions;
+    j["issue_cycles"] = issue;
+    lc_points.push_back(j);
+    std::cout << fmt::format("  {:<12} {}: {} instructions, {} cycles of static issue per KV iteration\n",
+                             "loop_control", short_name(k), instructions, issue);
+  }
+  nlohmann::ordered_json lc;
+  lc["derivation"] =
+      "per consumer warp and KV iteration: the instructions between its traced spans (stage-release arrives, "
+      "pipeline indices and phases, the pingpong arrive, the loop branch), trace instrumentation and wait retries "
+      "left out, and their static issue time (sum of max(1, stall count)); no span records them, so a measured "
+      "timeline shows them as gaps";
+  lc["source"] =
+      fmt::format("attnsim sass-costs in {}; {}", std::filesystem::path(sass_file).filename().string(), origin);
+  lc["points"] = lc_points;
+  doc["loop_control"] = lc;
   // Every instruction a chain names needs its latency class.
   const std::map<std::string, std::string> classes = {
       {"FFMA", "fma"},  {"FADD", "fma"},      {"FMUL", "fma"},      {"FMNMX", "alu"},          {"ALU", "alu"},
@@ -338,6 +373,7 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels) const {
     for (const auto& block : kChainBlocks)
       std::cout << fmt::format("  \"{}\": {{... \"chain\": {}}}\n", block,
                                format_json(doc["blocks"][block]["chain"], 2));
+    std::cout << fmt::format("  \"loop_control\": {}\n", format_json(doc["loop_control"], 2));
     return;
   }
   CostModel::write(into, doc);

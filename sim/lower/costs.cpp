@@ -149,8 +149,48 @@ CostModel CostModel::read(const std::string& file) {
     b.finish();
     m.blocks_[name] = c;
   }
+  if (auto lc = r.optional_object("loop_control")) {
+    lc->string("derivation");
+    lc->string("source");
+    const nlohmann::json& pts = lc->raw("points");
+    if (!pts.is_array() || pts.empty()) lc->fail_at("points", "expected a non-empty array of instances");
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const std::string at = lc->child_path("points") + "/" + std::to_string(i);
+      if (!pts[i].is_object()) throw InputError(file, at, "expected an object per kernel instance");
+      JsonReader pr(pts[i], file, at);
+      LoopControlPoint p;
+      pr.string("kernel");
+      p.head_dim = static_cast<int>(pr.integer("head_dim", 8, 1024));
+      p.pingpong = pr.boolean("pingpong");
+      p.overlap = pr.boolean("overlap");
+      p.dynamic = pr.boolean("dynamic");
+      p.cost.instructions = pr.number("instructions", 0, 1e6);
+      p.cost.issue_cycles = pr.number("issue_cycles", 0, 1e7);
+      pr.finish();
+      m.loop_control_.push_back(p);
+    }
+    lc->finish();
+  }
   r.finish();
   return m;
+}
+
+LoopControl CostModel::loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic) const {
+  auto mean_of = [&](auto keep) {
+    LoopControl sum;
+    int n = 0;
+    for (const auto& p : loop_control_)
+      if (keep(p)) sum.instructions += p.cost.instructions, sum.issue_cycles += p.cost.issue_cycles, ++n;
+    if (n > 0) sum.instructions /= n, sum.issue_cycles /= n;
+    return std::pair{sum, n};
+  };
+  const auto same = [&](const LoopControlPoint& p) {
+    return p.pingpong == pingpong && p.overlap == overlap && p.dynamic == dynamic;
+  };
+  for (const auto& p : loop_control_)
+    if (same(p) && p.head_dim == head_dim) return p.cost;
+  if (const auto [c, n] = mean_of(same); n > 0) return c;
+  return mean_of([](const LoopControlPoint&) { return true; }).first;
 }
 
 void CostModel::write(const std::string& file, const nlohmann::ordered_json& doc) {

@@ -53,6 +53,14 @@ struct BlockCost {
   std::vector<TimingPoint> measured;  ///< measured timing per tile shape, by increasing elements (may be empty)
 };
 
+/// The code of one KV-loop iteration that lies between a consumer warp's spans (stage-release
+/// arrives, pipeline indices and phases, the pingpong arrive, the loop branch), per warp, from the
+/// kernel's SASS (`attnsim sass-costs`): no span records it, so a measured timeline shows it as gaps.
+struct LoopControl {
+  double instructions = 0;  ///< warp instructions
+  double issue_cycles = 0;  ///< static issue time: sum of max(1, stall) over them
+};
+
 class JsonReader;
 
 /// All blocks of one cost file.
@@ -81,6 +89,10 @@ class CostModel {
   /// when the block has no measurement.
   MeasuredTiming measured_timing(const std::string& block, double elements) const;
   const BlockCost& block(const std::string& name) const;
+  /// The loop control of the instance with these knobs: the point of the same head_dim, pingpong,
+  /// overlap and scheduler, else the mean of the points with the same pingpong, overlap and
+  /// scheduler, else the mean of all; zeros when the file has none ("loop_control" is optional).
+  LoopControl loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic) const;
   const std::string& file() const { return file_; }
   /// Writes `doc` to cost file `file` in the files' own layout (format_json), replacing it only
   /// if the result loads (read uncached); throws InputError naming the file and JSON path if not.
@@ -89,6 +101,12 @@ class CostModel {
  private:
   static CostModel read(const std::string& file);
   std::map<std::string, BlockCost> blocks_;
+  struct LoopControlPoint {
+    int head_dim = 0;
+    bool pingpong = false, overlap = false, dynamic = false;
+    LoopControl cost;
+  };
+  std::vector<LoopControlPoint> loop_control_;
   std::string file_;
 };
 

@@ -15,11 +15,12 @@ namespace {
 
 /// Fill colour per op id (index = attnsim_op_id).
 constexpr const char* kPalette[] = {
-    "#d9d9d9" /*wait*/,      "#7f7f7f" /*arrive*/,          "#a6a6a6" /*compute*/,     "#1f77b4" /*load_q*/,
-    "#17becf" /*load_k*/,    "#6baed6" /*load_v*/,          "#aec7e8" /*tma_load*/,    "#393b79" /*store_o*/,
-    "#d62728" /*mma_qk*/,    "#ff7f0e" /*mma_pv*/,          "#ff9896" /*mma*/,         "#c49c94" /*mma_commit*/,
-    "#8c564b" /*issue*/,     "#2ca02c" /*softmax_max*/,     "#98df8a" /*softmax_exp*/, "#bcbd22" /*softmax_sum*/,
-    "#9467bd" /*rescale_o*/, "#c5b0d5" /*correction_vote*/, "#e377c2" /*final_o*/,     "#f7b6d2" /*bar_sync*/,
+    "#d9d9d9" /*wait*/,         "#7f7f7f" /*arrive*/,          "#a6a6a6" /*compute*/,     "#1f77b4" /*load_q*/,
+    "#17becf" /*load_k*/,       "#6baed6" /*load_v*/,          "#aec7e8" /*tma_load*/,    "#393b79" /*store_o*/,
+    "#d62728" /*mma_qk*/,       "#ff7f0e" /*mma_pv*/,          "#ff9896" /*mma*/,         "#c49c94" /*mma_commit*/,
+    "#8c564b" /*issue*/,        "#2ca02c" /*softmax_max*/,     "#98df8a" /*softmax_exp*/, "#bcbd22" /*softmax_sum*/,
+    "#9467bd" /*rescale_o*/,    "#c5b0d5" /*correction_vote*/, "#e377c2" /*final_o*/,     "#f7b6d2" /*bar_sync*/,
+    "#c7c7c7" /*loop_control*/,
 };
 static_assert(std::size(kPalette) == ATTNSIM_OP_COUNT, "one colour per op");
 

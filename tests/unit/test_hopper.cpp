@@ -4,6 +4,7 @@
 #include <set>
 
 #include "lower/builder.hpp"
+#include "lower/costs.hpp"
 #include "lower/issue_timing.hpp"
 #include "model/json_reader.hpp"
 #include "test_support.hpp"
@@ -239,6 +240,19 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
       CHECK(b.expected == (full ? sm90::kFullArrivals : sm90::empty_arrivals(consumers)));
     }
     CHECK(mbarriers == sm90::mbarrier_count(kk.kv_stage));
+    // Each KV block (2 here) of a consumer warp runs the code between the kernel's spans once, as
+    // the cost file's SASS count for this instance says.
+    const LoopControl lc = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json")
+                               .loop_control(hd, kk.pingpong, kk.overlap, false);
+    REQUIRE(lc.instructions > 0);
+    int loop_controls = 0;
+    for (const Op& op : prog.warps[4].ops)
+      if (op.name == ATTNSIM_OP_LOOP_CONTROL) {
+        ++loop_controls;
+        CHECK(op.work.issue == Approx(lc.instructions));
+        CHECK(op.measured.alone == Approx(lc.issue_cycles));
+      }
+    CHECK(loop_controls == 2);
     // The SMEM the simulator checks is the kernel's layout (untraced), mbarriers included.
     const auto layout = sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false);
     CHECK(s->resources(hw, p).at("smem_bytes") == layout.bytes);

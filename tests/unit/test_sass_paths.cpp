@@ -282,6 +282,31 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     fs::remove(tmp);
     fs::remove(tmp2);
   }
+  SECTION("loop control: the instance's point, else the mean of its structure's, else of all") {
+    CHECK(m.loop_control(128, true, true, false).instructions == 0);  // the file has none
+    auto doc = load_json_file(data("costs_chain.json"));
+    auto pt = [](int hd, bool pp, bool ov, double n, double c) {
+      return nlohmann::json{{"kernel", "k"},    {"head_dim", hd},    {"pingpong", pp},   {"overlap", ov},
+                            {"dynamic", false}, {"instructions", n}, {"issue_cycles", c}};
+    };
+    doc["loop_control"] = {
+        {"derivation", "test"},
+        {"source", "test"},
+        {"points", {pt(128, true, true, 50, 110), pt(64, false, true, 40, 80), pt(256, false, true, 44, 90)}}};
+    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_loop_control.json";
+    std::ofstream(tmp) << doc.dump();
+    const CostModel mm = CostModel::load(tmp.string());
+    CHECK(mm.loop_control(128, true, true, false).issue_cycles == 110);  // its own point
+    CHECK(mm.loop_control(64, false, true, false).instructions == 40);
+    CHECK(mm.loop_control(128, false, true, false).issue_cycles == Approx(85));          // same structure: mean of 2
+    CHECK(mm.loop_control(128, false, false, false).instructions == Approx(134.0 / 3));  // none: mean of all
+    doc["loop_control"]["points"][0].erase("issue_cycles");
+    const fs::path bad = fs::temp_directory_path() / "attnsim_costs_loop_control_bad.json";
+    std::ofstream(bad) << doc.dump();
+    CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/loop_control/points/0"));
+    fs::remove(tmp);
+    fs::remove(bad);
+  }
   SECTION("a block's provenance needs its source; \"was\" keeps what a count replaced") {
     auto doc = load_json_file(data("costs_chain.json"));
     doc["blocks"]["plain"]["provenance"] = "measured";

@@ -45,6 +45,15 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   // waits for the stores): no assumed latency on top.
   const MeasuredTiming final_measured = c.costs.measured_timing("final_o", dv / 2.0);
   const double final_latency = final_measured.alone > 0 ? 0.0 : c.costs.latency("final_o");
+  // The code between the kernel's spans in each KV iteration (stage releases, pipeline indices
+  // and phases, the pingpong arrive, the loop branch), counted in its SASS (sass-costs): its
+  // instructions on the issue slot and ALU pipe, its static issue time as the floor.
+  const LoopControl lc = c.costs.loop_control(d, k.pingpong, k.overlap, k.scheduler == TileScheduler::DynamicLpt);
+  const Work lc_work = alu_instructions(lc.instructions);
+  const MeasuredTiming lc_timing{lc.issue_cycles};
+  auto loop_control = [&]() {
+    if (lc.instructions > 0) w.compute(ATTNSIM_OP_LOOP_CONTROL, lc_work, 0, 0, lc_timing);
+  };
   const bool loader = !k.warp_specialization && group == 0 && warp_in_group == 0;
   if (loader)  // its TMA arrive.expect_tx is the "load" arrival of each full barrier
     for (Pipe* p : {&c.q, &c.k_pipe, &c.v_pipe}) p->arrive_count("load", true, false);
@@ -115,6 +124,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
       w.consumer_release(c.k_pipe.ids, k_rel, release);
       softmax(n - 1, tile, n - 1 >= first_masked);
       w.compute(ATTNSIM_OP_RESCALE_O, pack_work, 0, rescale_chain);  // first block: nothing to rescale, P packed
+      loop_control();
       if (loader && n > 1) load_kv(n - 2, tile);
       for (int j = n - 2; j >= 0; --j) {
         turn_start();
@@ -128,6 +138,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         if (loader && j > 0) load_kv(j - 1, tile);  // the stages of block j+1 are free now
         softmax(j, tile, j >= first_masked);
         w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain, rescale_measured);
+        loop_control();
       }
       turn_start();
       pv(0, tile);
@@ -152,6 +163,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         turn_end();
         w.wait_mma(0);
         w.consumer_release(c.v_pipe.ids, v_rel, release);
+        loop_control();
       }
     }
     // Epilogue: O / row_sum to bf16 in SMEM (Q's buffer), then one warp stores the warpgroup's rows.
