@@ -507,6 +507,99 @@ void bench_clock_under_load(Report& rep) {
   res["series_clock_ghz"] = ghz;
 }
 
+/// Tensor-core duty for clock_under_duty: 2 warpgroups per SM issue groups of 8 wgmma
+/// m64n256k16 SS (wait_group 0 after each), then every thread spins `gap` cycles; `iters` groups.
+/// Thread 0 stamps (clock64, %globaltimer) around the loop.
+__global__ void __launch_bounds__(256, 1) clock_duty_kernel(int iters, int gap, BlockClock* blocks, float* sink) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* base = fill_tiles(smem_raw);
+  uint64_t da[4], db[4];
+  make_descs<256>(base, 1, da, db);
+  float d[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+  __syncthreads();
+  block_clock_begin(blocks);
+#pragma unroll 1
+  for (int it = 0; it < iters; ++it) {
+    fence_regs(d);
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 8; ++k) Wgmma<256>::ss(d, da[k & 3], db[k & 3], 1);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(d);
+    if (gap > 0) {
+      const long long s0 = clock64();
+      while (clock64() - s0 < gap) {}
+    }
+  }
+  __syncthreads();
+  block_clock_end(blocks);
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < 128; ++i) s += d[i];
+  if (s == kMagic) sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+/// One thread counts clock64 cycles over 50 us of %globaltimer, right behind a run: the clock
+/// the SM's PLL is at once the load stops (as kernels/sm90/runner.cu probes timed turns).
+__global__ void clock_probe_kernel(unsigned long long* out) {
+  const unsigned long long t0 = globaltimer();
+  const long long c0 = clock64();
+  unsigned long long t1;
+  long long c1;
+  do {
+    t1 = globaltimer();
+    c1 = clock64();
+  } while (t1 - t0 < 50000);
+  out[0] = static_cast<unsigned long long>(c1 - c0);
+  out[1] = t1 - t0;
+}
+
+void bench_clock_under_duty(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "The SM clock against the tensor cores' duty: 2 warpgroups per SM on all SMs issue groups of 8 wgmma "
+      "m64n256k16 SS (wait_group 0 after each group) and spin `gap` cycles after each (gap 0 to 12000), each "
+      "configuration for ~2.5 s (quick: ~0.3 s) after a short calibration launch, in order of increasing gap; "
+      "clock_ghz = median over SMs of clock64 cycles / %globaltimer ns over the run; duty = tensor-core cycles "
+      "(2048 per group pair at 4096 FLOP/clk) / elapsed cycles, median over SMs; probe_after_clock_ghz: one thread "
+      "counting clock64 over 50 us of %globaltimer right behind the run (as the timing harness probes its turns). The "
+      "power the clock settles at is the board's (nvidia-smi beside the run).");
+  const int grid = rep.dev().sm_count;
+  const double seconds = rep.opt().quick ? 0.3 : 2.5;
+  allow_smem(clock_duty_kernel, kOneBlockPerSmSmem);
+  DeviceBuffer<BlockClock> blocks(grid);
+  DeviceBuffer<float> sink(static_cast<size_t>(grid) * 256);
+  DeviceBuffer<unsigned long long> probe(2);
+  auto launch = [&](int iters, int gap) {
+    clock_duty_kernel<<<grid, 256, kOneBlockPerSmSmem>>>(iters, gap, blocks.get(), sink.get());
+    clock_probe_kernel<<<1, 1>>>(probe.get());
+    MB_CHECK_LAUNCH("clock_duty_kernel");
+    return blocks.to_host();
+  };
+  Json& cfg = rep.results()["configs"];
+  for (int gap : {0, 1000, 2000, 4000, 8000, 12000}) {
+    const int cal_iters = 200;
+    const double cal_s = span_ns(launch(cal_iters, gap)) * 1e-9;
+    const int iters = static_cast<int>(std::clamp(seconds / std::max(cal_s, 1e-9) * cal_iters, 1.0 * cal_iters, 2e8));
+    const auto run = launch(iters, gap);
+    rep.clock().add(run);
+    std::vector<double> duty;
+    for (const auto& b : run) duty.push_back(2048.0 * iters / static_cast<double>(b.clk1 - b.clk0));
+    Json j = Json::object();
+    j["gap_cycles"] = gap;
+    j["tensor_duty"] = median(duty);
+    j["clock_ghz"] = median(block_clock_ghz(run));
+    j["clock_ghz_min_over_sms"] = vmin(block_clock_ghz(run));
+    j["run_seconds"] = span_ns(run) * 1e-9;
+    const auto pr = probe.to_host();
+    j["probe_after_clock_ghz"] = pr[1] > 0 ? static_cast<double>(pr[0]) / pr[1] : 0.0;
+    cfg["gap_" + std::to_string(gap)] = j;
+  }
+}
+
 }  // namespace
 
 std::vector<Benchmark> mma_benchmarks() {
@@ -514,6 +607,8 @@ std::vector<Benchmark> mma_benchmarks() {
       {"wgmma", "wgmma m64nNk16 bf16 throughput and latency, N = 64..256, SS and RS", bench_wgmma},
       {"mma_sync", "mma.sync m16n8k16 bf16 throughput and latency", bench_mma_sync},
       {"clock_under_load", "SM clock during a long wgmma loop on all SMs", bench_clock_under_load},
+      {"clock_under_duty", "SM clock against the tensor cores' duty (wgmma groups with idle gaps, all SMs)",
+       bench_clock_under_duty},
       {"clock_under_mma_sync", "SM clock during a long mma.sync loop on all SMs", bench_clock_under_mma_sync},
   };
 }

@@ -104,11 +104,12 @@ struct Run : Command {
     std::cout << fmt::format("  predicted  {:9.1f} us  {:6.1f} TFLOPS  ({}: {:+.1f}%)\n", pred.time_us, pred.tflops,
                              hardware.name, 100 * (pred.time_us - us) / us);
     if (t.median_clock_ghz > 0) {
-      // Time = cycles / clock: the clock the timed turns ran at splits the error into the two.
+      // Time = cycles / clock at the probed clock, an idle SM's: loaded SMs run slower, so the
+      // measured cycles are an upper bound (kernels/microbench clock_under_duty).
       const double cycles = us * 1e3 * t.median_clock_ghz;
       std::cout << fmt::format(
-          "  SM clock   {:9.3f} GHz as the timed turns ended (median of a 50 us probe behind each), the "
-          "prediction's {:.3f}: measured {:.0f} cycles, predicted {:.0f} ({:+.1f}%)\n",
+          "  SM clock   {:9.3f} GHz as the timed turns ended (median of a 50 us probe behind each; loaded SMs "
+          "run slower), the prediction's {:.3f}: measured at most {:.0f} cycles, predicted {:.0f} ({:+.1f}%)\n",
           t.median_clock_ghz, pred.clock_ghz, cycles, pred.cycles, 100 * (pred.cycles - cycles) / cycles);
     }
     if (!trace.empty()) {

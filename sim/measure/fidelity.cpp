@@ -293,8 +293,9 @@ std::string format_clock_split(const FidelityReport& r) {
   if (k.cases == 0) return "";
   return fmt::format(
       "\ntime = cycles / clock, over the {} cases whose SM clock was probed as they were timed ({:.3f}-{:.3f} "
-      "GHz):\n  cycles: predicted against measured time x probed clock: MAPE {:.1f}%, mean {:+.1f}%, max |error| "
-      "{:.1f}% ({})\n  clock: the prediction's against the probed: mean {:+.1f}%, from {:+.1f}% to {:+.1f}%\n",
+      "GHz; an idle SM's clock, above what loaded SMs run at):\n  cycles: predicted against measured time x "
+      "probed clock: MAPE {:.1f}%, mean {:+.1f}%, max |error| {:.1f}% ({})\n  clock: the prediction's against the "
+      "probed: mean {:+.1f}%, from {:+.1f}% to {:+.1f}%\n",
       k.cases, k.timed_clock_min, k.timed_clock_max, k.cycles_mape, k.cycles_mean_err, k.cycles_max_abs_err,
       k.cycles_worst, k.clock_mean_err, k.clock_min_err, k.clock_max_err);
 }

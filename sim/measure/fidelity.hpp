@@ -74,8 +74,10 @@ struct OpSummary {
 };
 
 /// The cases whose clock was probed while they were timed (timed_clock_ghz): time = cycles /
-/// clock, so the error splits into the model's cycles against the measured time in cycles
-/// (measured_us x timed clock) and its clock against the probed one.
+/// clock, so the error splits into the model's cycles against the measured time in cycles at the
+/// probed clock (measured_us x timed clock) and its clock against the probed one. The probe reads
+/// an idle SM's clock, 6-13% above what loaded SMs run at (H100, kernels/microbench
+/// clock_under_duty): the measured cycles are an upper bound.
 struct ClockSplit {
   int cases = 0;
   double cycles_mape = 0, cycles_max_abs_err = 0;  ///< |predicted cycles / measured cycles - 1|, %

@@ -30,8 +30,9 @@ struct ValidationCase {
   double cudnn_us = 0;            ///< cuDNN fused attention on the same shape in the same run; 0 = not timed
   double traced_us = 0;           ///< the instrumented kernel, timed as measured_us is; 0 = not timed
   double measured_clock_ghz = 0;  ///< SM clock in the traced run: median over CTAs of clock64 / %globaltimer spans
-  /// SM clock while measured_us was timed: median over the plain kernel's timed turns of a clock
-  /// probe right behind each (sm90::Timing::median_clock_ghz); 0 = not probed (older data).
+  /// SM clock as measured_us was timed: median over the plain kernel's timed turns of a clock
+  /// probe right behind each (sm90::Timing::median_clock_ghz), an idle SM's clock, above what the
+  /// loaded SMs ran at; 0 = not probed (older data).
   double timed_clock_ghz = 0;
   double predicted_cycles = 0;     ///< the prediction in SM cycles (predicted_us x predicted_clock_ghz)
   double predicted_clock_ghz = 0;  ///< the clock the prediction turned its cycles into time at
