@@ -119,6 +119,11 @@ struct Timing {
   /// power controller holds, 6-13% above what the loaded SMs ran at (clock_under_duty, H100).
   std::vector<double> clock_ghz;
   double median_clock_ghz = 0;
+  /// A traced series only: the clock its SMs ran at in each turn, from inside the kernel (median
+  /// over the CTAs of the turn's last launch of their clock64 cycles over %globaltimer ns between
+  /// the CTA's start and end anchors); and their median. Empty for a plain series.
+  std::vector<double> kernel_clock_ghz;
+  double median_kernel_clock_ghz = 0;
   int launches = 0;  ///< back-to-back launches per repetition
   LaunchInfo launch;
 };

@@ -338,6 +338,7 @@ void summarize(Timing& t) {
   t.min_ms = *std::min_element(t.ms.begin(), t.ms.end());
   t.max_ms = *std::max_element(t.ms.begin(), t.ms.end());
   t.median_clock_ghz = median(t.clock_ghz);
+  t.median_kernel_clock_ghz = median(t.kernel_clock_ghz);
 }
 
 /// Times each kernel of `ks` on the same problem, plain when `plain`, traced when `traced`, the
@@ -402,32 +403,61 @@ std::vector<TimingPair> time_interleaved(const std::vector<TimedKernel>& ks, Dev
   for (int r = 0, cycle = 0; r < o.reps; ++r)
     for (int c = 0; c < o.launches; c += per_turn, ++cycle)
       for (size_t y = 0; y < ns; ++y) turns.push_back({(cycle + y) % ns, r, std::min(per_turn, o.launches - c)});
-  // Each turn between its own pair of events; behind each, outside them, the clock probe.
+  // Each turn between its own pair of events; behind each, outside them, the clock probe and, for
+  // a traced series, a copy of its last launch's CTA clock anchors (cleared before the turn, so
+  // that a CTA which wrote none is not read from an older launch).
   std::vector<Event> start(turns.size()), end(turns.size());
   unsigned long long* probes = nullptr;
   cuda_check(cudaMalloc(&probes, 2 * sizeof(unsigned long long) * turns.size()), "cudaMalloc(clock probes)");
   std::unique_ptr<unsigned long long, decltype(&cudaFree)> probes_owner(probes, cudaFree);
+  size_t anchor_count = 0;
+  std::vector<size_t> anchor_at(turns.size(), 0);
+  for (size_t j = 0; j < turns.size(); ++j)
+    if (const auto& x = series[turns[j].series]; x.scratch) anchor_at[j] = anchor_count, anchor_count += x.li.grid;
+  attnsim_cta_clock* anchors = nullptr;
+  if (anchor_count > 0)
+    cuda_check(cudaMalloc(&anchors, anchor_count * sizeof(attnsim_cta_clock)), "cudaMalloc(CTA clock anchors)");
+  std::unique_ptr<attnsim_cta_clock, decltype(&cudaFree)> anchors_owner(anchors, cudaFree);
   launch(series.front());
   for (size_t j = 0; j < turns.size(); ++j) {
+    const Series& x = series[turns[j].series];
+    const size_t clock_bytes = static_cast<size_t>(x.li.grid) * sizeof(attnsim_cta_clock);
+    if (x.scratch) cuda_check(cudaMemsetAsync(x.scratch->b.ctas, 0, clock_bytes), "cudaMemsetAsync(CTA clocks)");
     cuda_check(cudaEventRecord(start[j].e), "cudaEventRecord");
-    for (int i = 0; i < turns[j].launches; ++i) launch(series[turns[j].series]);
+    for (int i = 0; i < turns[j].launches; ++i) launch(x);
     cuda_check(cudaEventRecord(end[j].e), "cudaEventRecord");
     clock_probe<<<1, 1>>>(probes + 2 * j);
+    if (x.scratch)
+      cuda_check(cudaMemcpyAsync(anchors + anchor_at[j], x.scratch->b.ctas, clock_bytes, cudaMemcpyDeviceToDevice),
+                 "cudaMemcpyAsync(CTA clocks)");
   }
   cuda_check(cudaGetLastError(), "clock_probe launch");
   cuda_check(cudaDeviceSynchronize(), "fa3_forward (timed)");
   const std::vector<unsigned long long> probe = to_host<unsigned long long>(probes, 2 * turns.size());
+  const std::vector<attnsim_cta_clock> anchor = to_host<attnsim_cta_clock>(anchors, anchor_count);
   // Repetition r of a series: the mean over its `launches` launches, from its turns in rep r.
   for (const auto& x : series) {
     x.out->launch = x.li;
     x.out->launches = o.launches;
     x.out->ms.assign(o.reps, 0.0);
     x.out->clock_ghz.clear();
+    x.out->kernel_clock_ghz.clear();
   }
   for (size_t j = 0; j < turns.size(); ++j) {
-    Timing& t = *series[turns[j].series].out;
+    const Series& x = series[turns[j].series];
+    Timing& t = *x.out;
     t.ms[turns[j].rep] += elapsed_ms(start[j], end[j]) / o.launches;
     if (probe[2 * j + 1] > 0) t.clock_ghz.push_back(static_cast<double>(probe[2 * j]) / probe[2 * j + 1]);
+    if (!x.scratch) continue;
+    // The turn's last launch: median over its CTAs that stamped both ends and ran >= 20 us (the
+    // %globaltimer step is 32-96 ns) of clock64 cycles / ns.
+    std::vector<double> ghz;
+    for (int c = 0; c < x.li.grid; ++c) {
+      const attnsim_cta_clock& a = anchor[anchor_at[j] + c];
+      if (a.ns1 > a.ns0 + 20000 && a.clk1 > a.clk0)
+        ghz.push_back(static_cast<double>(a.clk1 - a.clk0) / static_cast<double>(a.ns1 - a.ns0));
+    }
+    if (!ghz.empty()) t.kernel_clock_ghz.push_back(median(ghz));
   }
   for (const auto& x : series) summarize(*x.out);
   return out;

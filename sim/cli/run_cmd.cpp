@@ -124,6 +124,14 @@ struct Run : Command {
           "against plain median, the two timed in turns){}\n",
           tt.median_ms * 1e3, 100 * (tt.median_ms / t.median_ms - 1), trace_warps, trace_sample,
           dropped ? fmt::format("; {} spans past --trace-cap {} per warp dropped", dropped, cap) : "");
+      if (tt.median_kernel_clock_ghz > 0) {
+        // The traced kernel's own clock in the same turns: the cycles the plain one ran, nearly.
+        const double cycles = us * 1e3 * tt.median_kernel_clock_ghz;
+        std::cout << fmt::format(
+            "  SM clock   {:9.3f} GHz inside the traced kernel in the same turns (CTA clock anchors): measured "
+            "{:.0f} cycles, predicted {:.0f} ({:+.1f}%)\n",
+            tt.median_kernel_clock_ghz, cycles, pred.cycles, 100 * (pred.cycles - cycles) / cycles);
+      }
       std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace,
                                default_trace_ctas(rec, ctas).size());
     }

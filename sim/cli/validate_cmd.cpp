@@ -176,6 +176,7 @@ struct Validate : Command {
         c.measured_min_us = t.min_ms * 1e3;
         c.measured_max_us = t.max_ms * 1e3;
         c.timed_clock_ghz = t.median_clock_ghz;
+        if (!no_ops) c.kernel_clock_ghz = times[g].traced.median_kernel_clock_ghz;
         c.runs = timing.reps;
         for (double ms : t.ms) c.run_us.push_back(ms * 1e3);
         if (!no_ops) {
@@ -204,10 +205,10 @@ struct Validate : Command {
         }
         if (first_measured < 0) first_measured = static_cast<int>(i);
         std::cerr << fmt::format(
-            "  [{}/{}] {} on {}: predicted {:.1f} us, measured {:.1f} us ({:+.1f}%), SM clock {:.3f} GHz timed, "
-            "{:.3f} traced\n",
+            "  [{}/{}] {} on {}: predicted {:.1f} us, measured {:.1f} us ({:+.1f}%), SM clock {:.3f} GHz in the "
+            "kernel (traced twin, same turns), {:.3f} probed, {:.3f} in the trace run\n",
             ++done, pending.size(), c.name(), c.problem_label, c.predicted_us, c.measured_us, c.error_pct(),
-            c.timed_clock_ghz, c.measured_clock_ghz);
+            c.kernel_clock_ghz, c.timed_clock_ghz, c.measured_clock_ghz);
       }
     }
     std::vector<ValidationCase> cases;

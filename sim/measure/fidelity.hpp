@@ -73,13 +73,15 @@ struct OpSummary {
   std::string worst_case;
 };
 
-/// The cases whose clock was probed while they were timed (timed_clock_ghz): time = cycles /
-/// clock, so the error splits into the model's cycles against the measured time in cycles at the
-/// probed clock (measured_us x timed clock) and its clock against the probed one. The probe reads
-/// an idle SM's clock, 6-13% above what loaded SMs run at (H100, kernels/microbench
-/// clock_under_duty): the measured cycles are an upper bound.
+/// The cases whose clock was read while they were timed: time = cycles / clock, so the error
+/// splits into the model's cycles against the measured time in cycles (measured_us x clock) and
+/// its clock against the measured one. The clock is the kernel's own where it was read inside it
+/// (kernel_clock_ghz: the traced twin's CTA anchors in the same turns), else the probe's
+/// (timed_clock_ghz), an idle SM's clock 6-13% above what loaded SMs run at (H100,
+/// kernels/microbench clock_under_duty), which makes the measured cycles an upper bound.
 struct ClockSplit {
   int cases = 0;
+  int in_kernel = 0;  ///< of them, clocks read inside the kernel (kernel_clock_ghz); the rest the probe's
   double cycles_mape = 0, cycles_max_abs_err = 0;  ///< |predicted cycles / measured cycles - 1|, %
   double cycles_mean_err = 0;                      ///< signed mean, %
   std::string cycles_worst;

@@ -177,7 +177,7 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
   std::string out =
       "schedule,variant,problem,batch,heads,kv_heads,seqlen_q,seqlen_k,head_dim,causal,kernel,predicted_us,"
       "measured_us,measured_min_us,measured_max_us,runs,error_pct,measured_tflops,predicted_tflops,cudnn_us,"
-      "cudnn_tflops,traced_us,trace_overhead_pct,timed_clock_ghz,skipped\n";
+      "cudnn_tflops,traced_us,trace_overhead_pct,timed_clock_ghz,kernel_clock_ghz,skipped\n";
   for (const auto& c : cases) {
     const auto& p = c.problem;
     // A sweep candidate's schedule is its overrides, whose JSON values hold commas and quotes.
@@ -199,6 +199,7 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
     else
       out += ",,";
     out += c.measured && c.timed_clock_ghz > 0 ? fmt::format("{:.4f},", c.timed_clock_ghz) : ",";
+    out += c.measured && c.kernel_clock_ghz > 0 ? fmt::format("{:.4f},", c.kernel_clock_ghz) : ",";
     std::string skipped;  // always quoted, inner quotes doubled (RFC 4180)
     for (char ch : c.skipped) skipped += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     out += "\"" + skipped + "\"\n";
@@ -248,6 +249,7 @@ nlohmann::json validation_json(const std::vector<ValidationCase>& cases, const V
           {"median", c.measured_us}, {"min", c.measured_min_us}, {"max", c.measured_max_us}, {"runs", c.runs}};
       if (!c.run_us.empty()) x["measured_us"]["each_run"] = c.run_us;
       if (c.timed_clock_ghz > 0) x["measured_us"]["sm_clock_ghz"] = c.timed_clock_ghz;
+      if (c.kernel_clock_ghz > 0) x["measured_us"]["kernel_clock_ghz"] = c.kernel_clock_ghz;
       x["error_pct"] = c.error_pct();
       x["measured_tflops"] = c.measured_tflops();
       x["predicted_tflops"] = c.predicted_tflops();

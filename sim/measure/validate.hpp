@@ -34,6 +34,9 @@ struct ValidationCase {
   /// probe right behind each (sm90::Timing::median_clock_ghz), an idle SM's clock, above what the
   /// loaded SMs ran at; 0 = not probed (older data).
   double timed_clock_ghz = 0;
+  /// The clock the SMs ran at in those turns, from inside the kernel: the traced twin's CTA clock
+  /// anchors (sm90::Timing::median_kernel_clock_ghz of the traced series); 0 = not measured.
+  double kernel_clock_ghz = 0;
   double predicted_cycles = 0;     ///< the prediction in SM cycles (predicted_us x predicted_clock_ghz)
   double predicted_clock_ghz = 0;  ///< the clock the prediction turned its cycles into time at
   std::map<std::string, OpStat> predicted_ops, measured_ops;

@@ -92,9 +92,16 @@ int main() {
       const std::string name = "kernel " + std::to_string(i) + mode;
       expect(t[i].plain.launch.smem_bytes == smem[i], name + ": its launch is not its own kernel's (order)");
       check_series(t[i].plain, o.reps, o.launches, name + " plain");
-      if (traced)
+      if (traced) {
         check_series(t[i].traced, o.reps, o.launches, name + " traced");
-      else
+        // The traced kernel's own clock in each turn (its CTA anchors), an H100 / H200 clock.
+        const Timing& tr = t[i].traced;
+        expect(tr.kernel_clock_ghz.size() == tr.clock_ghz.size(),
+               name + " traced: a clock from inside the kernel for every turn");
+        for (double g : tr.kernel_clock_ghz)
+          expect(g > 0.3 && g < 3.0, name + " traced: the kernel's clock read " + std::to_string(g) + " GHz");
+        expect(t[i].plain.kernel_clock_ghz.empty(), name + " plain: no clock from inside a plain kernel");
+      } else
         expect(t[i].traced.ms.empty(), name + ": a traced series that was not asked for");
     }
   }

@@ -277,6 +277,16 @@ TEST_CASE("fidelity: time splits into cycles and clock where the clock was probe
   CHECK(k.timed_clock_min == Approx(1.5));
   CHECK(k.timed_clock_max == Approx(2.0));
   CHECK_THAT(format_clock_split(fidelity_report(cases)), Catch::Contains("MAPE 8.0%"));
+  CHECK(k.in_kernel == 0);
+  // A clock read inside the kernel takes the probe's place: P1 at 1.76 GHz runs 176000 cycles,
+  // as predicted.
+  auto in_kernel = cases;
+  in_kernel[0].kernel_clock_ghz = 1.76;
+  const ClockSplit ki = fidelity_report(in_kernel).clock;
+  CHECK(ki.in_kernel == 1);
+  CHECK(ki.cycles_max_abs_err == Approx(4.0));  // P2's, at its probed clock
+  CHECK(ki.clock_max_err == Approx(100.0 * (1.6 / 1.5 - 1)));
+  CHECK(ki.clock_min_err == Approx(100.0 * (1.6 / 1.76 - 1)));
   // The baseline keeps the cycles' MAPE, and it may not grow.
   const FidelityReport r = fidelity_report(cases);
   FidelityBaseline back = parse_baseline(baseline_json(baseline_of(r, cases), "h100_sxm"), "fidelity.json");
@@ -294,11 +304,11 @@ TEST_CASE("fidelity: time splits into cycles and clock where the clock was probe
 TEST_CASE("fidelity: results.csv and ops.csv are read by column name", "[fidelity]") {
   const std::string results =
       "schedule,variant,problem,batch,heads,kv_heads,seqlen_q,seqlen_k,head_dim,causal,kernel,predicted_us,"
-      "measured_us,overhead_pct,runs,timed_clock_ghz,skipped\n"
+      "measured_us,overhead_pct,runs,timed_clock_ghz,kernel_clock_ghz,skipped\n"
       "fa3_sm90,,hd64 s2k b8,8,16,16,2048,2048,64,0,hd64 m192 n128 kv2 overlap reg 160/32,337.047,339.904,23.0,10,"
-      "1.9043,\"\"\n"
-      "fa3_sm90,kv_stage_3,hd256 s1k b16,16,16,16,1024,1024,256,0,,,,,,,\"no kernel, \"kv3\" was not compiled\"\n"
-      "fa3_sm90,no_pingpong,hd128 s16k b1 causal,1,16,8,16384,16384,128,1,k,1752.696,1667.072,,10,,\"\"\n";
+      "1.9043,1.7021,\"\"\n"
+      "fa3_sm90,kv_stage_3,hd256 s1k b16,16,16,16,1024,1024,256,0,,,,,,,,\"no kernel, \"kv3\" was not compiled\"\n"
+      "fa3_sm90,no_pingpong,hd128 s16k b1 causal,1,16,8,16384,16384,128,1,k,1752.696,1667.072,,10,,,\"\"\n";
   auto cases = parse_results_csv(results, "results.csv");
   REQUIRE(cases.size() == 2);  // the row not run is left out
   CHECK(cases[0].variant.empty());
@@ -311,7 +321,9 @@ TEST_CASE("fidelity: results.csv and ops.csv are read by column name", "[fidelit
   CHECK(cases[0].predicted_us == Approx(337.047));
   CHECK(cases[0].kernel == "hd64 m192 n128 kv2 overlap reg 160/32");
   CHECK(cases[0].timed_clock_ghz == Approx(1.9043));
+  CHECK(cases[0].kernel_clock_ghz == Approx(1.7021));
   CHECK(cases[1].timed_clock_ghz == 0);  // not probed
+  CHECK(cases[1].kernel_clock_ghz == 0);
   CHECK(cases[1].variant == "no_pingpong");
   CHECK(cases[1].problem.causal);
   CHECK(cases[1].problem.kv_heads == 8);
