@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/clock_probe.cuh"
 #include "common/wgmma_sync.cuh"
 #include "wgmma_ops.cuh"
 
@@ -542,20 +543,9 @@ __global__ void __launch_bounds__(256, 1) clock_duty_kernel(int iters, int gap, 
   if (s == kMagic) sink[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
-/// One thread counts clock64 cycles over 50 us of %globaltimer, right behind a run: the clock
-/// the SM's PLL is at once the load stops (as kernels/sm90/runner.cu probes timed turns).
-__global__ void clock_probe_kernel(unsigned long long* out) {
-  const unsigned long long t0 = globaltimer();
-  const long long c0 = clock64();
-  unsigned long long t1;
-  long long c1;
-  do {
-    t1 = globaltimer();
-    c1 = clock64();
-  } while (t1 - t0 < 50000);
-  out[0] = static_cast<unsigned long long>(c1 - c0);
-  out[1] = t1 - t0;
-}
+/// One thread counts the SM clock over 50 us right behind a run, as the timing harness probes its
+/// turns (kernels/sm90/runner.cu): the clock the SM's PLL is at once the load stops.
+__global__ void clock_probe_kernel(unsigned long long* out) { attnsim::count_clock(50000, out); }
 
 void bench_clock_under_duty(Report& rep) {
   require_sm90(rep);

@@ -13,8 +13,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/clock_probe.cuh"
 #include "common/cuda_check.cuh"
-#include "common/trace_recorder.cuh"
 #include "fa3_api.h"
 #include "launch.cuh"
 #include "reference.cuh"
@@ -123,28 +123,14 @@ __global__ void fill_normal(__nv_bfloat16* x, size_t n, uint64_t seed) {
   }
 }
 
-/// One thread counts clock64 cycles over kClockProbeNs of %globaltimer and writes {cycles, ns} to
-/// `out`: the clock the power controller holds as a timed turn of launches ends. It moves over
-/// tens of milliseconds (configs/measured/<gpu>/clock_under_load.json), not the moment the load
-/// stops: on an H100 (2026-11-24) windows of 50 us, 50 us and 2 ms right after this one read the
-/// same clock within 1% behind every turn, 1.90-2.04 GHz on a cool GPU and 1.53-1.68 GHz on the
-/// same problems after minutes of load. Loaded SMs run 6-13% slower than this idle one at the
-/// same setting (kernels/microbench clock_under_duty), so it bounds the kernel's clock from
-/// above. %globaltimer steps of 32-96 ns (H100, kernels/microbench globaltimer) make the window
-/// good to 0.2%.
-constexpr unsigned long long kClockProbeNs = 50000;
-__global__ void clock_probe(unsigned long long* out) {
-  const unsigned long long t0 = globaltimer();
-  const long long c0 = clock64();
-  unsigned long long t1;
-  long long c1;
-  do {
-    t1 = globaltimer();
-    c1 = clock64();
-  } while (t1 - t0 < kClockProbeNs);
-  out[0] = static_cast<unsigned long long>(c1 - c0);
-  out[1] = t1 - t0;
-}
+/// One thread counts the SM clock over 50 us (count_clock) behind a timed turn of launches: the
+/// clock the power controller holds as the turn ends. It moves over tens of milliseconds
+/// (configs/measured/<gpu>/clock_under_load.json), not the moment the load stops: on an H100
+/// (2026-11-24) windows of 50 us, 50 us and 2 ms right after this one read the same clock within
+/// 1% behind every turn, 1.90-2.04 GHz on a cool GPU and 1.53-1.68 GHz on the same problems after
+/// minutes of load. Loaded SMs run 6-13% slower than this idle one at the same setting
+/// (kernels/microbench clock_under_duty), so it bounds the kernel's clock from above.
+__global__ void clock_probe(unsigned long long* out) { count_clock(50000, out); }
 
 template <class T>
 std::vector<T> to_host(const void* p, size_t n) {
