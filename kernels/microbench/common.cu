@@ -159,6 +159,35 @@ static std::string nvml_driver_version() {
   return out;
 }
 
+BoardPower read_board_power(int dev) {
+  BoardPower out;
+  void* h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) return out;
+  using InitFn = int (*)();
+  using HandleFn = int (*)(unsigned, void**);
+  using UintFn = int (*)(void*, unsigned*);
+  using TempFn = int (*)(void*, int, unsigned*);
+  auto init = reinterpret_cast<InitFn>(dlsym(h, "nvmlInit_v2"));
+  auto shut = reinterpret_cast<InitFn>(dlsym(h, "nvmlShutdown"));
+  auto handle = reinterpret_cast<HandleFn>(dlsym(h, "nvmlDeviceGetHandleByIndex_v2"));
+  auto power = reinterpret_cast<UintFn>(dlsym(h, "nvmlDeviceGetPowerUsage"));
+  auto limit = reinterpret_cast<UintFn>(dlsym(h, "nvmlDeviceGetEnforcedPowerLimit"));
+  auto temp = reinterpret_cast<TempFn>(dlsym(h, "nvmlDeviceGetTemperature"));
+  if (init && handle && init() == 0) {
+    void* d = nullptr;
+    unsigned v = 0;
+    // The CUDA and NVML device orders agree when CUDA_DEVICE_ORDER=PCI_BUS_ID or with one GPU.
+    if (handle(static_cast<unsigned>(dev), &d) == 0) {
+      if (power && power(d, &v) == 0) out.power_w = v * 1e-3;  // mW
+      if (limit && limit(d, &v) == 0) out.limit_w = v * 1e-3;
+      if (temp && temp(d, 0 /* NVML_TEMPERATURE_GPU */, &v) == 0) out.temperature_c = v;
+    }
+    if (shut) shut();
+  }
+  dlclose(h);
+  return out;
+}
+
 DeviceInfo query_device(int dev) {
   DeviceInfo d;
   d.device = dev;

@@ -37,9 +37,9 @@ constexpr int kSkipCode = 77;
 
 std::vector<Benchmark> registry() {
   std::vector<Benchmark> all;
-  for (auto part : {pipe_benchmarks(), mma_benchmarks(), memory_benchmarks(), sync_benchmarks(), latency_benchmarks(),
-                    launch_benchmarks(), operand_benchmarks(), mma_queue_benchmarks(), softmax_block_benchmarks(),
-                    ifetch_benchmarks(), ldg_load_benchmarks(), tma_load_benchmarks()})
+  for (auto part : {pipe_benchmarks(), mma_benchmarks(), clock_mix_benchmarks(), memory_benchmarks(), sync_benchmarks(),
+                    latency_benchmarks(), launch_benchmarks(), operand_benchmarks(), mma_queue_benchmarks(),
+                    softmax_block_benchmarks(), ifetch_benchmarks(), ldg_load_benchmarks(), tma_load_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -68,6 +68,8 @@ const Expect kExpect[] = {
     {"ifetch", "/results/ifetch_cycles_per_instruction", 0.5, 100},
     {"ifetch", "/results/ifetch_runahead_bytes", 0, 1 << 20},
     {"clock_under_mma_sync", "/results/clock_ghz", 0.2, 5},
+    {"clock_under_mix", "/results/configs/t1_r1_g0_hbm/clock_ghz", 0.2, 5},
+    {"clock_under_mix", "/results/configs/t1_r1_g0_none/tensor_duty", 0.05, 1.2},
     {"tma", "/results/tma_latency", -5000, 100000},
     {"tma", "/results/tma_latency_16k_tensor2d", 10, 1e6},
     {"tma", "/results/tma_bytes_per_clk_sm", 0.5, 8192},

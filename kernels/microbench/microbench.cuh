@@ -117,6 +117,15 @@ struct Options {
 /// Queries device `dev` (and the NVML driver string, if libnvidia-ml loads).
 DeviceInfo query_device(int dev);
 
+/// The board's power state as NVML reports it (loaded at run time; all zero where it does not load).
+struct BoardPower {
+  double power_w = 0;        ///< nvmlDeviceGetPowerUsage: board power draw, W (the driver's running average)
+  double limit_w = 0;        ///< nvmlDeviceGetEnforcedPowerLimit, W: the cap the clock is lowered to hold
+  double temperature_c = 0;  ///< nvmlDeviceGetTemperature (GPU die), degrees C
+};
+/// Reads device `dev`'s BoardPower now.
+BoardPower read_board_power(int dev);
+
 /// Median of `v` (0 for an empty vector); `v` is copied.
 double median(std::vector<double> v);
 
@@ -220,6 +229,7 @@ struct Benchmark {
 // Each translation unit contributes its benchmarks through one of these.
 std::vector<Benchmark> pipe_benchmarks();
 std::vector<Benchmark> mma_benchmarks();
+std::vector<Benchmark> clock_mix_benchmarks();
 std::vector<Benchmark> memory_benchmarks();
 std::vector<Benchmark> sync_benchmarks();
 std::vector<Benchmark> latency_benchmarks();

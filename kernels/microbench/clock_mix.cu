@@ -1,0 +1,300 @@
+// clock_under_mix: the SM clock the board's power controller holds for a mix of tensor-core,
+// CUDA-core and memory work on every SM, with the board's power beside it.
+//
+// Why: under sustained load an H100/H200 lowers its SM clock until the board draws no more than
+// its power limit, and what it draws depends on what every SM does each cycle. Attention kernels
+// run wgmma, softmax arithmetic and K/V streams at once, at duties that differ by problem, and
+// their SMs ran at 1.35-1.84 GHz by problem (the clock read inside the kernel, `attnsim validate`);
+// wgmma alone at full duty runs at about 1.64 GHz (clock_under_duty) and FFMA alone at the top
+// clock (clock_under_ffma). This benchmark measures the clock over a grid of mixes so that
+// `attnsim calibrate` can fit a power model (sim/calibrate/clock_power) that the simulator solves
+// for each problem's own mix.
+//
+// Each SM runs one CTA of 3 warpgroups. Warpgroups 0 and 1 per iteration: issue 8 wgmma
+// m64n128k16 SS (bf16 uniform in (-1, 1), as attention's data) if `tensor`, run `rounds` softmax-like rounds on 64
+// scores per thread while the wgmma run (per score: FMNMX, FFMA, MUFU.EX2, FADD, FFMA; per score pair: F2FP and a
+// LOP3), wait for the wgmma, sleep `gap_ns`. One thread of warpgroup 2 keeps 4 bulk copies (TMA, 16 KB each, as the
+// kernels load K/V tiles) in flight from an L2-resident window shared by all SMs, or from a 16 MB slice of HBM per SM,
+// until the compute warpgroups are done. (A first version streamed with 16-byte loads from 4 warps: per byte they drew
+// about 3x what TMA-loading attention kernels do, the cost of the load instructions and L1, not of L2 or HBM.)
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cuda/ptx>
+
+#include "microbench.cuh"
+#include "wgmma_tiles.cuh"
+
+namespace mb {
+namespace {
+
+constexpr int kThreads = 384;  // warpgroups 0-1 compute, warpgroup 2 memory
+constexpr int kComputeWarps = 8;
+/// Tensor-core cycles per iteration: 2 warpgroups x 8 wgmma m64n128k16 (262144 FLOP each) at
+/// 4096 dense bf16 FLOP per SM clock (the `wgmma` benchmark's rate).
+constexpr double kTensorCyclesPerIter = 2.0 * 8 * 64 * 128 * 16 * 2 / 4096.0;
+constexpr int kScores = 64;  // per thread per round: one warpgroup's 64x128 score tile
+/// Warp instructions per round per warp, by construction (each PTX operation below is one SASS
+/// instruction: fmaxf -> FMNMX, fmaf -> FFMA, ex2.approx.ftz -> MUFU.EX2, + -> FADD,
+/// cvt.rn.bf16x2 -> F2FP, ^ -> LOP3); the few combining the partial max/sums are not counted.
+constexpr int kInstrPerRound = 5 * kScores + 2 * (kScores / 2);
+constexpr int kStages = 4;                   // bulk copies in flight per SM
+constexpr uint32_t kChunkBytes = 16384;      // bytes per copy (a 64x128 bf16 K/V tile)
+constexpr unsigned kL2WindowChunks = 256;    // 4 MB, shared by all SMs: L2 hits
+constexpr unsigned kHbmSliceChunks = 1024;   // 16 MB per SM (2.1 GB on 132 SMs): HBM
+constexpr int kRingOffset = kWgmmaTileSmem;  // the ring after the wgmma tiles (1 KB aligned)
+static_assert(kRingOffset % 1024 == 0 && kRingOffset + kStages * kChunkBytes + 1024 <= kOneBlockPerSmSmem);
+
+/// One configuration of the mix.
+struct MixArgs {
+  int iters = 0;
+  int rounds = 0;  ///< softmax-like rounds per iteration on the compute warps
+  int gap_ns = 0;  ///< __nanosleep after each iteration (duty below 1)
+  int mem = 0;     ///< 0 none, 1 L2 window, 2 HBM slices
+  const uint8_t* buf = nullptr;
+};
+
+__device__ __forceinline__ float ex2_approx(float x) {
+  float y;
+  asm volatile("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/// One softmax-like round on a thread's 64 scores: row max, exp2 of scale * s - max, row sum,
+/// bf16 packing of the probabilities, and the scores moved on (s = 0.75 s + p) so that no round
+/// repeats the last.
+__device__ __forceinline__ void softmax_round(float (&s)[kScores], float& sum, uint32_t& packed) {
+  float m[4] = {s[0], s[1], s[2], s[3]};
+#pragma unroll
+  for (int i = 4; i < kScores; ++i) m[i & 3] = fmaxf(m[i & 3], s[i]);
+  const float mx = fmaxf(fmaxf(m[0], m[1]), fmaxf(m[2], m[3]));
+  float part[4] = {0, 0, 0, 0};
+#pragma unroll
+  for (int i = 0; i < kScores; i += 2) {
+    const float e0 = ex2_approx(fmaf(s[i], 1.4426950f, -mx));
+    const float e1 = ex2_approx(fmaf(s[i + 1], 1.4426950f, -mx));
+    part[i & 3] += e0;
+    part[(i + 1) & 3] += e1;
+    uint32_t p;
+    asm volatile("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(p) : "f"(e1), "f"(e0));
+    packed ^= p;
+    s[i] = fmaf(s[i], 0.75f, e0);
+    s[i + 1] = fmaf(s[i + 1], 0.75f, e1);
+  }
+  sum += (part[0] + part[1]) + (part[2] + part[3]);
+}
+
+/// kTensor: the compute warpgroups issue wgmma (a template parameter, so that no branch around
+/// the in-flight accumulators makes ptxas wait for them before the softmax rounds).
+template <bool kTensor>
+__global__ void __launch_bounds__(kThreads, 1)
+    clock_mix_kernel(MixArgs a, BlockClock* blocks, unsigned long long* mem_bytes, float* sink, int* err) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ volatile int stop;
+  __shared__ uint64_t full[kStages];
+  uint32_t last_round = 0;
+  if (threadIdx.x == 0) {
+    stop = 0;
+    for (int i = 0; i < kStages; ++i) cuda::ptx::mbarrier_init(&full[i], 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  const uint8_t* base = fill_wgmma_tiles_random(smem_raw);  // ends with __syncthreads
+  block_clock_begin(blocks);
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+  if (wg < 2) {
+    uint64_t da[4], db[4];
+    kstep_descs(base, da, db);
+    float d[64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) d[i] = 0.0f;
+    float s[kScores];
+#pragma unroll
+    for (int i = 0; i < kScores; ++i)
+      s[i] = static_cast<float>(hash32(i * 384 + threadIdx.x) & 0xFFFF) * (1.0f / 16384.0f);
+    float sum = 0;
+    uint32_t packed = 0;
+#pragma unroll 1
+    for (int it = 0; it < a.iters; ++it) {
+      if constexpr (kTensor) {
+        attnsim::hopper::fence_regs(d);
+        attnsim::hopper::wgmma_fence();
+#pragma unroll
+        for (int k = 0; k < 8; ++k) attnsim::hopper::Wgmma<128>::ss(d, da[k & 3], db[k & 3], 1);
+        attnsim::hopper::wgmma_commit();
+      }
+#pragma unroll 1
+      for (int r = 0; r < a.rounds; ++r) softmax_round(s, sum, packed);
+      if constexpr (kTensor) {
+        attnsim::hopper::wgmma_wait<0>();
+        attnsim::hopper::fence_regs(d);
+      }
+      if (a.gap_ns > 0) __nanosleep(static_cast<unsigned>(a.gap_ns));
+    }
+    asm volatile("bar.sync 1, 256;" ::: "memory");  // both compute warpgroups done
+    if (threadIdx.x == 0) stop = 1;
+    float x = sum + static_cast<float>(packed & 1);
+#pragma unroll
+    for (int i = 0; i < 64; ++i) x += d[i];
+    if (x == 1234567.0f) sink[blockIdx.x * kThreads + threadIdx.x] = x;
+  } else if (a.mem != 0 && threadIdx.x == 256) {
+    // One thread keeps kStages bulk copies (TMA, as the kernels load K/V) in flight into a ring.
+    uint8_t* ring = align1k(smem_raw) + kRingOffset;
+    const unsigned chunks = a.mem == 1 ? kL2WindowChunks : kHbmSliceChunks;
+    const uint8_t* src = a.mem == 1 ? a.buf : a.buf + static_cast<size_t>(blockIdx.x) * kHbmSliceChunks * kChunkBytes;
+    unsigned c = a.mem == 1 ? blockIdx.x * 3u : 0u;  // L2: SMs start apart in the shared window
+    unsigned long long copies = 0;
+    const uint32_t bytes = kChunkBytes;  // the ptx wrappers take it by reference
+    bool ok = true;
+    for (uint32_t round = 0; ok && (round == 0 || !stop); ++round) {
+      for (int st = 0; st < kStages; ++st) {
+        if (round > 0 && !wait_parity(&full[st], (round - 1) & 1)) {
+          ok = false;
+          break;
+        }
+        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared,
+                                             &full[st], bytes);
+        cuda::ptx::cp_async_bulk(cuda::ptx::space_cluster, cuda::ptx::space_global, ring + st * kChunkBytes,
+                                 src + static_cast<size_t>(c) * kChunkBytes, bytes, &full[st]);
+        c = (c + 1) & (chunks - 1);
+        ++copies;
+        last_round = round;
+      }
+    }
+    for (int st = 0; st < kStages && ok; ++st) ok = wait_parity(&full[st], last_round & 1);  // drain
+    if (!ok) atomicExch(err, 1);
+    mem_bytes[blockIdx.x] = copies * kChunkBytes;
+  }
+  __syncthreads();
+  block_clock_end(blocks);
+}
+
+__global__ void fill_buffer_kernel(uint4* p, size_t n) {  // random bytes, as K/V would be
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    const uint32_t h = hash32(static_cast<uint32_t>(i));
+    p[i] = make_uint4(h, hash32(h), hash32(h + 1), hash32(h + 2));
+  }
+}
+
+struct Mix {
+  int tensor, rounds, gap_ns, mem;
+};
+
+/// The mix's key in the results: "t1_r2_g800_hbm".
+std::string mix_name(const Mix& m) {
+  static const char* kMem[] = {"none", "l2", "hbm"};
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "t%d_r%d_g%d_%s", m.tensor, m.rounds, m.gap_ns, kMem[m.mem]);
+  return buf;
+}
+
+void bench_clock_under_mix(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "The SM clock the power controller holds for a mix of work on all SMs, one CTA of 3 warpgroups per SM. "
+      "Warpgroups 0-1 per iteration: 8 wgmma m64n128k16 SS on bf16 tiles uniform in (-1, 1) if tensor, `rounds` "
+      "softmax-like "
+      "rounds on 64 scores per thread while they run (per score FMNMX, FFMA, MUFU.EX2, FADD, FFMA; per pair F2FP, "
+      "LOP3: "
+      "384 warp instructions per warp-round), wgmma wait, __nanosleep gap_ns. One thread of warpgroup 2 keeps 4 "
+      "bulk copies (cp.async.bulk, 16 KB) in flight from a 4 MB window all SMs share (mem l2: L2 hits) or a 16 MB "
+      "slice per SM (mem hbm) until the compute warpgroups finish. 36 mixes (tensor 0/1 x rounds 0/1/2 x gap 0/800 ns "
+      "x mem "
+      "none/l2/hbm) in a fixed shuffled order after a 3 s warm-up on the heaviest, each ~1.2 s (quick ~0.15 s) "
+      "after a short calibration launch. Per mix, medians over SMs: clock_ghz (clock64 / %globaltimer), "
+      "tensor_duty (1024 tensor cycles per iteration at 4096 FLOP/clk over the elapsed cycles), issue_duty "
+      "(compute warp instructions per SMSP cycle); l2_bytes_per_s / hbm_bytes_per_s chip-wide; board power, "
+      "its enforced limit and the GPU temperature from NVML right after the run.");
+  const int grid = rep.dev().sm_count;
+  const bool quick = rep.opt().quick;
+  const double seconds = quick ? 0.15 : 1.2;
+  allow_smem(clock_mix_kernel<false>, kOneBlockPerSmSmem);
+  allow_smem(clock_mix_kernel<true>, kOneBlockPerSmSmem);
+  DeviceBuffer<uint4> buf(static_cast<size_t>(grid) * kHbmSliceChunks * kChunkBytes / sizeof(uint4));
+  fill_buffer_kernel<<<1024, 256>>>(buf.get(), buf.size());
+  MB_CHECK_LAUNCH("fill_buffer_kernel");
+  DeviceBuffer<BlockClock> blocks(grid);
+  DeviceBuffer<unsigned long long> mem_bytes(grid);
+  DeviceBuffer<float> sink(static_cast<size_t>(grid) * kThreads);
+  DeviceBuffer<int> err(1);
+  MB_CHECK(cudaMemset(err.get(), 0, sizeof(int)));
+  auto launch = [&](const Mix& m, int iters) {
+    MB_CHECK(cudaMemset(mem_bytes.get(), 0, grid * sizeof(unsigned long long)));
+    MixArgs a;
+    a.iters = iters;
+    a.rounds = m.rounds;
+    // A mix of neither tensor nor softmax work still needs iterations that take time.
+    a.gap_ns = (m.tensor == 0 && m.rounds == 0) ? std::max(m.gap_ns, 1000) : m.gap_ns;
+    a.mem = m.mem;
+    a.buf = reinterpret_cast<const uint8_t*>(buf.get());
+    if (m.tensor)
+      clock_mix_kernel<true>
+          <<<grid, kThreads, kOneBlockPerSmSmem>>>(a, blocks.get(), mem_bytes.get(), sink.get(), err.get());
+    else
+      clock_mix_kernel<false>
+          <<<grid, kThreads, kOneBlockPerSmSmem>>>(a, blocks.get(), mem_bytes.get(), sink.get(), err.get());
+    MB_CHECK_LAUNCH("clock_mix_kernel");
+    check_err(err, "clock_mix_kernel");
+    return blocks.to_host();
+  };
+  auto iters_for = [&](const Mix& m, double s) {
+    const int cal = 100;
+    const double cal_s = span_ns(launch(m, cal)) * 1e-9;
+    return static_cast<int>(std::clamp(s / std::max(cal_s, 1e-9) * cal, 1.0 * cal, 2e8));
+  };
+  std::vector<Mix> mixes;
+  for (int tensor : {0, 1})
+    for (int rounds : {0, 1, 2})
+      for (int gap : {0, 800})
+        for (int mem : {0, 1, 2}) mixes.push_back({tensor, rounds, gap, mem});
+  const Mix heaviest{1, 1, 0, 2};
+  launch(heaviest, iters_for(heaviest, quick ? 0.3 : 3.0));  // warm-up: the GPU at a working temperature
+  static const char* kMemName[] = {"none", "l2", "hbm"};     // as in mix_name
+  Json& cfg = rep.results()["configs"];
+  const size_t n = mixes.size();
+  for (size_t k = 0; k < n; ++k) {
+    const Mix& m = mixes[(k * 7) % n];  // 7 is coprime with 36: every mix once, neighbours apart
+    const int iters = iters_for(m, seconds);
+    const auto run = launch(m, iters);
+    const BoardPower pw = read_board_power(rep.opt().device);
+    rep.clock().add(run);
+    const auto bytes = mem_bytes.to_host();
+    std::vector<double> tduty, iduty;
+    double total_bytes = 0;
+    for (size_t b = 0; b < run.size(); ++b) {
+      const double cyc = static_cast<double>(run[b].clk1 - run[b].clk0);
+      tduty.push_back(m.tensor ? kTensorCyclesPerIter * iters / cyc : 0.0);
+      iduty.push_back(static_cast<double>(kInstrPerRound) * m.rounds * iters * kComputeWarps / 4.0 / cyc);
+      total_bytes += static_cast<double>(bytes[b]);
+    }
+    const double span_s = span_ns(run) * 1e-9;
+    Json j = Json::object();
+    j["order"] = static_cast<long long>(k);
+    j["tensor"] = m.tensor;
+    j["rounds"] = m.rounds;
+    j["gap_ns"] = m.gap_ns;
+    j["mem"] = kMemName[m.mem];
+    j["tensor_duty"] = median(tduty);
+    j["issue_duty"] = median(iduty);
+    j["l2_bytes_per_s"] = m.mem == 1 ? total_bytes / span_s : 0.0;
+    j["hbm_bytes_per_s"] = m.mem == 2 ? total_bytes / span_s : 0.0;
+    j["clock_ghz"] = median(block_clock_ghz(run));
+    j["clock_ghz_min_over_sms"] = vmin(block_clock_ghz(run));
+    j["run_seconds"] = span_s;
+    j["board_power_w"] = pw.power_w;
+    j["power_limit_w"] = pw.limit_w;
+    j["temperature_c"] = pw.temperature_c;
+    cfg[mix_name(m)] = j;
+  }
+  rep.results()["max_clock_ghz"] = rep.dev().clock_rate_khz * 1e-6;
+}
+
+}  // namespace
+
+std::vector<Benchmark> clock_mix_benchmarks() {
+  return {{"clock_under_mix",
+           "SM clock and board power over mixes of wgmma, softmax arithmetic and L2/HBM streams on all SMs",
+           bench_clock_under_mix}};
+}
+
+}  // namespace mb
