@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "calibrate/clock_power_fit.hpp"
 #include "model/hardware.hpp"
 #include "model/json_reader.hpp"
 
@@ -186,6 +187,10 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
                                  "SM's 16 KB HBM load latency / alone ({:.0f} cycles) - 1 = k rho / sqrt(1 - rho) "
                                  "while the other SMs stream from HBM",
                                  n, alone)});
+    }
+    if (bench == "clock_under_mix") {
+      const auto fitted = fit_clock_power(doc, file);
+      out.insert(out.end(), fitted.begin(), fitted.end());
     }
     if (bench == "launch_overhead") {
       // Per-wave CTA launch cost: slope of empty-kernel GPU time (one launch alone between an event

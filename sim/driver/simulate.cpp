@@ -7,6 +7,8 @@
 #include <queue>
 #include <tuple>
 
+#include "core/pipe_sharing.hpp"
+
 namespace attnsim {
 
 namespace {
@@ -162,6 +164,32 @@ class CtaRunner {
 };
 }  // namespace
 
+ChipActivity chip_activity(const Prediction& p, const Hardware& hw) {
+  ChipActivity a;
+  const UnitStats& u = p.critical.units;
+  const double T = std::max(1.0, p.critical.end_cycles);
+  double issued = 0;
+  for (int sp = 0; sp < hw.smsp_per_sm; ++sp)
+    if (static_cast<size_t>(sp * kPipesPerSmsp + kIssuePipe) < u.pipe_consumed.size())
+      issued += u.pipe_consumed[sp * kPipesPerSmsp + kIssuePipe];
+  const double cycles = std::max(1.0, p.cycles);
+  const double sm_cycles = hw.num_sms * cycles;
+  if (u.tensor_flops > 0 && p.flops > 0) {
+    // The problem's work in CTAs like the critical one (tails, short CTAs and idle SMs count as idle).
+    const double ctas = p.flops / u.tensor_flops;
+    a.tensor_duty = p.flops / hw.tensor_flops_per_clk / sm_cycles;
+    a.issue_duty = issued * ctas / (hw.smsp_per_sm * sm_cycles);
+    a.l2_bytes_per_clk = u.tma_bytes * ctas / cycles;
+  } else {
+    const double busy_sms = std::min<double>(hw.num_sms, std::max(1, p.resident_ctas) / std::max(1, p.ctas_per_sm));
+    a.tensor_duty = u.tensor_busy / T * busy_sms / hw.num_sms;
+    a.issue_duty = issued / (hw.smsp_per_sm * T) * busy_sms / hw.num_sms;
+    a.l2_bytes_per_clk = u.tma_bytes / T * busy_sms;
+  }
+  a.hbm_bytes_per_clk = p.hbm_bytes / cycles;
+  return a;
+}
+
 double compulsory_hbm_bytes(const Problem& problem) {
   return static_cast<double>(problem.elem_bytes()) * problem.batch *
          (static_cast<double>(problem.heads) * problem.seqlen_q * (problem.head_dim + problem.head_dim_v) +
@@ -290,17 +318,23 @@ Prediction predict(const Schedule& schedule, const Hardware& hw_in, const Proble
   // (flops 0: explicit programs, one CTA) moves what its CTA loads from and stores to HBM.
   p.hbm_bytes = p.flops > 0 ? compulsory_hbm_bytes(problem) : p.critical.units.hbm_bytes;
   if (p.flops <= 0) p.flops = p.critical.units.tensor_flops;
+  p.activity = chip_activity(p, hw);
+  // The clock the chip holds under this activity (power limit, tensor-core ceiling). The CTAs were
+  // simulated at clock_ghz (clock_under_load): memory rates per cycle are taken at that clock.
+  const double ghz = schedule.clock_load() == Hardware::ClockLoad::tensor_core
+                         ? clock_under_activity(hw, p.activity, hw.clock_ghz)
+                         : hw.clock_ghz;
   // Roofline: the grid cannot finish before those bytes have crossed the HBM interface.
-  const double hbm_cycles = p.hbm_bytes / hw.hbm_bytes_per_s * hw.clock_ghz * 1e9;
+  const double hbm_cycles = p.hbm_bytes / hw.hbm_bytes_per_s * ghz * 1e9;
   if (hbm_cycles > p.cycles) {
     p.cycles = hbm_cycles;
     p.hbm_bound = true;
   }
   // Back-to-back launches: each kernel also pays the launch and grid setup/teardown of an empty
   // kernel of the same shape (launch_ns).
-  p.cycles += hw.launch_ns * hw.clock_ghz;
-  p.clock_ghz = hw.clock_ghz;
-  p.time_us = p.cycles * hw.us_per_cycle();
+  p.cycles += hw.launch_ns * ghz;
+  p.clock_ghz = ghz;
+  p.time_us = p.cycles / (ghz * 1e3);
   p.tflops = p.time_us > 0 ? p.flops / (p.time_us * 1e-6) / 1e12 : 0;  // 0 us: empty programs, no fixed costs
   return p;
 }

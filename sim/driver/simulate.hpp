@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/engine.hpp"
+#include "model/clock_power.hpp"
 #include "model/hardware.hpp"
 #include "model/problem.hpp"
 #include "lower/schedule.hpp"
@@ -36,8 +37,11 @@ struct PredictOptions {
 struct Prediction {
   double time_us = 0;  ///< kernel time
   double cycles = 0;   ///< kernel time in SM cycles
-  double clock_ghz = 0;  ///< SM clock that turned cycles into time (Hardware::clock_under the schedule's load)
-  double tflops = 0;   ///< problem FLOP / time (dense FLOP, halved when causal)
+  /// SM clock that turned cycles into time: for tensor-core schedules on a GPU with a power model,
+  /// the clock the chip holds under `activity` (model/clock_power.hpp), else
+  /// Hardware::clock_under the schedule's kind of load.
+  double clock_ghz = 0;
+  double tflops = 0;  ///< problem FLOP / time (dense FLOP, halved when causal)
   double flops = 0;
   SimResult critical;      ///< the CTA that finishes last (its timeline when recorded)
   int critical_tiles = 0;  ///< tiles that CTA processed
@@ -57,7 +61,15 @@ struct Prediction {
   /// The kernel cannot finish before its HBM bytes have moved at hbm_bytes_per_s: true when that
   /// bound, not the CTA simulations, sets `cycles`.
   bool hbm_bound = false;
+  /// The chip's mean activity per SM clock over the kernel, which its clock follows: from the
+  /// critical CTA's work per tensor FLOP times the problem's FLOP (or, without tensor work, its
+  /// rates times the SMs in use) over `cycles`.
+  ChipActivity activity;
 };
+
+/// The chip's mean activity over a prediction (Prediction::activity): needs p.critical, p.flops,
+/// p.hbm_bytes, p.cycles (before the launch is added), p.resident_ctas and p.ctas_per_sm.
+ChipActivity chip_activity(const Prediction& p, const Hardware& hw);
 
 /// Compulsory HBM bytes of a problem: Q and K, V read once, O written once.
 double compulsory_hbm_bytes(const Problem& problem);

@@ -31,6 +31,18 @@ struct Hardware {
   double clock_ghz_cuda_cores = 0;
   /// SM clock under warp-level mma.sync load (kernels/microbench clock_under_mma_sync).
   double clock_ghz_mma_sync = 0;
+  // The clock under a kernel's own activity (model/clock_power.hpp; kernels/microbench
+  // clock_under_mix). clock_power_limit_w 0: no power model, clock_ghz is used.
+  double clock_ghz_max = 0;             ///< the top SM clock (the driver's maximum), GHz
+  double clock_ghz_tensor_ceiling = 0;  ///< SM clock while tensor cores run, board under its limit, GHz
+  double clock_power_limit_w = 0;       ///< the board's enforced power limit, W
+  double clock_power_exponent = 2;      ///< k: clock-scaled power grows as (f / clock_ghz_max)^k
+  double clock_power_static_w = 0;      ///< P0: board power independent of the SM clock, W
+  double clock_power_base_w = 0;        ///< c_x: clock-scaled power of SMs with nothing to do, W at clock_ghz_max
+  double clock_power_tensor_w = 0;      ///< c_t: W at clock_ghz_max per unit of tensor-core duty
+  double clock_power_issue_w = 0;  ///< c_i: W at clock_ghz_max per unit of issue duty (warp instructions / SMSP cycle)
+  double clock_power_l2_w_per_tbps = 0;   ///< e_l: W per TB/s read from L2
+  double clock_power_hbm_w_per_tbps = 0;  ///< e_h: W per TB/s moved to or from HBM
 
   // Per SMSP pipes (lane-operations per cycle; a warp instruction is 32 lane-ops)
   double issue_per_clk_smsp = 1;       ///< warp instructions issued per cycle

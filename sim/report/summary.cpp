@@ -31,6 +31,7 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
   out.tflops = p.tflops;
   out.cycles = p.cycles;
   out.clock_ghz = p.clock_ghz;
+  out.activity = p.activity;
   out.ctas_simulated = p.ctas_simulated;
   out.events = p.events;
   switch (p.mode) {
@@ -180,6 +181,10 @@ nlohmann::ordered_json summary_json(const Summary& s) {
                           {"stall", r.stall},
                           {"top_wait", r.top_wait},
                           {"top_wait_share", r.top_wait_share}};
+  j["activity"] = {{"tensor_duty", s.activity.tensor_duty},
+                   {"issue_duty", s.activity.issue_duty},
+                   {"l2_bytes_per_clk", s.activity.l2_bytes_per_clk},
+                   {"hbm_bytes_per_clk", s.activity.hbm_bytes_per_clk}};
   j["ctas_simulated"] = s.ctas_simulated;
   j["events"] = s.events;
   return j;

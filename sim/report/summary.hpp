@@ -38,6 +38,7 @@ struct Summary {
   std::string grid;  ///< tile scheduling in words
   int ctas_simulated = 0;
   uint64_t events = 0;
+  ChipActivity activity;  ///< what the clock followed (Prediction::activity)
 };
 
 /// Builds the summary; roles appear in the schedule's order (Schedule::roles()).

@@ -1,0 +1,138 @@
+// The clock under a kernel's activity (model/clock_power.hpp) and its fit on clock_under_mix
+// (calibrate/clock_power_fit.hpp): hand-computable power and clocks, recovery of known constants
+// from synthetic mixes, and the committed H100 fit's behaviour.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+
+#include "calibrate/clock_power_fit.hpp"
+#include "model/clock_power.hpp"
+#include "model/json_reader.hpp"
+#include "test_support.hpp"
+
+using namespace attnsim;
+
+namespace {
+/// A GPU with a power model of round numbers: f_max 2 GHz, ceiling 1.8, limit 700 W,
+/// P = 100 + (f / 2)^2 (100 + 800 t + 200 i) + 20 L2 + 100 HBM.
+Hardware round_hw() {
+  Hardware hw;
+  hw.clock_ghz = 1.6;
+  hw.clock_ghz_max = 2.0;
+  hw.clock_ghz_tensor_ceiling = 1.8;
+  hw.clock_power_limit_w = 700;
+  hw.clock_power_exponent = 2;
+  hw.clock_power_static_w = 100;
+  hw.clock_power_base_w = 100;
+  hw.clock_power_tensor_w = 800;
+  hw.clock_power_issue_w = 200;
+  hw.clock_power_l2_w_per_tbps = 20;
+  hw.clock_power_hbm_w_per_tbps = 100;
+  return hw;
+}
+}  // namespace
+
+TEST_CASE("board power of the model by hand", "[clock_power]") {
+  const Hardware hw = round_hw();
+  ChipActivity a;
+  a.tensor_duty = 0.5;
+  a.issue_duty = 0.5;
+  a.l2_bytes_per_clk = 2000;  // at 1 GHz: 2 TB/s
+  a.hbm_bytes_per_clk = 500;  // 0.5 TB/s
+  // 100 + 0.25 x (100 + 400 + 100) + 20 x 2 + 100 x 0.5 = 340 W
+  CHECK(board_power_w(hw, a, 1.0) == Approx(340));
+}
+
+TEST_CASE("the clock is the tensor ceiling below the power limit and the limit clock above it", "[clock_power]") {
+  const Hardware hw = round_hw();
+  ChipActivity light;
+  light.tensor_duty = 0.1;
+  CHECK(clock_under_activity(hw, light, 1.6) == Approx(1.8));  // 100 + 0.81 x 180 = 246 W < 700
+  ChipActivity none;                                           // no tensor work: the top clock (100 + 100 W)
+  CHECK(clock_under_activity(hw, none, 1.6) == Approx(2.0));
+  ChipActivity heavy;
+  heavy.tensor_duty = 1.0;
+  heavy.issue_duty = 0.5;
+  // 100 + (f/2)^2 x 1000 = 700 -> f = 2 sqrt(0.6) = 1.549 GHz
+  const double f = clock_under_activity(hw, heavy, 1.6);
+  CHECK(f == Approx(2 * std::sqrt(0.6)).epsilon(1e-6));
+  CHECK(board_power_w(hw, heavy, f) == Approx(700).epsilon(1e-6));
+  // More HBM traffic lowers it further.
+  heavy.hbm_bytes_per_clk = 1000;
+  CHECK(clock_under_activity(hw, heavy, 1.6) < f);
+}
+
+TEST_CASE("without a power model the clock is the fallback", "[clock_power]") {
+  Hardware hw = round_hw();
+  hw.clock_power_limit_w = 0;
+  ChipActivity a;
+  a.tensor_duty = 1;
+  CHECK(clock_under_activity(hw, a, 1.606) == 1.606);
+  CHECK(board_power_w(hw, a, 1.5) == 0);
+}
+
+TEST_CASE("fit_clock_power recovers the constants of synthetic mixes", "[clock_power][calibrate]") {
+  const Hardware hw = round_hw();
+  nlohmann::json doc;
+  doc["results"]["max_clock_ghz"] = 2.0;
+  int n = 0;
+  for (double t : {0.0, 0.3, 1.0})
+    for (double i : {0.0, 0.4, 0.6})
+      for (double l2 : {0.0, 8.0})
+        for (double hbm : {0.0, 3.0}) {
+          ChipActivity a;
+          a.tensor_duty = t;
+          a.issue_duty = i;
+          // Clocks that vary from mix to mix, as under the power limit.
+          const double f = 1.3 + 0.05 * (n % 13);
+          a.l2_bytes_per_clk = l2 * 1e3 / f;
+          a.hbm_bytes_per_clk = hbm * 1e3 / f;
+          auto& m = doc["results"]["configs"]["mix" + std::to_string(n++)];
+          m["clock_ghz"] = f;
+          m["tensor_duty"] = t;
+          m["issue_duty"] = i;
+          m["l2_bytes_per_s"] = l2 * 1e12;
+          m["hbm_bytes_per_s"] = hbm * 1e12;
+          m["board_power_w"] = board_power_w(hw, a, f);
+          m["power_limit_w"] = 700;
+        }
+  std::map<std::string, double> v;
+  for (const auto& c : fit_clock_power(doc, "synthetic.json")) v[c.name] = c.value;
+  CHECK(v.at("clock_power_exponent") == 2);
+  CHECK(v.at("clock_power_static_w") == Approx(100).margin(1e-6));
+  CHECK(v.at("clock_power_tensor_w") == Approx(800).margin(1e-6));
+  CHECK(v.at("clock_power_issue_w") == Approx(200).margin(1e-6));
+  CHECK(v.at("clock_power_l2_w_per_tbps") == Approx(20).margin(1e-6));
+  CHECK(v.at("clock_power_hbm_w_per_tbps") == Approx(100).margin(1e-6));
+  CHECK(v.at("clock_power_limit_w") == 700);
+}
+
+TEST_CASE("fit_clock_power names the file and path of what is missing", "[clock_power][calibrate][inputs]") {
+  nlohmann::json doc;
+  doc["results"]["max_clock_ghz"] = 1.98;
+  doc["results"]["configs"]["t1"] = {{"clock_ghz", 1.6}};
+  try {
+    fit_clock_power(doc, "mix.json");
+    FAIL("expected InputError");
+  } catch (const InputError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("mix.json"));
+    CHECK_THAT(e.what(), Catch::Contains("/results/configs/t1/tensor_duty"));
+  }
+}
+
+TEST_CASE("the committed H100 power model gives lower clocks to heavier tensor and HBM work", "[clock_power]") {
+  const Hardware hw = load_hardware(resolve_hardware_path("h100_sxm"));
+  REQUIRE(hw.clock_power_limit_w > 0);
+  ChipActivity a;
+  a.tensor_duty = 0.2;
+  const double light = clock_under_activity(hw, a, hw.clock_ghz);
+  CHECK(light == Approx(hw.clock_ghz_tensor_ceiling));
+  a.tensor_duty = 0.75;
+  a.issue_duty = 0.4;
+  a.l2_bytes_per_clk = 3000;
+  const double heavy = clock_under_activity(hw, a, hw.clock_ghz);
+  CHECK(heavy < light);
+  CHECK(heavy > 1.2);
+  a.hbm_bytes_per_clk = 1000;
+  CHECK(clock_under_activity(hw, a, hw.clock_ghz) < heavy);
+}
