@@ -11,7 +11,7 @@
 // for each problem's own mix.
 //
 // Each SM runs one CTA of 3 warpgroups. Warpgroups 0 and 1 per iteration: issue 8 wgmma
-// m64n128k16 SS (bf16 uniform in (-1, 1), as attention's data) if `tensor`, run `rounds` softmax-like rounds on 64
+// m64n128k16 SS (bf16 uniform in [-1, 1), as attention's data) if `tensor`, run `rounds` softmax-like rounds on 64
 // scores per thread while the wgmma run (per score: FMNMX, FFMA, MUFU.EX2, FADD, FFMA; per score pair: F2FP and a
 // LOP3), wait for the wgmma, sleep `gap_ns`. One thread of warpgroup 2 keeps 4 bulk copies (TMA, 16 KB each, as the
 // kernels load K/V tiles) in flight from an L2-resident window shared by all SMs, or from a 16 MB slice of HBM per SM,
@@ -92,7 +92,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
   __shared__ uint64_t full[kStages];
-  uint32_t last_round = 0;
   if (threadIdx.x == 0) {
     stop = 0;
     for (int i = 0; i < kStages; ++i) cuda::ptx::mbarrier_init(&full[i], 1);
@@ -143,6 +142,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint8_t* src = a.mem == 1 ? a.buf : a.buf + static_cast<size_t>(blockIdx.x) * kHbmSliceChunks * kChunkBytes;
     unsigned c = a.mem == 1 ? blockIdx.x * 3u : 0u;  // L2: SMs start apart in the shared window
     unsigned long long copies = 0;
+    uint32_t last_round = 0;
     const uint32_t bytes = kChunkBytes;  // the ptx wrappers take it by reference
     bool ok = true;
     for (uint32_t round = 0; ok && (round == 0 || !stop); ++round) {
@@ -180,11 +180,12 @@ struct Mix {
   int tensor, rounds, gap_ns, mem;
 };
 
+constexpr const char* kMemName[] = {"none", "l2", "hbm"};  // by MixArgs::mem
+
 /// The mix's key in the results: "t1_r2_g800_hbm".
 std::string mix_name(const Mix& m) {
-  static const char* kMem[] = {"none", "l2", "hbm"};
   char buf[64];
-  std::snprintf(buf, sizeof buf, "t%d_r%d_g%d_%s", m.tensor, m.rounds, m.gap_ns, kMem[m.mem]);
+  std::snprintf(buf, sizeof buf, "t%d_r%d_g%d_%s", m.tensor, m.rounds, m.gap_ns, kMemName[m.mem]);
   return buf;
 }
 
@@ -192,19 +193,16 @@ void bench_clock_under_mix(Report& rep) {
   require_sm90(rep);
   rep.set_method(
       "The SM clock the power controller holds for a mix of work on all SMs, one CTA of 3 warpgroups per SM. "
-      "Warpgroups 0-1 per iteration: 8 wgmma m64n128k16 SS on bf16 tiles uniform in (-1, 1) if tensor, `rounds` "
-      "softmax-like "
-      "rounds on 64 scores per thread while they run (per score FMNMX, FFMA, MUFU.EX2, FADD, FFMA; per pair F2FP, "
-      "LOP3: "
-      "384 warp instructions per warp-round), wgmma wait, __nanosleep gap_ns. One thread of warpgroup 2 keeps 4 "
-      "bulk copies (cp.async.bulk, 16 KB) in flight from a 4 MB window all SMs share (mem l2: L2 hits) or a 16 MB "
-      "slice per SM (mem hbm) until the compute warpgroups finish. 36 mixes (tensor 0/1 x rounds 0/1/2 x gap 0/800 ns "
-      "x mem "
-      "none/l2/hbm) in a fixed shuffled order after a 3 s warm-up on the heaviest, each ~1.2 s (quick ~0.15 s) "
-      "after a short calibration launch. Per mix, medians over SMs: clock_ghz (clock64 / %globaltimer), "
-      "tensor_duty (1024 tensor cycles per iteration at 4096 FLOP/clk over the elapsed cycles), issue_duty "
-      "(compute warp instructions per SMSP cycle); l2_bytes_per_s / hbm_bytes_per_s chip-wide; board power, "
-      "its enforced limit and the GPU temperature from NVML right after the run.");
+      "Warpgroups 0-1 per iteration: 8 wgmma m64n128k16 SS on bf16 tiles uniform in [-1, 1) if tensor, `rounds` "
+      "softmax-like rounds on 64 scores per thread while they run (per score FMNMX, FFMA, MUFU.EX2, FADD, FFMA; per "
+      "pair F2FP, LOP3: 384 warp instructions per warp-round), wgmma wait, __nanosleep gap_ns. One thread of "
+      "warpgroup 2 keeps 4 bulk copies (cp.async.bulk, 16 KB) in flight from a 4 MB window all SMs share (mem l2: "
+      "L2 hits) or a 16 MB slice per SM (mem hbm) until the compute warpgroups finish. 36 mixes (tensor 0/1 x rounds "
+      "0/1/2 x gap 0/800 ns x mem none/l2/hbm) in a fixed shuffled order after a 3 s warm-up on the heaviest, each "
+      "~1.2 s (quick ~0.15 s) after a short calibration launch. Per mix, medians over SMs: clock_ghz (clock64 / "
+      "%globaltimer), tensor_duty (1024 tensor cycles per iteration at 4096 FLOP/clk over the elapsed cycles), "
+      "issue_duty (compute warp instructions per SMSP cycle); l2_bytes_per_s / hbm_bytes_per_s chip-wide; board "
+      "power, its enforced limit and the GPU temperature from NVML right after the run.");
   const int grid = rep.dev().sm_count;
   const bool quick = rep.opt().quick;
   const double seconds = quick ? 0.15 : 1.2;
@@ -239,8 +237,7 @@ void bench_clock_under_mix(Report& rep) {
   };
   auto iters_for = [&](const Mix& m, double s) {
     const int cal = 100;
-    const double cal_s = span_ns(launch(m, cal)) * 1e-9;
-    return static_cast<int>(std::clamp(s / std::max(cal_s, 1e-9) * cal, 1.0 * cal, 2e8));
+    return scaled_iters(span_ns(launch(m, cal)) * 1e-9, cal, s, 2e8);
   };
   std::vector<Mix> mixes;
   for (int tensor : {0, 1})
@@ -249,7 +246,6 @@ void bench_clock_under_mix(Report& rep) {
         for (int mem : {0, 1, 2}) mixes.push_back({tensor, rounds, gap, mem});
   const Mix heaviest{1, 1, 0, 2};
   launch(heaviest, iters_for(heaviest, quick ? 0.3 : 3.0));  // warm-up: the GPU at a working temperature
-  static const char* kMemName[] = {"none", "l2", "hbm"};     // as in mix_name
   Json& cfg = rep.results()["configs"];
   const size_t n = mixes.size();
   for (size_t k = 0; k < n; ++k) {

@@ -354,12 +354,14 @@ CUtensorMap make_tmap(const void* base, unsigned long long rows, int box_rows) {
   return m;
 }
 
+int scaled_iters(double cal_seconds, int cal_iters, double seconds, double max_iters) {
+  return static_cast<int>(std::clamp(seconds / std::max(cal_seconds, 1e-9) * cal_iters, 1.0 * cal_iters, max_iters));
+}
+
 void measure_clock(Report& rep, const std::function<std::vector<BlockClock>(int)>& launch, int cal_iters) {
   const double seconds = rep.opt().quick ? 0.3 : 2.0;
   const auto cal = launch(cal_iters);
-  const double cal_s = span_ns(cal) * 1e-9;
-  // Clamped so that a broken calibration cannot ask for an absurd run.
-  const int iters = static_cast<int>(std::clamp(seconds / std::max(cal_s, 1e-9) * cal_iters, 1.0 * cal_iters, 2e9));
+  const int iters = scaled_iters(span_ns(cal) * 1e-9, cal_iters, seconds, 2e9);
   const auto run = launch(iters);
   rep.clock().add(run);
   const std::vector<double> ghz = block_clock_ghz(run);

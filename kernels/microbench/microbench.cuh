@@ -210,6 +210,11 @@ class Report {
   ClockMeter clock_;
 };
 
+/// Iterations for a run of about `seconds`, from a calibration launch of `cal_iters` that took
+/// `cal_seconds`; clamped to [cal_iters, max_iters] so that a broken calibration cannot ask for
+/// an absurd run.
+int scaled_iters(double cal_seconds, int cal_iters, double seconds, double max_iters);
+
 /// A clock_under_* benchmark: `launch(iters)` runs the load kernel on all SMs and returns the
 /// blocks' (clock64, %globaltimer) stamps. Runs it with `cal_iters`, scales the iterations to about
 /// 2 s (quick: 0.3 s), runs again and writes clock_ghz (median over SMs of cycles / ns), its min

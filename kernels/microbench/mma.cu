@@ -15,6 +15,7 @@
 #include "common/clock_probe.cuh"
 #include "common/wgmma_sync.cuh"
 #include "wgmma_ops.cuh"
+#include "wgmma_tiles.cuh"
 
 namespace mb {
 namespace {
@@ -30,31 +31,6 @@ using attnsim::hopper::smem_desc;
 using attnsim::hopper::wgmma_commit;
 using attnsim::hopper::wgmma_fence;
 using attnsim::hopper::wgmma_wait;
-
-/// Random bf16 in [-1, 1) from a hash (upper half of the float's bits).
-__device__ __forceinline__ uint16_t bf16_bits(uint32_t h) {
-  float f = static_cast<float>(h & 0xFFFF) * (1.0f / 32768.0f) - 1.0f;
-  return static_cast<uint16_t>(__float_as_uint(f) >> 16);
-}
-
-/// Two random bf16 packed in a b32 register (an A or B fragment element pair).
-__device__ __forceinline__ uint32_t bf16x2(uint32_t seed) {
-  return static_cast<uint32_t>(bf16_bits(hash32(seed))) | (static_cast<uint32_t>(bf16_bits(hash32(seed ^ 0x5bd1e995u))) << 16);
-}
-
-constexpr int kTileSmem = 8192 + 32768;  // A: 4 k-steps of 64x16, B: 4 k-steps of up to 256x16
-constexpr int kWgmmaSmem = kTileSmem + 1024;  // + slack to align the base to 1024 B (128B swizzle atoms)
-
-/// Fills A and B tiles with random bf16 and makes the writes visible to the async proxy (the
-/// tensor core reads SMEM through it). Returns the 1024-aligned base.
-__device__ __forceinline__ uint8_t* fill_tiles(uint8_t* raw) {
-  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
-  uint32_t* w = reinterpret_cast<uint32_t*>(base);
-  for (int i = threadIdx.x; i < kTileSmem / 4; i += blockDim.x) w[i] = bf16x2(i * 2654435761u + blockIdx.x);
-  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-  __syncthreads();
-  return base;
-}
 
 /// Descriptors for the 4 k-steps of A (64x16) and B (Nx16), K-major. 128B swizzle: rows are
 /// 128 B apart, 8-row atoms 1024 B apart (SBO), the k-step moves the start by 32 B inside the
@@ -91,7 +67,7 @@ __global__ void __launch_bounds__(256, 1)
     wgmma_tput_kernel(int iters, int swizzle, int sample_every, WarpSpan* spans, BlockClock* blocks,
                       ClockSample* samples, float* sink) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* base = fill_tiles(smem_raw);
+  uint8_t* base = fill_wgmma_tiles_random(smem_raw);
   uint64_t da[4], db[4];
   make_descs<N>(base, swizzle, da, db);
   uint32_t a[4];
@@ -135,7 +111,7 @@ __global__ void __launch_bounds__(256, 1)
 template <int N, bool kRs, int kChain>
 __global__ void __launch_bounds__(128, 1) wgmma_latency_kernel(int reps, long long* out, float* sink) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* base = fill_tiles(smem_raw);
+  uint8_t* base = fill_wgmma_tiles_random(smem_raw);
   uint64_t da[4], db[4];
   make_descs<N>(base, 1, da, db);
   uint32_t a[4];
@@ -298,10 +274,10 @@ void wgmma_tput_for_n(Report& rep, Json& out, double& best) {
 template <int N, bool kRs, int kChain>
 std::pair<double, double> wgmma_latency(int reps) {
   auto kern = wgmma_latency_kernel<N, kRs, kChain>;
-  allow_smem(kern, kWgmmaSmem);
+  allow_smem(kern, kWgmmaTileSmem);
   DeviceBuffer<long long> out(reps);
   DeviceBuffer<float> sink(128);
-  kern<<<1, 128, kWgmmaSmem>>>(reps, out.get(), sink.get());
+  kern<<<1, 128, kWgmmaTileSmem>>>(reps, out.get(), sink.get());
   MB_CHECK_LAUNCH("wgmma_latency_kernel");
   auto h = out.to_host();
   std::vector<double> v(h.begin() + 8, h.end());
@@ -464,9 +440,7 @@ void bench_clock_under_load(Report& rep) {
   const double seconds = rep.opt().quick ? 0.3 : 4.0;
   const int cal_iters = rep.opt().quick ? 500 : 2000;
   TputRun cal = wgmma_tput<256, false>(rep, 2, cal_iters, 1);
-  const double per_iter = cal.seconds / cal_iters;
-  // Clamped so that a broken calibration cannot ask for an absurd run.
-  const int iters = static_cast<int>(std::clamp(seconds / per_iter, static_cast<double>(cal_iters), 5e7));
+  const int iters = scaled_iters(cal.seconds, cal_iters, seconds, 5e7);
   const int every = std::max(1, iters / 64);
   TputRun r = wgmma_tput<256, false>(rep, 2, iters, 1, every);
   rep.clock().add(r.blocks);
@@ -513,7 +487,7 @@ void bench_clock_under_load(Report& rep) {
 /// Thread 0 stamps (clock64, %globaltimer) around the loop.
 __global__ void __launch_bounds__(256, 1) clock_duty_kernel(int iters, int gap, BlockClock* blocks, float* sink) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* base = fill_tiles(smem_raw);
+  uint8_t* base = fill_wgmma_tiles_random(smem_raw);
   uint64_t da[4], db[4];
   make_descs<256>(base, 1, da, db);
   float d[128];
@@ -572,8 +546,7 @@ void bench_clock_under_duty(Report& rep) {
   Json& cfg = rep.results()["configs"];
   for (int gap : {0, 1000, 2000, 4000, 8000, 12000}) {
     const int cal_iters = 200;
-    const double cal_s = span_ns(launch(cal_iters, gap)) * 1e-9;
-    const int iters = static_cast<int>(std::clamp(seconds / std::max(cal_s, 1e-9) * cal_iters, 1.0 * cal_iters, 2e8));
+    const int iters = scaled_iters(span_ns(launch(cal_iters, gap)) * 1e-9, cal_iters, seconds, 2e8);
     const auto run = launch(iters, gap);
     rep.clock().add(run);
     std::vector<double> duty;

@@ -1,4 +1,4 @@
-// Shared by the microbenchmarks that run wgmma (latency.cu, softmax_block.cu): operand tiles in
+// Shared by the microbenchmarks that run wgmma (mma.cu, latency.cu, softmax_block.cu, clock_mix.cu): operand tiles in
 // shared memory, and a warpgroup that keeps its SMSPs' tensor cores busy while other warps are
 // timed beside it.
 #pragma once
@@ -15,35 +15,43 @@ namespace mb {
 /// plus slack to align the base to 1024 B (128B-swizzle atoms).
 constexpr int kWgmmaTileSmem = 8192 + 32768 + 1024;
 
-/// Fills A and B with bf16 in [1, 2) (7 hashed mantissa bits: non-zero, varied), makes the writes
-/// visible to the async proxy the tensor core reads through, __syncthreads; returns the
-/// 1024-aligned base.
-__device__ __forceinline__ uint8_t* fill_wgmma_tiles(uint8_t* raw) {
+/// Random bf16 in [-1, 1) from a hash (upper half of the float's bits).
+__device__ __forceinline__ uint16_t bf16_bits(uint32_t h) {
+  float f = static_cast<float>(h & 0xFFFF) * (1.0f / 32768.0f) - 1.0f;
+  return static_cast<uint16_t>(__float_as_uint(f) >> 16);
+}
+
+/// Two random bf16 in [-1, 1) packed in a b32 register (an A or B fragment element pair).
+__device__ __forceinline__ uint32_t bf16x2(uint32_t seed) {
+  return static_cast<uint32_t>(bf16_bits(hash32(seed))) |
+         (static_cast<uint32_t>(bf16_bits(hash32(seed ^ 0x5bd1e995u))) << 16);
+}
+
+/// Writes word(i) into the i-th b32 of the A and B tiles at the 1024-aligned base of `raw`, makes
+/// the writes visible to the async proxy the tensor core reads through, __syncthreads; returns
+/// the base.
+template <class Word>
+__device__ __forceinline__ uint8_t* fill_wgmma_tiles_with(uint8_t* raw, Word word) {
   uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
   uint32_t* w = reinterpret_cast<uint32_t*>(base);
-  for (int i = threadIdx.x; i < (8192 + 32768) / 4; i += blockDim.x) w[i] = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
+  for (int i = threadIdx.x; i < (8192 + 32768) / 4; i += blockDim.x) w[i] = word(i);
   cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
   __syncthreads();
   return base;
 }
 
-/// Fills A and B like fill_wgmma_tiles, but with bf16 uniform in (-1, 1): random signs, exponents
+/// Fills A and B with bf16 in [1, 2) (7 hashed mantissa bits: non-zero, varied); see
+/// fill_wgmma_tiles_with.
+__device__ __forceinline__ uint8_t* fill_wgmma_tiles(uint8_t* raw) {
+  return fill_wgmma_tiles_with(raw, [](int i) { return 0x3f803f80u ^ (hash32(i) & 0x007f007fu); });
+}
+
+/// Fills A and B with bf16 uniform in [-1, 1) (bf16x2, seeded per block): random signs, exponents
 /// and mantissas, as attention's Q, K and V (normal random data) have. The tensor cores draw more
 /// power on these than on [1, 2) with 7 mantissa bits: with all SMs at full wgmma duty the clock
-/// read 1.72 GHz on the latter and 1.645 on data like this (H100, clock_under_mix / clock_under_duty).
+/// read 1.72 GHz on the latter and 1.60 on data like this (H100, clock_under_mix).
 __device__ __forceinline__ uint8_t* fill_wgmma_tiles_random(uint8_t* raw) {
-  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
-  uint32_t* w = reinterpret_cast<uint32_t*>(base);
-  for (int i = threadIdx.x; i < (8192 + 32768) / 4; i += blockDim.x) {
-    const uint32_t h = hash32(i * 2654435761u + blockIdx.x);
-    // Each half: a float in (-1, 1) from 16 hashed bits, truncated to bf16.
-    const float lo = static_cast<float>(static_cast<int>(h & 0xFFFF) - 32768) * (1.0f / 32768.0f);
-    const float hi = static_cast<float>(static_cast<int>(h >> 16) - 32768) * (1.0f / 32768.0f);
-    w[i] = (__float_as_uint(lo) >> 16) | (__float_as_uint(hi) & 0xFFFF0000u);
-  }
-  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-  __syncthreads();
-  return base;
+  return fill_wgmma_tiles_with(raw, [](int i) { return bf16x2(i * 2654435761u + blockIdx.x); });
 }
 
 /// SMEM descriptors of the tiles' 4 k-steps, K-major, 128B swizzle: A (64x16) at base, B (Nx16)

@@ -12,7 +12,7 @@
 //    (duties per SM cycle; L2 and HBM in TB/s), fitted by least squares on the mixes' measured
 //    power, k the best of 1, 2, 3 (dynamic power ~ f V^2, V rising with f over the range; the
 //    H100 fitted 3). Where P(ceiling) exceeds the limit the controller lowers f until P(f) = limit.
-//    The mixes' tensor tiles hold data like attention's (uniform in (-1, 1)): on [1, 2) with 7
+//    The mixes' tensor tiles hold data like attention's (uniform in [-1, 1)): on [1, 2) with 7
 //    mantissa bits the same wgmma drew so much less that the fitted clocks came out 7-12% high.
 // The clock is the lower of the two. `attnsim calibrate` fits the constants; `predict` solves the
 // clock from the kernel's predicted activity.
