@@ -4,9 +4,9 @@
 // problem in the validation runs of one attention kernel (the clock read inside the kernel). Two
 // limits set it (kernels/microbench clock_under_mix, 36 mixes of wgmma, softmax arithmetic and
 // L2/HBM streams on all SMs, the board's power from NVML beside each):
-//  - tensor-core work: any mix with wgmma ran at 1.72-1.84 GHz whatever its duty and with the
-//    board well under its limit (e.g. 585 W of 700 at full duty), while CUDA-core and memory work
-//    alone run at the top clock (1.98 GHz). Its mean is `clock_ghz_tensor_ceiling`.
+//  - tensor-core work: the mixes with wgmma whose board stayed under its limit ran at 1.67-1.83
+//    GHz whatever their duty (H100, 441-634 W of 700), while CUDA-core and memory work alone run
+//    at the top clock (1.98 GHz). Their mean is `clock_ghz_tensor_ceiling`.
 //  - the board's power limit: the board draws
 //        P(f) = P0 + (f / f_max)^k (c_x + c_t tensor_duty + c_i issue_duty) + e_l L2 + e_h HBM  (W)
 //    (duties per SM cycle; L2 and HBM in TB/s), fitted by least squares on the mixes' measured
