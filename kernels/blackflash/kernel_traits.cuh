@@ -91,7 +91,7 @@ struct Tile {
 __device__ __forceinline__ Tile cta_tile(const Params& p) {
   Tile c;
   long long bh;
-  attnsim_tile_coords(blockIdx.x, false, p.m_tiles, static_cast<long long>(p.batch) * p.heads, &c.m, &bh);
+  attnsim_tile_coords<long long>(blockIdx.x, false, p.m_tiles, static_cast<long long>(p.batch) * p.heads, 0, &c.m, &bh);
   c.head = static_cast<int>(bh % p.heads);
   c.batch = static_cast<int>(bh / p.heads);
   c.n_blocks = attnsim_kv_blocks(c.m * kTile, kTile, kTile, p.seqlen_q, p.seqlen_k, p.causal);

@@ -11,17 +11,42 @@
 #endif
 
 /// Linear tile index t -> (m-block, batch*head index). persistent: m-block fastest (CTA c of a
-/// static persistent grid takes t = c, c + grid, ...); otherwise longest first: m-blocks in
-/// reverse (causal tiles near the end see the most KV blocks), heads fastest.
-ATTNSIM_HD void attnsim_tile_coords(long long t, bool persistent, int m_tiles, long long bh_total, int* m,
-                                    long long* bh) {
+/// static persistent grid takes t = c, c + grid, ...); otherwise longest first in L2 sections:
+/// the batch*head indices are cut into sections of `section` (0: one section of all bh_total),
+/// and within a section the m-blocks run in reverse (causal tiles near the end see the most KV
+/// blocks), heads fastest. A section's K/V stay in L2 while its tiles run, so the CTAs resident
+/// at once share them (FlashAttention-3's LPT scheduler does the same: arXiv:2407.08608,
+/// Dao-AILab/flash-attention hopper/tile_scheduler.hpp); the last section may be shorter.
+/// `Int`: long long on the host; int in kernels, whose tile counts fit (the GPU has no 64-bit
+/// integer divide: it compiles to a subroutine, with its registers, run once per tile).
+template <class Int>
+ATTNSIM_HD void attnsim_tile_coords(Int t, bool persistent, int m_tiles, Int bh_total, Int section, int* m, Int* bh) {
   if (persistent) {
     *m = static_cast<int>(t % m_tiles);
     *bh = t / m_tiles;
-  } else {
-    *m = m_tiles - 1 - static_cast<int>(t / bh_total);
-    *bh = t % bh_total;
+    return;
   }
+  const Int s = section > 0 && section < bh_total ? section : bh_total;
+  const Int k = t / (s * m_tiles);    // the section
+  const Int r = t - k * s * m_tiles;  // position inside it
+  const Int h0 = k * s;
+  const Int hs = bh_total - h0 < s ? bh_total - h0 : s;  // heads in this section
+  *m = m_tiles - 1 - static_cast<int>(r / hs);
+  *bh = h0 + r % hs;
+}
+
+/// Heads per L2 section of the longest-first order (attnsim_tile_coords' `section`): the
+/// (batch, KV head) pairs whose K and V (seqlen_k x (head_dim + head_dim_v) x elem_bytes each)
+/// fit in `budget_bytes`, at least 1, rounded down to a power of 2, times `group` (the query
+/// heads of a GQA group read the same K/V, so they stay in one section). 0 (one section) when
+/// budget_bytes is 0. Query heads of a batch are contiguous in bh, a group's too.
+ATTNSIM_HD long long attnsim_l2_section_heads(long long budget_bytes, int seqlen_k, int head_dim, int head_dim_v,
+                                              int elem_bytes, int group) {
+  if (budget_bytes <= 0) return 0;
+  const long long kv_head = static_cast<long long>(seqlen_k) * (head_dim + head_dim_v) * elem_bytes;
+  long long fit = budget_bytes / (kv_head > 0 ? kv_head : 1), pow2 = 1;
+  while (pow2 * 2 <= fit) pow2 *= 2;
+  return pow2 * (group > 0 ? group : 1);
 }
 
 /// KV blocks of n_block keys that the query rows [row0, row0 + rows) visit. Causal masks are

@@ -48,7 +48,7 @@ struct TileCoord {
 ATTNSIM_HD TileCoord tile_at(const TileSpace& s, long long t) {
   TileCoord c;
   long long bh = 0;
-  attnsim_tile_coords(t, s.persistent, s.m_tiles(), static_cast<long long>(s.batch) * s.heads, &c.m, &bh);
+  attnsim_tile_coords<long long>(t, s.persistent, s.m_tiles(), static_cast<long long>(s.batch) * s.heads, 0, &c.m, &bh);
   c.head = static_cast<int>(bh % s.heads);
   c.batch = static_cast<int>(bh / s.heads);
   // Both CTAs of a cluster visit the same KV blocks (their MMAs are one instruction).

@@ -101,6 +101,13 @@ struct Consumer {
   __device__ void release(uint64_t* empty, int stage) {
     if (lane == 0) arrive(&empty[stage]);
   }
+  /// With O in a buffer of its own, Q's buffer is free once the tile's last QK (block 0) has
+  /// retired: the load warp brings the next tile's Q in under this tile's last softmax, PV and
+  /// epilogue. (Staged in Q's buffer, O frees it only after the epilogue: run_tile.)
+  __device__ void release_q_after_qk(int j) {
+    if constexpr (T::kOwnO)
+      if (j == 0) release(s.q_empty, 0);
+  }
   /// Online softmax of block j; kMask: the block is at or past the tile's first_masked, so its
   /// scores are masked (a per-element test, exact for every row).
   template <bool kMask>
@@ -132,6 +139,7 @@ struct Consumer {
     wait_mma<1>(j, local);  // QK(j) done: K_j's stage is free
     release(s.k_empty, k_read.index);
     k_read.advance();
+    release_q_after_qk(j);
     // PV(j+1) done before the softmax, not under it: a softmax under its own warpgroup's
     // register-A wgmma runs slower (pipes_under_mma), and with the softmax first ptxas
     // hoisted this wait above it anyway; an order pinned the other way measured 4.5-7%
@@ -152,6 +160,7 @@ struct Consumer {
     wait_mma<0>(j, local);
     release(s.k_empty, k_read.index);
     k_read.advance();
+    release_q_after_qk(j);
     softmax<kMask>(j, local, row0, st, alpha);
     rescale_and_pack(j, local, alpha, j < n - 1);
     turn_start(j, local);
@@ -259,6 +268,7 @@ struct Consumer {
       wait_mma<0>(n - 1, local);
       release(s.k_empty, k_read.index);
       k_read.advance();
+      release_q_after_qk(n - 1);
       if (n - 1 >= c.first_masked)
         softmax<true>(n - 1, local, row0, st, alpha);
       else
@@ -285,9 +295,10 @@ struct Consumer {
       epilogue<T>(p, s, tr, slot_tile(), group, warp, lane, o, st, local);
     else
       epilogue<T>(p, s, tr, c, group, warp, lane, o, st, local);
-    // Q's buffer (which held O) may be refilled, and with the dynamic scheduler the tile slot,
-    // which lane 0 copied for this warp (copy_tile_slot), rewritten.
-    if (lane == 0) arrive(s.q_empty);
+    // Without a buffer of its own, O was staged in Q's buffer: it may be refilled now, and with
+    // the dynamic scheduler the tile slot, which lane 0 copied for this warp (copy_tile_slot),
+    // rewritten (release_q_after_qk frees it earlier otherwise).
+    if constexpr (!T::kOwnO) release(s.q_empty, 0);
   }
 };
 

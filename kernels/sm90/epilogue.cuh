@@ -1,6 +1,9 @@
 // Epilogue of a consumer warpgroup: O / row_sum in bf16 (write_o, softmax.cuh), staged in its 64 rows of
-// Q's buffer (Q is no longer read: its last QK wgmma has completed), then one TMA store per
-// 64-column chunk; LSE = max * scale + ln(sum) per row. Rows past seqlen_q are clipped by TMA.
+// the O buffer (T::kOwnO) or of Q's buffer (Q is no longer read: its last QK wgmma has completed),
+// then one TMA store per 64-column chunk; LSE = max * scale + ln(sum) per row. Rows past seqlen_q
+// are clipped by TMA. With its own buffer the store is not waited for here: the next tile's
+// epilogue waits for it to have read the buffer before rewriting it (and the kernel before it
+// exits), so neither Q's next load nor this warpgroup's next tile waits for the store.
 #pragma once
 
 #include "device.cuh"
@@ -15,8 +18,16 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
                                          int group, int warp, int lane, const float (&o)[T::kHeadDim / 2], RowStats& st,
                                          int tile) {
   constexpr int D = T::kHeadDim;
-  uint32_t t0 = tr.now();
-  write_o<D, T::kMBlock>(smem_u32(s.q), group, warp, lane, o, st);
+  uint32_t t0;
+  if constexpr (T::kOwnO) {
+    // The previous tile's store has read this warpgroup's rows of the O buffer (long since).
+    t0 = tr.now();
+    if (warp == 0 && lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
+    named_sync(kBarEpilogue + group, kEpilogueThreads);
+    tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
+  }
+  t0 = tr.now();
+  write_o<D, T::kMBlock>(smem_u32(s.o), group, warp, lane, o, st);
   const int rbox = group * 64 + 16 * warp + lane / 4;
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
   t0 = tr.now();
@@ -26,10 +37,10 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
     t0 = tr.now();
 #pragma unroll
     for (int ch = 0; ch < D / 64; ++ch)
-      tma_store(&p.tm_o, s.q + ch * T::kMBlock * 128 + group * 64 * 128, ch * 64, c.m * T::kMBlock + group * 64,
-                c.head, c.batch);
+      tma_store(&p.tm_o, s.o + ch * T::kMBlock * 128 + group * 64 * 128, ch * 64, c.m * T::kMBlock + group * 64, c.head,
+                c.batch);
     cuda::ptx::cp_async_bulk_commit_group();
-    cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});  // SMEM read: Q's buffer reusable
+    if constexpr (!T::kOwnO) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});  // Q's buffer reusable
     tr.span(ATTNSIM_OP_STORE_O, t0, tr.now(), -1, tile);
   }
   if (lane % 4 == 0) {
@@ -41,9 +52,11 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
             st.sum[r] > 0.f ? st.max[r] * p.scale + logf(st.sum[r]) : -INFINITY;
     }
   }
-  t0 = tr.now();
-  named_sync(kBarEpilogue + group, kEpilogueThreads);
-  tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
+  if constexpr (!T::kOwnO) {  // every warp knows the store has read Q's buffer
+    t0 = tr.now();
+    named_sync(kBarEpilogue + group, kEpilogueThreads);
+    tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
+  }
 }
 
 }  // namespace attnsim::sm90

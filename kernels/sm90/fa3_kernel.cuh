@@ -74,6 +74,9 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
       c.run();
     }
   }
+  // The epilogue does not wait for its last TMA store of O from a buffer of its own: the SMEM
+  // must have been read before the CTA exits (a no-op in threads that issued no store).
+  if constexpr (T::kOwnO) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
   if constexpr (T::kTrace) {
     if (recording) {
       tr.close(p, s.trace, warp, lane);

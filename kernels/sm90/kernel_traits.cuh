@@ -16,14 +16,18 @@ namespace attnsim::sm90 {
 /// Knobs of one compiled kernel. kMBlock = 64 rows per consumer warpgroup; kNBlock: keys per
 /// KV block (wgmma N of S = Q K^T); kKvStage: K and V ring depth; kPingpong: the two consumer
 /// warpgroups take turns issuing GEMMs (named barriers); kOverlap: the PV wgmma of block j+1
-/// is issued with the QK of block j, in one pingpong turn (both finish before block j's softmax); kRegConsumer/kRegProducer: setmaxnreg budgets; kTrace:
-/// the warps selected at run time (Params::trace_warps) record their spans; kDynamic: the
-/// dynamic LPT tile scheduler (next_tile, the tile slot), else tiles are c, c + grid, ...
+/// is issued with the QK of block j, in one pingpong turn (both finish before block j's softmax);
+/// kRegConsumer/kRegProducer: setmaxnreg budgets; kTrace: the warps selected at run time (Params::trace_warps) record
+/// their spans; kDynamic: the dynamic LPT tile scheduler (next_tile, the tile slot), else tiles are c, c + grid, ...;
+/// kOwnO: O is staged in a buffer of its own (Q is released after the tile's last QK);
+/// kL2SectionMiB: the L2 budget of the longest-first tile orders' sections (0: one section).
 template <int kHeadDim_, int kMBlock_, int kNBlock_, int kKvStage_, bool kPingpong_, bool kOverlap_, int kRegConsumer_,
-          int kRegProducer_, bool kTrace_, bool kDynamic_ = false>
+          int kRegProducer_, bool kTrace_, bool kDynamic_ = false, bool kOwnO_ = false, int kL2SectionMiB_ = 0>
 struct Traits {
   static constexpr int kHeadDim = kHeadDim_, kMBlock = kMBlock_, kNBlock = kNBlock_, kKvStage = kKvStage_;
   static constexpr bool kPingpong = kPingpong_, kOverlap = kOverlap_, kTrace = kTrace_, kDynamic = kDynamic_;
+  static constexpr bool kOwnO = kOwnO_;
+  static constexpr int kL2SectionMiB = kL2SectionMiB_;
   static constexpr int kRegConsumer = kRegConsumer_, kRegProducer = kRegProducer_;
   static constexpr int kConsumers = consumer_warpgroups(kMBlock);
   static constexpr int kWarps = cta_warps(kConsumers);
@@ -31,9 +35,10 @@ struct Traits {
   // 128B swizzle: a TMA box row is at most 128 bytes, so tiles are stored as head_dim/64
   // column chunks of [rows][64] bf16, each chunk a run of 1024-byte swizzle atoms.
   static constexpr int kChunks = kHeadDim / 64;
-  static constexpr SmemLayout kSmem = smem_layout(kMBlock, kNBlock, kHeadDim, kHeadDim, kKvStage, 2, kTrace, kDynamic);
+  static constexpr SmemLayout kSmem =
+      smem_layout(kMBlock, kNBlock, kHeadDim, kHeadDim, kKvStage, 2, kTrace, kDynamic, kOwnO);
   static constexpr int kQBytes = kSmem.q_bytes, kKBytes = kSmem.k_bytes, kVBytes = kSmem.v_bytes;
-  static constexpr int kQOff = kSmem.q, kKOff = kSmem.k, kVOff = kSmem.v, kBarOff = kSmem.barriers;
+  static constexpr int kQOff = kSmem.q, kOOff = kSmem.o, kKOff = kSmem.k, kVOff = kSmem.v, kBarOff = kSmem.barriers;
   static constexpr int kTileOff = kSmem.tile, kTraceOff = kSmem.trace, kSmemBytes = kSmem.bytes;
   static constexpr int kNumBars = mbarrier_count(kKvStage);
   // Arrivals on the empty barriers: lane 0 of every consumer warp, after its own wgmma wait.
@@ -63,8 +68,9 @@ struct Params {
   float scale;     // softmax scale (1/sqrt(head_dim))
   float scale_log2;
   int m_tiles, num_tiles;
-  int persistent;  // tile order: 1 m-block fastest (static persistent), 0 longest first (tile_order.h)
-  attnsim_trace_record* trace;  // [CTA][warp][trace_cap] when tracing; t0/t1 raw 32-bit %clock
+  int persistent;                // tile order: 1 m-block fastest (static persistent), 0 longest first (tile_order.h)
+  int l2_section;                // longest-first order: (batch, head) pairs per L2 section (attnsim_l2_section_heads)
+  attnsim_trace_record* trace;   // [CTA][warp][trace_cap] when tracing; t0/t1 raw 32-bit %clock
   attnsim_cta_clock* cta_clock;  // [CTA]
   uint32_t* trace_count;         // [CTA][warp]: records written (<= trace_cap)
   uint32_t* trace_spans;         // [CTA][warp]: spans run (more than written: dropped)
@@ -165,10 +171,10 @@ __device__ __forceinline__ bool cta_records(const Params& p) {
 __device__ __forceinline__ Tile tile_at(const Params& p, int t, int m_block, int n_block) {
   Tile c;
   c.index = t;
-  long long bh;
-  attnsim_tile_coords(t, p.persistent, p.m_tiles, static_cast<long long>(p.batch) * p.heads, &c.m, &bh);
-  c.head = static_cast<int>(bh % p.heads);
-  c.batch = static_cast<int>(bh / p.heads);
+  int bh;  // tile counts fit an int (launch checks num_tiles)
+  attnsim_tile_coords(t, p.persistent != 0, p.m_tiles, p.batch * p.heads, p.l2_section, &c.m, &bh);
+  c.head = bh % p.heads;
+  c.batch = bh / p.heads;
   c.n_blocks = attnsim_kv_blocks(c.m * m_block, m_block, n_block, p.seqlen_q, p.seqlen_k, p.causal);
   c.first_masked = attnsim_first_masked_block(c.m * m_block, n_block, c.n_blocks, p.seqlen_q, p.seqlen_k, p.causal);
   return c;

@@ -230,10 +230,12 @@ uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchIn
     const auto& kk = std::get<KernelKnobs>(k.knobs);
     const int m_tiles = (sh.seqlen_q + kk.m_block - 1) / kk.m_block;
     const long long bh = static_cast<long long>(sh.batch) * sh.heads;
+    const long long section = attnsim_l2_section_heads(static_cast<long long>(kk.l2_section_mib) << 20, sh.seqlen_k,
+                                                       sh.head_dim, sh.head_dim, 2, sh.heads / sh.kv_heads);
     auto blocks_of = [&](long long t) {
       int m = 0;
       long long b = 0;
-      attnsim_tile_coords(t, sched == TileScheduler::StaticPersistent, m_tiles, bh, &m, &b);
+      attnsim_tile_coords<long long>(t, sched == TileScheduler::StaticPersistent, m_tiles, bh, section, &m, &b);
       return attnsim_kv_blocks(m * kk.m_block, kk.m_block, kk.n_block, sh.seqlen_q, sh.seqlen_k, sh.causal);
     };
     if (sched == TileScheduler::DynamicLpt) {

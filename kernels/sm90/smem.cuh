@@ -12,7 +12,8 @@ namespace attnsim::sm90 {
 
 template <class T>
 struct Smem {
-  uint8_t* q;       // [chunk][m_block][64] bf16; reused to stage O for the TMA store
+  uint8_t* q;       // [chunk][m_block][64] bf16; stages O for the TMA store unless T::kOwnO
+  uint8_t* o;       // O staged for the TMA store: its own buffer (T::kOwnO), else q
   uint8_t* k_ring;  // [stage][chunk][n_block][64]
   uint8_t* v_ring;  // [stage][chunk][n_block][64]
   uint64_t *q_full, *q_empty, *k_full, *k_empty, *v_full, *v_empty;
@@ -24,6 +25,7 @@ struct Smem {
   __device__ explicit Smem(uint8_t* raw) {
     uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(raw) + 1023) & ~uintptr_t(1023));
     q = base + T::kQOff;
+    o = base + T::kOOff;
     k_ring = base + T::kKOff;
     v_ring = base + T::kVOff;
     uint64_t* bars = reinterpret_cast<uint64_t*>(base + T::kBarOff);

@@ -28,15 +28,25 @@ struct KernelKnobs {
   /// passes each tile to the consumers through a tile slot). Without it the same kernel runs a
   /// static persistent or a one-tile-per-CTA grid, chosen at launch.
   bool dynamic = false;
+  /// O is staged for its TMA store in a buffer of its own, so the next tile's Q loads as soon as
+  /// the tile's last QK has read Q (under the last softmax, PV and epilogue); otherwise O is staged
+  /// in Q's buffer and the next Q waits for the epilogue's store to have read it.
+  bool own_o_buffer = false;
+  /// Longest-first tile orders (Lpt, DynamicLpt) walk the (batch, head) pairs in sections whose
+  /// K and V fit in this many MiB of L2, m-blocks in reverse within a section; 0: one section
+  /// (heads fastest over all of them). kernels/common/tile_order.h.
+  int l2_section_mib = 0;
 
   bool operator==(const KernelKnobs&) const = default;
-  /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24" (+ " dynamic").
+  /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24" (+ " dynamic", " own_o", " l2 32MiB").
   std::string describe() const {
-    char b[160];
-    std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d%s", head_dim, m_block, n_block, kv_stage,
+    char b[192];
+    std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d%s%s", head_dim, m_block, n_block, kv_stage,
                   pingpong ? " pingpong" : "", overlap ? " overlap" : "", reg_consumer, reg_producer,
-                  dynamic ? " dynamic" : "");
-    return b;
+                  dynamic ? " dynamic" : "", own_o_buffer ? " own_o" : "");
+    std::string out = b;
+    if (l2_section_mib > 0) out += " l2 " + std::to_string(l2_section_mib) + "MiB";
+    return out;
   }
 };
 
@@ -93,7 +103,8 @@ inline std::string warp_role_name(int warp, bool warp_specialization = true) {
 // pipeline_q (1 stage), pipeline_k and pipeline_v (kv_stage stages each). The full side of each
 // completes with one arrival (the load warp's mbarrier.arrive.expect_tx) plus the TMA's
 // transaction bytes; the empty side with one arrival per consumer warp (lane 0, once the wgmma
-// that read the stage has retired; for Q, once the warp's epilogue has stored O from Q's buffer).
+// that read the stage has retired; for Q, once the tile's last QK has retired when O has a buffer
+// of its own, else once the warp's epilogue has stored O from Q's buffer).
 
 /// Arrivals per phase on a full barrier.
 inline constexpr int kFullArrivals = 1;
@@ -131,7 +142,8 @@ inline constexpr int kSmemAlignSlack = 1024;
 /// Byte offsets of the SMEM regions from the 1024-B aligned base, and the dynamic SMEM a CTA
 /// requests (the layout + kSmemAlignSlack).
 struct SmemLayout {
-  int q = 0;         ///< Q tile [m_block][head_dim]; reused to stage O for the TMA store
+  int q = 0;         ///< Q tile [m_block][head_dim]; stages O for the TMA store unless O has its own buffer
+  int o = 0;         ///< own_o_buffer: O tile [m_block][head_dim_v] staged for the TMA store (else = q)
   int k = 0;         ///< K ring [kv_stage][n_block][head_dim]
   int v = 0;         ///< V ring [kv_stage][n_block][head_dim_v]
   int barriers = 0;  ///< mbarrier_count(kv_stage) x 8 B
@@ -139,18 +151,22 @@ struct SmemLayout {
   int trace = 0;     ///< traced kernels: kTraceSlotBytes per warp
   int bytes = 0;     ///< dynamic SMEM per CTA
   int q_bytes = 0, k_bytes = 0, v_bytes = 0;  ///< one Q tile, one K stage, one V stage
+  int o_bytes = 0;                            ///< the own O buffer (0 without one)
 };
 
 /// The SMEM layout of a CTA: `elem_bytes` per element of Q, K, V; `trace`: traced kernel;
-/// `dynamic`: the dynamic tile scheduler's kernel (with a tile slot).
+/// `dynamic`: the dynamic tile scheduler's kernel (with a tile slot); `own_o`: O staged in a
+/// buffer of its own (KernelKnobs::own_o_buffer).
 ATTNSIM_HD constexpr SmemLayout smem_layout(int m_block, int n_block, int head_dim, int head_dim_v, int kv_stage,
-                                            int elem_bytes, bool trace, bool dynamic = false) {
+                                            int elem_bytes, bool trace, bool dynamic = false, bool own_o = false) {
   SmemLayout l{};
   l.q_bytes = m_block * head_dim * elem_bytes;
   l.k_bytes = n_block * head_dim * elem_bytes;
   l.v_bytes = n_block * head_dim_v * elem_bytes;
+  l.o_bytes = own_o ? m_block * head_dim_v * elem_bytes : 0;
   l.q = 0;
-  l.k = l.q + l.q_bytes;
+  l.o = own_o ? l.q + l.q_bytes : l.q;  // both multiples of 1024 B (swizzle atoms)
+  l.k = l.q + l.q_bytes + l.o_bytes;
   l.v = l.k + kv_stage * l.k_bytes;
   l.barriers = l.v + kv_stage * l.v_bytes;
   l.tile = l.barriers + mbarrier_count(kv_stage) * 8;

@@ -242,6 +242,12 @@ class Engine {
           ++ws.pc;
           break;
         case OpKind::TmaStore:
+          if (op.count) {  // asynchronous: the warp goes on; the copy still takes the TMA's time
+            tma_q_.push_back({&op, w});
+            if (tma_q_.size() == 1) start_tma();
+            ++ws.pc;
+            break;
+          }
           ws.state = WarpState::Storing;
           ws.since = now_;
           tma_q_.push_back({&op, w});
@@ -618,7 +624,7 @@ class Engine {
       q_.push(landed, kPrioCompletion, kTxComplete, j.op->barrier, static_cast<int64_t>(std::llround(j.op->bytes)));
     else if (j.op->kind == OpKind::CpAsync)
       q_.push(landed, kPrioCompletion, kCopyComplete, j.warp);
-    else
+    else if (!j.op->count)  // an asynchronous store wakes nobody
       q_.push(landed, kPrioCompletion, kStoreDone, j.warp);
     start_tma();
   }

@@ -55,7 +55,8 @@ enum class OpKind : uint8_t {
   Compute,      ///< run `work` on the SMSP/SM pipes (processor sharing), no sooner than `chain`; then `latency`
   TmaLoad,      ///< arrive.expect_tx(bytes) on `barrier`, then a TMA copy of `bytes` that completes the tx;
                 ///< `count` = 1: the tile is read by no other CTA, so it comes from HBM (tma_latency_hbm)
-  TmaStore,     ///< TMA store of `bytes`; the warp waits for it to finish reading SMEM
+  TmaStore,     ///< TMA store of `bytes`; the warp waits for it to finish reading SMEM (`count` = 1: it
+                ///< does not: asynchronous, its buffer's reuse is guarded elsewhere)
   Mma,          ///< enqueue `flops` (+ `bytes` of SMEM operand reads) as `count` MMA instructions on the
                 ///< tensor core; the warp stalls while its queue is full (mma_queue_depth)
   MmaCommit,    ///< tcgen05.commit: arrive `count` on `barrier` when every MMA issued before it has finished

@@ -107,9 +107,10 @@ void WarpBuilder::tma_load(int name, int barrier, double bytes, bool from_hbm) {
   note_arriver(barrier);
 }
 
-void WarpBuilder::tma_store(int name, double bytes) {
+void WarpBuilder::tma_store(int name, double bytes, bool wait) {
   Op& op = push(OpKind::TmaStore, name);
   op.bytes = bytes;
+  op.count = wait ? 0 : 1;
 }
 
 void WarpBuilder::mma(int name, double flops, double smem_bytes, int instructions, bool a_in_registers) {

@@ -39,7 +39,9 @@ class WarpBuilder {
   /// TMA load of `bytes` completing on `barrier`; `from_hbm`: no other CTA reads this tile, so it
   /// misses in L2 (Q tiles), else it is an L2 hit (K/V tiles shared by a head's m-blocks).
   void tma_load(int name, int barrier, double bytes, bool from_hbm = false);
-  void tma_store(int name, double bytes);
+  /// TMA store of `bytes` from SMEM; `wait`: the warp waits until it has read SMEM (else it goes
+  /// on at once, as a kernel that waits for the read only before reusing the buffer).
+  void tma_store(int name, double bytes, bool wait = true);
   /// An MMA group of `instructions` wgmma / tcgen05.mma instructions, `flops` and `smem_bytes`
   /// of operand reads in all, queued on the tensor core; `a_in_registers`: wgmma RS (A from the
   /// issuing warps' registers), else both operands from SMEM (or TMEM on SM100).

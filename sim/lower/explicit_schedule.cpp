@@ -16,8 +16,8 @@
 // lasts at least that long), measured ({"alone_cycles", "beside_ss", "beside_rs"}: a timing
 // measured on the GPU, the slowdowns beside SS / RS wgmma as time beside / time alone); optional
 // "name" from the op vocabulary), tma_load (pipeline, bytes, from_hbm: arrive.expect_tx on the
-// producer's stage, then the copy), tma_store (bytes), mma (flops, smem_bytes, instructions: the
-// group's MMA instruction count, a_in_registers: wgmma RS), mma_commit (pipeline, side "full" |
+// producer's stage, then the copy), tma_store (bytes; wait: false, the warp does not wait), mma (flops, smem_bytes,
+// instructions: the group's MMA instruction count, a_in_registers: wgmma RS), mma_commit (pipeline, side "full" |
 // "empty"), wait_mma (pending:
 // wgmma.wait_group), cp_async (bytes), wait_cp_async (pending), bar_sync and bar_arrive
 // (barrier; 32 threads per warp), repeat (times, body). compute also takes mma_sync_flops.
@@ -195,7 +195,7 @@ class ExplicitSchedule : public Schedule {
                     o.boolean_or("from_hbm", false));
         s.advance();
       } else if (kind == "tma_store") {
-        wb.tma_store(op_id(o, ATTNSIM_OP_STORE_O), o.number("bytes", 1, 1e12));
+        wb.tma_store(op_id(o, ATTNSIM_OP_STORE_O), o.number("bytes", 1, 1e12), o.boolean_or("wait", true));
       } else if (kind == "mma") {
         wb.mma(op_id(o, ATTNSIM_OP_MMA), o.number("flops", 1, 1e15), o.number_or("smem_bytes", 0, 0, 1e12),
                static_cast<int>(o.integer_or("instructions", 1, 1, 4096)), o.boolean_or("a_in_registers", false));

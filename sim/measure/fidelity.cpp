@@ -569,6 +569,16 @@ std::vector<std::string> committed_validation_dirs(const std::string& root) {
   return out;
 }
 
+std::vector<std::string> measured_kernel_pins(const std::string& kernel) {
+  std::vector<std::string> pins;
+  if (kernel.rfind("fa3_sm90 ", 0) != 0) return pins;
+  // fa3_sm90 kernels before own O buffers and L2 sections (2026-11-24) staged O in Q's buffer
+  // and walked longest-first tiles heads fastest; sm90::KernelKnobs::describe names both since.
+  if (kernel.find(" own_o") == std::string::npos) pins.push_back("/o_staging=q_buffer");
+  if (kernel.find(" l2 ") == std::string::npos) pins.push_back("/l2_section_mib=0");
+  return pins;
+}
+
 std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,
                               int threads, std::vector<std::string>& errors) {
   std::vector<double> seconds(cases.size(), 0.0);
@@ -587,9 +597,21 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
         const std::string family = c.kernel.substr(0, c.kernel.find(' '));
         if (candidate && family.empty())
           throw std::runtime_error("a sweep candidate without a kernel column: its schedule file is unknown");
-        const auto s = candidate
-                           ? load_schedule(schedules_dir + "/" + family + ".json", candidate_overrides(c.schedule))
-                           : load_schedule(schedules_dir + "/" + c.schedule + ".json", {}, c.variant);
+        // The knobs of the kernel that ran, where the schedule file's defaults have moved since.
+        std::vector<std::string> sets = candidate ? candidate_overrides(c.schedule) : std::vector<std::string>{};
+        for (auto& pin : measured_kernel_pins(c.kernel)) sets.push_back(std::move(pin));
+        const std::string file = schedules_dir + "/" + (candidate ? family : c.schedule) + ".json";
+        const std::string variant = candidate ? "" : c.variant;
+        auto s = load_schedule(file, sets, variant);
+        // fa3_sm90's auto scheduler ran causal problems one CTA per tile before it took the dynamic
+        // one (2026-11-24): a measured kernel without " dynamic" on a causal problem ran so.
+        if (c.problem.causal && family == "fa3_sm90" && c.kernel.find(" dynamic") == std::string::npos) {
+          const KernelChoice k = s->real_kernel(hw, c.problem);
+          if (k.supported && k.scheduler == TileScheduler::DynamicLpt) {
+            sets.push_back("/tile_scheduler=lpt");
+            s = load_schedule(file, sets, variant);
+          }
+        }
         predict_case(*s, hw, c);
       } catch (const std::exception& e) {
         c.measured = false;  // out of the statistics; the caller reports the error

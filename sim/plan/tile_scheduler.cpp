@@ -22,13 +22,14 @@ TileWork tile_at(const Problem& p, const TilingSpec& spec, int m) {
 namespace {
 /// Resident CTAs per distinct (batch, KV head) among the first `resident` tiles in launch order
 /// (query heads of one GQA group read the same K/V).
-double kv_sharing(const Problem& p, int m_tiles, long long heads, bool persistent, bool per_head, long long resident) {
+double kv_sharing(const Problem& p, int m_tiles, long long heads, bool persistent, bool per_head, long long section,
+                  long long resident) {
   std::set<long long> kv;
   const int group = std::max(1, p.heads / std::max(1, p.kv_heads));
   for (long long t = 0; t < resident; ++t) {
     int m = 0;
     long long bh = t;
-    if (!per_head) attnsim_tile_coords(t, persistent, m_tiles, heads, &m, &bh);
+    if (!per_head) attnsim_tile_coords<long long>(t, persistent, m_tiles, heads, section, &m, &bh);
     kv.insert((bh / p.heads) * p.kv_heads + (bh % p.heads) / group);
   }
   return kv.empty() ? 1.0 : static_cast<double>(resident) / static_cast<double>(kv.size());
@@ -56,7 +57,7 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
     std::vector<TileWork> walk;
     for (int m = 0; m < m_tiles; ++m) walk.push_back(tile_at(p, spec, m));
     for (long long h = 0; h < heads; ++h) g.cta_tiles.push_back(walk);
-    g.kv_sharing = kv_sharing(p, m_tiles, heads, false, true, g.resident_ctas);
+    g.kv_sharing = kv_sharing(p, m_tiles, heads, false, true, 0, g.resident_ctas);
     return g;
   }
   const long long tiles = m_tiles * heads;
@@ -69,14 +70,15 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
       for (long long t = c; t < tiles; t += grid) {
         int m;
         long long bh;
-        attnsim_tile_coords(t, true, m_tiles, heads, &m, &bh);
+        attnsim_tile_coords<long long>(t, true, m_tiles, heads, 0, &m, &bh);
         list.push_back(tile_at(p, spec, m));
       }
       g.cta_tiles.push_back(std::move(list));
     }
-    g.kv_sharing = kv_sharing(p, m_tiles, heads, true, false, grid);
+    g.kv_sharing = kv_sharing(p, m_tiles, heads, true, false, 0, grid);
   } else {
-    // Longest first: m-blocks in reverse (causal tiles near the end see the most KV blocks).
+    // Longest first: m-blocks in reverse (causal tiles near the end see the most KV blocks),
+    // within L2 sections of spec.l2_section heads.
     const bool dynamic = spec.scheduler == TileScheduler::DynamicLpt;
     g.mode = dynamic ? GridPlan::Mode::DynamicLpt : GridPlan::Mode::LptSingleTile;
     const long long slots = static_cast<long long>(clusters) * (dynamic ? 1 : spec.ctas_per_sm);
@@ -84,10 +86,10 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
     for (long long t = 0; t < tiles; ++t) {
       int m;
       long long bh;
-      attnsim_tile_coords(t, false, m_tiles, heads, &m, &bh);
+      attnsim_tile_coords<long long>(t, false, m_tiles, heads, spec.l2_section, &m, &bh);
       g.cta_tiles.push_back({tile_at(p, spec, m)});
     }
-    g.kv_sharing = kv_sharing(p, m_tiles, heads, false, false, std::min(slots, tiles));
+    g.kv_sharing = kv_sharing(p, m_tiles, heads, false, false, spec.l2_section, std::min(slots, tiles));
   }
   return g;
 }

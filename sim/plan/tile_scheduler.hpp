@@ -20,6 +20,7 @@ struct TilingSpec {
   TileScheduler scheduler = TileScheduler::StaticPersistent;  ///< how CTAs take tiles
   int ctas_per_sm = 1;          ///< CTAs resident at once on one SM (non-persistent kernels)
   bool tiles_per_head = false;  ///< one CTA per (batch, head) that walks every m-block (FA2 style)
+  long long l2_section = 0;     ///< longest-first orders: (batch, head) pairs per L2 section (0: one)
 };
 
 /// Places the problem's tiles; more than `max_tiles` are only counted (GridPlan::over_budget).

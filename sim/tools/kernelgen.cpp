@@ -1,14 +1,16 @@
 // attnsim_kernelgen: the build step that turns schedules into compiled kernels. For every
 // schedule file given, its base and every variant it declares, and head_dim 64, 128 and 256 (and
-// for every admitted candidate of each --sweep file, on that sweep's problems), it resolves the knobs as the simulator does (Schedule::real_kernel) and writes one explicit
-// instantiation per distinct knob set, spread over --shards .cu files (compiled in parallel),
-// plus the registry (compiled_kernels()), a manifest of what was and was not compiled, and
-// sm90_limits.h (the hardware config's SMEM and register limits, for the kernels' static_asserts).
-// fa4_sm100 schedules (resolved with --hw-sm100, head_dim 64 and 128, causal and not) get
-// kernels/sm100 instances in their own files (sm100_instances_N.cu, built for sm_100a) and
-// sm100_limits.h. blackflash kernels go to instances_blackflash_0.cu, which the build compiles
-// for sm_90a and sm_120a. Files are rewritten only when their content changes, so unchanged
-// shards are not rebuilt.
+// for every admitted candidate of each --sweep file, on that sweep's problems), it resolves the
+// knobs as the simulator does (Schedule::real_kernel) and writes one explicit instantiation per
+// distinct knob set, spread over --shards .cu files (compiled in parallel), plus the registry
+// (compiled_kernels()), a manifest of what was and was not compiled, and sm90_limits.h (the
+// hardware config's SMEM and register limits, for the kernels' static_asserts). fa3_sm90
+// schedules are resolved for causal and non-causal problems (their auto tile scheduler, and so
+// their kernel, differs). fa4_sm100 schedules (resolved with --hw-sm100, head_dim 64 and 128,
+// causal and not) get kernels/sm100 instances in their own files (sm100_instances_N.cu, built for
+// sm_100a) and sm100_limits.h. blackflash kernels go to instances_blackflash_0.cu, which the
+// build compiles for sm_90a and sm_120a. Files are rewritten only when their content changes, so
+// unchanged shards are not rebuilt.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -40,8 +42,9 @@ void write_if_changed(const std::filesystem::path& path, const std::string& text
 }
 
 std::string traits(const sm90::KernelKnobs& k, bool trace) {
-  return fmt::format("Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", k.head_dim, k.m_block, k.n_block, k.kv_stage,
-                     k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, trace, k.dynamic);
+  return fmt::format("Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>", k.head_dim, k.m_block, k.n_block,
+                     k.kv_stage, k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, trace, k.dynamic,
+                     k.own_o_buffer, k.l2_section_mib);
 }
 
 /// kernels/sm100 Traits<...> of these knobs (the parameter order of kernels/sm100/kernel_traits.cuh).
@@ -65,10 +68,11 @@ std::string registry_entry(const AnyKernelKnobs& any, const std::string& origins
                        b->tmem_p0, b->tmem_p1, b->tmem_o0, b->tmem_o1, b->tmem_alloc, sm100_traits(*b, false),
                        sm100_traits(*b, true), origins);
   if (const auto* k = std::get_if<sm90::KernelKnobs>(&any))
-    return fmt::format("  out.push_back({{AnyKernelKnobs{{KernelKnobs{{{}, {}, {}, {}, {}, {}, {}, {}, {}}}}}, &launch<{}>,\n"
-                       "                 &launch<{}>, \"{}\"}});\n",
-                       k->head_dim, k->m_block, k->n_block, k->kv_stage, k->pingpong, k->overlap, k->reg_consumer,
-                       k->reg_producer, k->dynamic, traits(*k, false), traits(*k, true), origins);
+    return fmt::format(
+        "  out.push_back({{AnyKernelKnobs{{KernelKnobs{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}}}}}, "
+        "&launch<{}>,\n                 &launch<{}>, \"{}\"}});\n",
+        k->head_dim, k->m_block, k->n_block, k->kv_stage, k->pingpong, k->overlap, k->reg_consumer, k->reg_producer,
+        k->dynamic, k->own_o_buffer, k->l2_section_mib, traits(*k, false), traits(*k, true), origins);
   if (const auto* b = std::get_if<blackflash::KernelKnobs>(&any)) {
     auto t = [&](bool trace) {
       return fmt::format("blackflash::BfTraits<{}, {}, {}, {}>", b->kv_stage, b->p_over_k, b->registers, trace);
@@ -182,12 +186,19 @@ int main(int argc, char** argv) {
         }
         if (schedule->family() != "fa3_sm90" && schedule->family() != "fa2_sm80" && schedule->family() != "blackflash")
           break;  // no real kernel
-        for (int hd : {64, 128, 256}) {
-          Problem p;
-          p.head_dim = p.head_dim_v = hd;
-          consider(*schedule, p, fmt::format("{} {} hd{}", rel, variant.empty() ? "(base)" : variant, hd),
-                   {{"schedule", rel}, {"variant", variant}, {"head_dim", hd}});
-        }
+        // fa3_sm90's auto tile scheduler (and with it the kernel) differs for causal problems.
+        const bool by_causal = schedule->family() == "fa3_sm90";
+        for (int hd : {64, 128, 256})
+          for (bool causal : {false, true}) {
+            if (causal && !by_causal) continue;
+            Problem p;
+            p.head_dim = p.head_dim_v = hd;
+            p.causal = causal;
+            consider(
+                *schedule, p,
+                fmt::format("{} {} hd{}{}", rel, variant.empty() ? "(base)" : variant, hd, causal ? " causal" : ""),
+                {{"schedule", rel}, {"variant", variant}, {"head_dim", hd}, {"causal", causal}});
+          }
       }
     }
     // Sweep files: every admitted candidate, for each of the sweep's problems (for `validate --sweep`).

@@ -213,6 +213,29 @@ TEST_CASE("a synchronous copy is a wait of its own cycles on cp.async.wait_group
   CHECK(spans[1].start == Approx(750));
 }
 
+TEST_CASE("a TMA store holds its warp until it has read SMEM - an asynchronous one does not", "[engine]") {
+  const Hardware hw = test::without_fixed_costs(b200());
+  Work fma;
+  fma.issue = fma.fma_lanes = 32 * 100;
+  auto run_store = [&](bool wait) {
+    CtaBuilder cta;
+    WarpBuilder w = cta.warp(0, "w");
+    w.tma_store(ATTNSIM_OP_STORE_O, 16384, wait);
+    w.compute(ATTNSIM_OP_FINAL_O, fma);
+    return simulate_cta(hw, cta.take());
+  };
+  // Alone on the chip: the copy moves at the SM's port rate, then the store's own latency.
+  const double read = 16384 / hw.tma_bytes_per_clk_sm + hw.tma_store_latency;
+  const SimResult waited = run_store(true), async = run_store(false);
+  const auto& ws = waited.timeline.warps[0].spans;
+  const auto& as = async.timeline.warps[0].spans;
+  REQUIRE(ws.size() == 2);
+  REQUIRE(as.size() == 1);  // no store span: the warp went on at once
+  CHECK(ws[1].start == Approx(read));
+  CHECK(as[0].start == Approx(0));
+  CHECK(as[0].end - as[0].start == Approx(ws[1].end - ws[1].start));  // the same block, only earlier
+}
+
 TEST_CASE("repeated runs give byte-identical traces", "[engine][determinism]") {
   const Hardware hw = b200();
   Problem p = test::default_problem();

@@ -253,12 +253,17 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
         CHECK(op.measured.alone == Approx(lc.issue_cycles));
       }
     CHECK(loop_controls == 2);
-    // The SMEM the simulator checks is the kernel's layout (untraced), mbarriers included.
-    const auto layout = sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false);
+    // The SMEM the simulator checks is the kernel's layout (untraced), mbarriers included, with
+    // O's own buffer where the schedule resolves to one (it does at hd64/hd128, not at hd256).
+    CHECK(kk.own_o_buffer == (hd <= 128));
+    REQUIRE_FALSE(kk.dynamic);  // non-causal: static persistent
+    const auto layout =
+        sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false, false, kk.own_o_buffer);
+    CHECK(layout.o_bytes == (kk.own_o_buffer ? kk.m_block * hd * 2 : 0));
     CHECK(s->resources(hw, p).at("smem_bytes") == layout.bytes);
     CHECK(layout.barriers + sm90::mbarrier_count(kk.kv_stage) * 8 + sm90::kSmemAlignSlack == layout.bytes);
     // The dynamic tile scheduler's kernel adds the tile slot and one copy per warp after the mbarriers.
-    const auto dyn = sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false, true);
+    const auto dyn = sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false, true, kk.own_o_buffer);
     CHECK(dyn.tile == layout.barriers + sm90::mbarrier_count(kk.kv_stage) * 8);
     const int warps = sm90::cta_warps(sm90::consumer_warpgroups(kk.m_block));
     CHECK(dyn.bytes == layout.bytes + sm90::kTileSlotBytes * (1 + warps));

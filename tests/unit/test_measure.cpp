@@ -70,19 +70,26 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   REQUIRE(k64.supported);
   REQUIRE(k128.supported);
   REQUIRE(k256.supported);
-  CHECK(k64.knobs == AnyKernelKnobs{sm90::KernelKnobs{64, 192, 128, 2, false, true, 160, 32}});
-  CHECK(k128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24}});
-  CHECK(k256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, false, true, 240, 24}});
+  // O in a buffer of its own where it fits in SMEM (hd64: 24 KB, hd128: 32 KB more; hd256's 64 KB
+  // do not fit beside Q 64 KB and two K/V stages of 80 x 256), L2 sections of 8 MiB.
+  CHECK(k64.knobs == AnyKernelKnobs{sm90::KernelKnobs{64, 192, 128, 2, false, true, 160, 32, false, true, 8}});
+  CHECK(k128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24, false, true, 8}});
+  CHECK(k256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, false, true, 240, 24, false, false, 8}});
   CHECK(k128.scheduler == TileScheduler::StaticPersistent);  // non-causal: as the simulator's grid
+  // Causal: the dynamic scheduler where O has its own buffer (its next Q loads under the tile's
+  // end), else one CTA per tile.
   Problem c = hd(128);
   c.causal = true;
+  const KernelChoice c128 = s->real_kernel(h100(), c);
+  CHECK(c128.scheduler == TileScheduler::DynamicLpt);
+  CHECK(c128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24, true, true, 8}});
+  c.head_dim = c.head_dim_v = 256;
   CHECK(s->real_kernel(h100(), c).scheduler == TileScheduler::Lpt);
-  CHECK(load_schedule(fa3(), {"/tile_scheduler=\"dynamic_lpt\""})->real_kernel(h100(), c).scheduler ==
-        TileScheduler::DynamicLpt);
-  CHECK(std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "kv_stage_3")->real_kernel(h100(), hd(128)).knobs).kv_stage ==
-        3);
-  CHECK_FALSE(
-      std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "no_pingpong")->real_kernel(h100(), hd(128)).knobs).pingpong);
+  CHECK(load_schedule(fa3(), {}, "lpt_single_tile")->real_kernel(h100(), hd(128)).scheduler == TileScheduler::Lpt);
+  CHECK(std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "kv_stage_3")->real_kernel(h100(), hd(128)).knobs)
+            .kv_stage == 3);
+  CHECK_FALSE(std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "no_pingpong")->real_kernel(h100(), hd(128)).knobs)
+                  .pingpong);
 }
 
 TEST_CASE("schedules without a real kernel say why", "[measure]") {

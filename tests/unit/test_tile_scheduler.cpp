@@ -31,6 +31,7 @@ TEST_CASE("dynamic LPT grid: one CTA per SM and every tile once - longest first"
   spec.n_block = 128;
   spec.ctas_per_sm = 2;  // ignored: a persistent CTA holds its SM
   spec.scheduler = TileScheduler::DynamicLpt;
+  spec.l2_section = 0;  // one section: heads fastest over all 64
   const GridPlan g = plan_tiles(hw, p, spec, 1 << 20);
   CHECK(g.mode == GridPlan::Mode::DynamicLpt);
   CHECK(g.resident_ctas == hw.num_sms);
@@ -47,6 +48,51 @@ TEST_CASE("dynamic LPT grid: one CTA per SM and every tile once - longest first"
   CHECK(lpt.mode == GridPlan::Mode::LptSingleTile);
   CHECK(lpt.cta_tiles == g.cta_tiles);  // the same tiles in the same order, only fewer CTAs
   CHECK(lpt.resident_ctas == 2 * hw.num_sms);
+}
+
+TEST_CASE("longest-first order in L2 sections - m-blocks reversed within each section of heads", "[tile_scheduler]") {
+  // K/V of one head at seqlen 2048, hd128, bf16: 2048 x 256 x 2 B = 1 MiB, so 32 MiB hold 32 heads.
+  CHECK(attnsim_l2_section_heads(32LL << 20, 2048, 128, 128, 2, 1) == 32);
+  CHECK(attnsim_l2_section_heads(24LL << 20, 2048, 128, 128, 2, 1) == 16);   // a power of 2 below 24
+  CHECK(attnsim_l2_section_heads(32LL << 20, 2048, 128, 128, 2, 8) == 256);  // GQA 8:1 groups stay whole
+  CHECK(attnsim_l2_section_heads(1LL << 20, 65536, 128, 128, 2, 1) == 1);    // at least one head
+  CHECK(attnsim_l2_section_heads(0, 2048, 128, 128, 2, 1) == 0);             // no sections
+  const Hardware hw = h100();
+  const Problem p = causal(5, 16, 2048, 128);  // 80 heads: sections of 32, 32 and 16; 16 m-blocks
+  TilingSpec spec;
+  spec.rows_per_cta = 128;
+  spec.n_block = 128;
+  spec.scheduler = TileScheduler::Lpt;
+  spec.ctas_per_sm = 2;
+  spec.l2_section = 32;
+  const GridPlan g = plan_tiles(hw, p, spec, 1 << 20);
+  REQUIRE(g.cta_tiles.size() == 80 * 16);
+  // Section k's tiles are consecutive: m-block 15 of its heads, then 14, ...; 16 heads in the last.
+  auto m_of = [&](size_t i) { return g.cta_tiles[i][0].m_block; };
+  CHECK(m_of(0) == 15);
+  CHECK(m_of(31) == 15);
+  CHECK(m_of(32) == 14);
+  CHECK(m_of(511) == 0);
+  CHECK(m_of(512) == 15);  // the second section starts long again
+  CHECK(m_of(1024) == 15);
+  CHECK(m_of(1024 + 16) == 14);
+  long long blocks = 0;
+  for (const auto& t : g.cta_tiles) blocks += t[0].n_blocks;
+  CHECK(blocks == 80 * (16 * 17 / 2));  // conservation of work
+  // The 264 CTAs resident at first (2 per SM) cover 32 heads, 8.25 each; without sections all 80.
+  CHECK(g.kv_sharing == Approx(264.0 / 32));
+  spec.l2_section = 0;
+  CHECK(plan_tiles(hw, p, spec, 1 << 20).kv_sharing == Approx(264.0 / 80));
+}
+
+TEST_CASE("fa3_sm90 causal with L2 sections is predicted faster than heads fastest - its K/V come from L2",
+          "[tile_scheduler][fa3]") {
+  // hd128 s4k b8 causal: 128 heads of 2 MiB K/V; heads fastest, the resident CTAs read 128 heads'
+  // K/V at once (about 1 CTA each, so nearly all from HBM); 16 heads per 32 MiB section share theirs.
+  const Problem p = causal(8, 16, 4096, 128);
+  const Prediction sections = run(fa3(), h100(), p);
+  const Prediction heads_fastest = run(fa3(), h100(), p, "no_l2_sections");
+  CHECK(sections.cycles < 0.95 * heads_fastest.cycles);
 }
 
 TEST_CASE("dynamic LPT with no more tiles than SMs runs each tile on its own CTA - as LPT single-tile does",

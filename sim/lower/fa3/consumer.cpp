@@ -71,6 +71,10 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   PipelineState v_wait = c.v_pipe.ids.consumer_start(), v_rel = c.v_pipe.ids.consumer_start();
   PipelineState q_load = c.q.ids.producer_start(), k_load = c.k_pipe.ids.producer_start(),
                 v_load = c.v_pipe.ids.producer_start();
+  // With O in its own buffer, Q's buffer is free once the tile's last QK (block 0) has retired.
+  auto release_q = [&]() {
+    if (k.own_o_buffer) w.consumer_release(c.q.ids, q_rel, q_release);
+  };
   auto turn_start = [&]() {
     if (pp) w.bar_sync(c.pingpong_bar[group], 32);
   };
@@ -122,6 +126,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
       turn_end();
       w.wait_mma(0);
       w.consumer_release(c.k_pipe.ids, k_rel, release);
+      if (n == 1) release_q();
       softmax(n - 1, tile, n - 1 >= first_masked);
       w.compute(ATTNSIM_OP_RESCALE_O, pack_work, 0, rescale_chain);  // first block: nothing to rescale, P packed
       loop_control();
@@ -133,6 +138,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         turn_end();
         w.wait_mma(1);  // QK(j) done: K_j's stage is free
         w.consumer_release(c.k_pipe.ids, k_rel, release);
+        if (j == 0) release_q();
         w.wait_mma(0);  // PV(j+1) done before the softmax (the kernel's order, and why, there)
         w.consumer_release(c.v_pipe.ids, v_rel, release);
         if (loader && j > 0) load_kv(j - 1, tile);  // the stages of block j+1 are free now
@@ -153,6 +159,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         turn_end();
         w.wait_mma(0);
         w.consumer_release(c.k_pipe.ids, k_rel, release);
+        if (j == 0) release_q();
         softmax(j, tile, j >= first_masked);
         if (j < n - 1)
           w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain, rescale_measured);
@@ -166,17 +173,22 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         loop_control();
       }
     }
-    // Epilogue: O / row_sum to bf16 in SMEM (Q's buffer), then one warp stores the warpgroup's rows.
+    // Epilogue: O / row_sum to bf16 in SMEM, then one warp stores the warpgroup's rows. In O's own
+    // buffer: after the previous tile's store has read it (long since: its wait is not timed), and
+    // the store is not waited for. In Q's buffer: the store is waited for, then Q's buffer is freed.
     w.tags(group, -1, tile);
+    if (k.own_o_buffer) w.bar_sync(c.epilogue_bar[group], 32);
     w.compute(ATTNSIM_OP_FINAL_O, final_work, final_latency, final_chain, final_measured);
     w.bar_sync(c.epilogue_bar[group], 32);
     if (warp_in_group == 0) {
       const Work tma = alu_instructions(c.hw.tma_issue_instrs);
       w.compute(ATTNSIM_OP_STORE_O, tma);
-      w.tma_store(ATTNSIM_OP_STORE_O, 64.0 * dv * eb);
+      w.tma_store(ATTNSIM_OP_STORE_O, 64.0 * dv * eb, !k.own_o_buffer);
     }
-    w.bar_sync(c.epilogue_bar[group], 32);  // the store has read Q's buffer: it may be refilled
-    w.consumer_release(c.q.ids, q_rel, q_release);
+    if (!k.own_o_buffer) {
+      w.bar_sync(c.epilogue_bar[group], 32);  // the store has read Q's buffer: it may be refilled
+      w.consumer_release(c.q.ids, q_rel, q_release);
+    }
   }
 }
 

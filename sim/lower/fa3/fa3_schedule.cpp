@@ -50,6 +50,8 @@ Fa3Schedule::Fa3Schedule(JsonReader& r) {
       r.fail_at(derived, "fa3_sm90 derives its pipelines and named barriers from the kernel's structure "
                          "(kernels/sm90/structure.h); remove this field");
   knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt", "dynamic_lpt"});
+  knobs_.o_staging = r.choice_or("o_staging", "auto", {"auto", "q_buffer", "own_buffer"});
+  knobs_.l2_section_mib = static_cast<int>(r.integer_or("l2_section_mib", 8, 0, 1 << 20));
   costs_ = CostModel::from_schedule(r);
 }
 
@@ -69,11 +71,24 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.pingpong = knobs_.pingpong.value_or(k.consumers == 2 && p.head_dim <= 128);
   k.overlap = knobs_.overlap;
   k.warp_specialization = knobs_.warp_specialization;
+  // auto: non-causal tiles are alike, so a static persistent grid (m-blocks fastest: the CTAs
+  // running together share their heads' K/V in L2). Causal tiles differ up to seqlen / m_block
+  // fold: longest first, from the dynamic scheduler's counter where O has a buffer of its own
+  // (the CTA's next Q loads under its tile's end), else one CTA per tile (under the dynamic
+  // scheduler such a CTA's next Q would wait for its epilogue's store).
+  auto own_o_fits = [&](TileScheduler sched) {
+    return knobs_.o_staging == "own_buffer" ||
+           (knobs_.o_staging == "auto" &&
+            sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
+                              static_cast<int>(p.elem_bytes()), false, sched == TileScheduler::DynamicLpt, true)
+                    .bytes <= hw.smem_bytes_per_block);
+  };
   k.scheduler = knobs_.tile_scheduler == "static_persistent" ? TileScheduler::StaticPersistent
                 : knobs_.tile_scheduler == "lpt"             ? TileScheduler::Lpt
                 : knobs_.tile_scheduler == "dynamic_lpt"     ? TileScheduler::DynamicLpt
-                : p.causal                                   ? TileScheduler::Lpt
-                                                             : TileScheduler::StaticPersistent;
+                : !p.causal                                  ? TileScheduler::StaticPersistent
+                : own_o_fits(TileScheduler::DynamicLpt)      ? TileScheduler::DynamicLpt
+                                                             : TileScheduler::Lpt;
   // setmaxnreg budgets (FA3 / FA4-CuTe SM90): 1 consumer WG 256/56, 2: 240/24, 3: 160/32.
   if (knobs_.registers) {
     k.reg_consumer = knobs_.registers->first;
@@ -88,11 +103,20 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // Live per consumer thread: O (64 x hdv / 128), S (64 x n / 128), P of the previous block in bf16
   // pairs while the next S is computed (overlap), bookkeeping.
   k.registers_needed = p.head_dim_v / 2 + k.n_block / 2 + (k.overlap ? k.n_block / 4 : 0) + kBookkeepingRegisters;
-  // Q (O is staged in Q's buffer once the last QK has read it), the K and V rings, the mbarriers,
-  // the dynamic scheduler's tile slot and the alignment slack: the kernel's layout, untraced.
-  k.smem_bytes = sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
-                                   static_cast<int>(p.elem_bytes()), false, k.scheduler == TileScheduler::DynamicLpt)
-                     .bytes;
+  // Q, O's own buffer (else O is staged in Q's once the last QK has read it), the K and V rings,
+  // the mbarriers, the dynamic scheduler's tile slot and the alignment slack: the kernel's layout,
+  // untraced. o_staging auto: an own O buffer where it fits (FA3 keeps O apart from Q too).
+  auto smem = [&](bool own_o) {
+    return sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
+                             static_cast<int>(p.elem_bytes()), false, k.scheduler == TileScheduler::DynamicLpt, own_o)
+        .bytes;
+  };
+  k.own_o_buffer = own_o_fits(k.scheduler);
+  k.smem_bytes = smem(k.own_o_buffer);
+  k.l2_section_mib = knobs_.l2_section_mib;
+  k.l2_section =
+      attnsim_l2_section_heads(static_cast<long long>(k.l2_section_mib) << 20, p.seqlen_k, p.head_dim, p.head_dim_v,
+                               static_cast<int>(p.elem_bytes()), p.heads / std::max(1, p.kv_heads));
   // Who arrives on the pipelines, and how often per phase: the kernel's structure.
   RoleDecl load, consumer;
   const int first_consumer = sm90::first_consumer_warp(k.warp_specialization);
@@ -131,11 +155,13 @@ void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
                      fmt::format("pingpong alternates two consumer warpgroups; this tile has {}", k.consumers),
                      "named_barriers");
   if (k.smem_bytes > hw.smem_bytes_per_block)
-    throw InputError(f, "/kv_stage",
-                     fmt::format("SMEM overflow: Q {} + {} K/V stages of {} B + barriers = {} B > {} B per CTA on {}",
-                                 k.m_block * p.head_dim * 2, k.kv_stage, k.n_block * (p.head_dim + p.head_dim_v) * 2,
-                                 k.smem_bytes, hw.smem_bytes_per_block, hw.name),
-                     "smem");
+    throw InputError(
+        f, "/kv_stage",
+        fmt::format("SMEM overflow: Q {}{} + {} K/V stages of {} B + barriers = {} B > {} B per CTA on {}",
+                    k.m_block * p.head_dim * 2,
+                    k.own_o_buffer ? fmt::format(" + O {}", k.m_block * p.head_dim_v * 2) : "", k.kv_stage,
+                    k.n_block * (p.head_dim + p.head_dim_v) * 2, k.smem_bytes, hw.smem_bytes_per_block, hw.name),
+        "smem");
   if (k.kv_stage < 2 && !k.warp_specialization)
     throw InputError(f, "/kv_stage",
                      "without a producer warpgroup the consumers prefetch the next block: needs 2 stages", "smem");
@@ -162,6 +188,7 @@ GridPlan Fa3Schedule::plan_grid(const Hardware& hw, const Problem& p, long long 
   t.rows_per_cta = k.m_block;
   t.n_block = k.n_block;
   t.scheduler = k.scheduler;
+  t.l2_section = k.l2_section;
   return plan_tiles(hw, p, t, max_tiles);
 }
 
@@ -227,21 +254,27 @@ KernelChoice Fa3Schedule::real_kernel(const Hardware& hw, const Problem& p) cons
     return c;
   }
   c.supported = true;
-  c.knobs = sm90::KernelKnobs{p.head_dim,      k.m_block,       k.n_block,
-                              k.kv_stage,      k.pingpong,      k.overlap,
-                              k.reg_consumer,  k.reg_producer,  k.scheduler == TileScheduler::DynamicLpt};
+  c.knobs = sm90::KernelKnobs{p.head_dim,     k.m_block,       k.n_block,
+                              k.kv_stage,     k.pingpong,      k.overlap,
+                              k.reg_consumer, k.reg_producer,  k.scheduler == TileScheduler::DynamicLpt,
+                              k.own_o_buffer, k.l2_section_mib};
   c.scheduler = k.scheduler;
   return c;
 }
 
 std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Problem& p) const {
   const Resolved k = resolve(hw, p);
-  return {fmt::format("tile {}x{}{}, {} consumer warpgroups, kv_stage {}, registers consumer/producer {}/{}, SMEM {} B",
-                      k.m_block, k.n_block, k.tile_auto ? " (auto)" : "", k.consumers, k.kv_stage, k.reg_consumer,
-                      k.reg_producer, k.smem_bytes),
-          fmt::format("pingpong {}, intra-warpgroup overlap {}, warp specialization {}, scheduler {}",
-                      k.pingpong ? "on" : "off", k.overlap ? "on" : "off", k.warp_specialization ? "on" : "off",
-                      tile_scheduler_label(k.scheduler))};
+  return {
+      fmt::format("tile {}x{}{}, {} consumer warpgroups, kv_stage {}, registers consumer/producer {}/{}, SMEM {} B",
+                  k.m_block, k.n_block, k.tile_auto ? " (auto)" : "", k.consumers, k.kv_stage, k.reg_consumer,
+                  k.reg_producer, k.smem_bytes),
+      fmt::format("pingpong {}, intra-warpgroup overlap {}, warp specialization {}, scheduler {}{}, O staged in {}",
+                  k.pingpong ? "on" : "off", k.overlap ? "on" : "off", k.warp_specialization ? "on" : "off",
+                  tile_scheduler_label(k.scheduler),
+                  k.scheduler == TileScheduler::StaticPersistent ? ""
+                  : k.l2_section > 0 ? fmt::format(" ({} heads per {} MiB L2 section)", k.l2_section, k.l2_section_mib)
+                                     : " (heads fastest)",
+                  k.own_o_buffer ? "its own buffer" : "Q's buffer")};
 }
 
 }  // namespace attnsim::fa3

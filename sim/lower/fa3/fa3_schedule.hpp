@@ -27,14 +27,20 @@ struct Knobs {
   bool overlap = true;           ///< intra-warpgroup overlap of softmax and PV
   bool warp_specialization = true;
   std::optional<std::pair<int, int>> registers;  ///< consumer, producer; unset = auto
-  std::string tile_scheduler = "auto";  ///< auto | static_persistent | lpt | dynamic_lpt
+  std::string tile_scheduler = "auto";           ///< auto | static_persistent | lpt | dynamic_lpt
+  std::string o_staging = "auto";                ///< auto | q_buffer | own_buffer (where O waits for its TMA store)
+  int l2_section_mib = 8;                        ///< L2 budget of the longest-first orders' head sections (0: none)
 };
 
 /// Knobs resolved for a problem.
 struct Resolved {
   int m_block, n_block, consumers, kv_stage, head_dim, head_dim_v;
   bool pingpong, overlap, warp_specialization, tile_auto;
-  TileScheduler scheduler;  ///< tile_scheduler resolved (auto: static persistent, LPT when causal)
+  TileScheduler scheduler;  ///< tile_scheduler resolved (auto: static persistent; causal: dynamic LPT with an own O
+                            ///< buffer, else LPT single-tile)
+  bool own_o_buffer;        ///< o_staging resolved (auto: own buffer when it fits in SMEM)
+  int l2_section_mib;       ///< as written
+  long long l2_section;     ///< (batch, head) pairs per L2 section for this problem (0: one section)
   int reg_consumer, reg_producer;
   long long smem_bytes;
   int registers_needed;  ///< live registers a consumer thread needs (accumulators + S/P + bookkeeping)
