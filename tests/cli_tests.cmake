@@ -135,7 +135,7 @@ add_test(NAME install.prefix_run_outside_tree
 # (the GPU option below); on an H100/H200 they run the kernels. What needs no GPU is tested as usual.
 if(ATTNSIM_HAVE_CUDA)
   set(FA3 ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json)
-  attnsim_cli_test(run_list 0 "kernels compiled into this build.*hd128 m128 n128 kv2 pingpong overlap reg 240/24 +needs sm_90a +schedules/fa3_sm90.json \\(base\\) hd128.*fa4_sm100 hd128 q2 kv3 cg1 splitP96 emu16/4/1 rescale>8 corrwg reg 192/72/56 tmem512 +needs sm_100a \\(an SM100 GPU such as a B200, not yet run on one\\) schedules/fa4_sm100.json \\(base\\) hd128 causal"
+  attnsim_cli_test(run_list 0 "kernels compiled into this build.*hd128 m128 n128 kv2 pingpong overlap reg 240/24 own_o l2 8MiB +needs sm_90a +schedules/fa3_sm90.json \\(base\\) hd128.*fa4_sm100 hd128 q2 kv3 cg1 splitP96 emu16/4/1 rescale>8 corrwg reg 192/72/56 tmem512 +needs sm_100a \\(an SM100 GPU such as a B200, not yet run on one\\) schedules/fa4_sm100.json \\(base\\) hd128 causal"
     ARGS run --list)
   # fa4_sm100 (kernels/sm100): 2-CTA MMA below head_dim 128 is refused with the reason; a compiled
   # instance needs an SM100 GPU, so elsewhere it is skipped (77) with the reason.
@@ -149,7 +149,7 @@ if(ATTNSIM_HAVE_CUDA)
     ARGS run ${FA4} --variant no_split_p --head-dim 128 --seqlen 4096 --causal)
   attnsim_cli_test(run_fa4_gpu 0 "correctness .*: pass.*measured .*TFLOPS" GPU
     ARGS run ${FA4} --head-dim 128 --seqlen 2048 --batch 2 --causal --check)
-  attnsim_cli_test(run_not_compiled 2 "fa3_sm90.json: /: fa3_sm90 resolves for head_dim 64 to the kernel \\[fa3_sm90 hd64 m192 n128 kv4 overlap reg 160/32\\], which this build did not compile.*declare it as a variant"
+  attnsim_cli_test(run_not_compiled 2 "fa3_sm90.json: /: fa3_sm90 resolves for head_dim 64 to the kernel \\[fa3_sm90 hd64 m192 n128 kv4 overlap reg 160/32 own_o l2 8MiB\\], which this build did not compile.*declare it as a variant"
     ARGS run ${FA3} --head-dim 64 --set /kv_stage=4)
   attnsim_cli_test(run_smem_overflow 2 "fa3_sm90.json: /kv_stage: SMEM overflow"
     ARGS run ${FA3} --variant kv_stage_3 --head-dim 256)

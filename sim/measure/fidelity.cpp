@@ -26,6 +26,7 @@ Prediction predict_case(const Schedule& schedule, const Hardware& hw, Validation
   c.predicted_us = p.time_us;
   c.predicted_cycles = p.cycles;
   c.predicted_clock_ghz = p.clock_ghz;
+  c.predicted_grid_mode = static_cast<int>(p.mode);
   c.predicted_ops = op_means_first_warps(p.critical.timeline);
   return p;
 }
@@ -138,7 +139,10 @@ FidelityReport fidelity_report(const std::vector<ValidationCase>& cases) {
     row.problem = c.problem_label;
     row.measured_pct = 100.0 * (c.measured_us / b->second->measured_us - 1);
     row.predicted_pct = 100.0 * (c.predicted_us / b->second->predicted_us - 1);
-    row.same_kernel = !c.kernel.empty() && c.kernel == b->second->kernel;
+    // The base's own kernel on the same grid (a variant that only changes the tile scheduler runs
+    // the same knob set under another grid: a change, not noise).
+    row.same_kernel = !c.kernel.empty() && c.kernel == b->second->kernel &&
+                      c.predicted_grid_mode == b->second->predicted_grid_mode;
     if (row.same_kernel) {
       ++r.same_kernel_changes;
       r.same_kernel_noise_pct = std::max(r.same_kernel_noise_pct, std::fabs(row.measured_pct));

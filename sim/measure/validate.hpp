@@ -39,6 +39,9 @@ struct ValidationCase {
   double kernel_clock_ghz = 0;
   double predicted_cycles = 0;     ///< the prediction in SM cycles (predicted_us x predicted_clock_ghz)
   double predicted_clock_ghz = 0;  ///< the clock the prediction turned its cycles into time at
+  /// How the prediction's grid covered the tiles (GridPlan::Mode as int; -1: not predicted), as
+  /// the kernel was launched: the same knob set under another tile scheduler is another run.
+  int predicted_grid_mode = -1;
   std::map<std::string, OpStat> predicted_ops, measured_ops;
 
   std::string name() const { return variant.empty() ? schedule : schedule + ":" + variant; }

@@ -116,6 +116,13 @@ TEST_CASE("fidelity: a variant that ran the base's kernel is noise - not a chang
   CHECK_THAT(text, Catch::Contains("3 changes:"));
   CHECK_THAT(text, Catch::Contains("1 more variants ran the base's own kernel"));
   CHECK(fidelity_json(r)["changes_summary"]["same_kernel_changes"] == 1);
+  // The same knob set launched under another tile scheduler (the prediction's grid says so) is
+  // a change: another grid, not noise.
+  cases.back().predicted_grid_mode = static_cast<int>(GridPlan::Mode::LptSingleTile);
+  cases[0].predicted_grid_mode = static_cast<int>(GridPlan::Mode::StaticPersistent);
+  const FidelityReport other_grid = fidelity_report(cases);
+  CHECK_FALSE(other_grid.changes[3].same_kernel);
+  CHECK(other_grid.same_kernel_changes == 0);
 }
 
 TEST_CASE("fidelity: per-op acceptance rules", "[fidelity]") {
