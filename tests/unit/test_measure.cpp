@@ -86,6 +86,15 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   c.head_dim = c.head_dim_v = 256;
   CHECK(s->real_kernel(h100(), c).scheduler == TileScheduler::Lpt);
   CHECK(load_schedule(fa3(), {}, "lpt_single_tile")->real_kernel(h100(), hd(128)).scheduler == TileScheduler::Lpt);
+  // hd256: O's own 64 KB beside Q 64 KB and two K/V stages of 80 x 256 overflow SMEM: asked for,
+  // the schedule is rejected with the reason.
+  try {
+    load_schedule(fa3(), {"/o_staging=own_buffer"})->check(h100(), hd(256));
+    FAIL("expected an SMEM overflow");
+  } catch (const InputError& e) {
+    CHECK(e.path() == "/o_staging");
+    CHECK_THAT(e.what(), Catch::Contains("SMEM overflow: Q 65536 + O 65536"));
+  }
   CHECK(std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "kv_stage_3")->real_kernel(h100(), hd(128)).knobs)
             .kv_stage == 3);
   CHECK_FALSE(std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "no_pingpong")->real_kernel(h100(), hd(128)).knobs)

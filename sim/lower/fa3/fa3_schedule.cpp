@@ -156,7 +156,7 @@ void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
                      "named_barriers");
   if (k.smem_bytes > hw.smem_bytes_per_block)
     throw InputError(
-        f, "/kv_stage",
+        f, knobs_.o_staging == "own_buffer" ? "/o_staging" : "/kv_stage",
         fmt::format("SMEM overflow: Q {}{} + {} K/V stages of {} B + barriers = {} B > {} B per CTA on {}",
                     k.m_block * p.head_dim * 2,
                     k.own_o_buffer ? fmt::format(" + O {}", k.m_block * p.head_dim_v * 2) : "", k.kv_stage,
