@@ -37,16 +37,17 @@ ATTNSIM_HD void attnsim_tile_coords(Int t, bool persistent, int m_tiles, Int bh_
 
 /// Heads per L2 section of the longest-first order (attnsim_tile_coords' `section`): the
 /// (batch, KV head) pairs whose K and V (seqlen_k x (head_dim + head_dim_v) x elem_bytes each)
-/// fit in `budget_bytes`, at least 1, rounded down to a power of 2, times `group` (the query
-/// heads of a GQA group read the same K/V, so they stay in one section). 0 (one section) when
-/// budget_bytes is 0. Query heads of a batch are contiguous in bh, a group's too.
-ATTNSIM_HD long long attnsim_l2_section_heads(long long budget_bytes, int seqlen_k, int head_dim, int head_dim_v,
-                                              int elem_bytes, int group) {
-  if (budget_bytes <= 0) return 0;
+/// fit in `budget_mib` MiB, at least 1, rounded down to a power of 2, times the GQA group
+/// heads / kv_heads (the query heads of a group read the same K/V, so they stay in one section).
+/// 0 (one section) when budget_mib is 0. Query heads of a batch are contiguous in bh, a group's too.
+ATTNSIM_HD long long attnsim_l2_section_heads(int budget_mib, int seqlen_k, int head_dim, int head_dim_v,
+                                              int elem_bytes, int heads, int kv_heads) {
+  if (budget_mib <= 0) return 0;
   const long long kv_head = static_cast<long long>(seqlen_k) * (head_dim + head_dim_v) * elem_bytes;
-  long long fit = budget_bytes / (kv_head > 0 ? kv_head : 1), pow2 = 1;
+  long long fit = (static_cast<long long>(budget_mib) << 20) / (kv_head > 0 ? kv_head : 1), pow2 = 1;
   while (pow2 * 2 <= fit) pow2 *= 2;
-  return pow2 * (group > 0 ? group : 1);
+  const int group = kv_heads > 0 && heads >= kv_heads ? heads / kv_heads : 1;
+  return pow2 * group;
 }
 
 /// KV blocks of n_block keys that the query rows [row0, row0 + rows) visit. Causal masks are

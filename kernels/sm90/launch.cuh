@@ -49,10 +49,9 @@ void launch(const Shape& sh, const Tensors& t, TileScheduler sched, const TraceB
     throw std::invalid_argument(std::string("kernel compiled ") + (T::kDynamic ? "for" : "without") +
                                 " the dynamic tile scheduler, launched with " + tile_scheduler_name(sched));
   p.persistent = sched == TileScheduler::StaticPersistent;
-  p.l2_section =
-      static_cast<int>(std::min<long long>(attnsim_l2_section_heads(static_cast<long long>(T::kL2SectionMiB) << 20,
-                                                                    sh.seqlen_k, sh.head_dim, sh.head_dim, 2, p.group),
-                                           static_cast<long long>(sh.batch) * sh.heads));
+  p.l2_section = static_cast<int>(std::min<long long>(  // at most one section of all (batch, head) pairs
+      attnsim_l2_section_heads(T::kL2SectionMiB, sh.seqlen_k, sh.head_dim, sh.head_dim, 2, sh.heads, sh.kv_heads),
+      static_cast<long long>(sh.batch) * sh.heads));
   if constexpr (T::kDynamic) p.tile_counter = tile_counter();
   set_trace_params(p, trace);
   const int grid = sched == TileScheduler::Lpt ? p.num_tiles : std::min(p.num_tiles, sm_count());

@@ -230,8 +230,8 @@ uint32_t full_trace_cap(const CompiledKernel& k, const Shape& sh, const LaunchIn
     const auto& kk = std::get<KernelKnobs>(k.knobs);
     const int m_tiles = (sh.seqlen_q + kk.m_block - 1) / kk.m_block;
     const long long bh = static_cast<long long>(sh.batch) * sh.heads;
-    const long long section = attnsim_l2_section_heads(static_cast<long long>(kk.l2_section_mib) << 20, sh.seqlen_k,
-                                                       sh.head_dim, sh.head_dim, 2, sh.heads / sh.kv_heads);
+    const long long section =
+        attnsim_l2_section_heads(kk.l2_section_mib, sh.seqlen_k, sh.head_dim, sh.head_dim, 2, sh.heads, sh.kv_heads);
     auto blocks_of = [&](long long t) {
       int m = 0;
       long long b = 0;

@@ -52,11 +52,11 @@ TEST_CASE("dynamic LPT grid: one CTA per SM and every tile once - longest first"
 
 TEST_CASE("longest-first order in L2 sections - m-blocks reversed within each section of heads", "[tile_scheduler]") {
   // K/V of one head at seqlen 2048, hd128, bf16: 2048 x 256 x 2 B = 1 MiB, so 32 MiB hold 32 heads.
-  CHECK(attnsim_l2_section_heads(32LL << 20, 2048, 128, 128, 2, 1) == 32);
-  CHECK(attnsim_l2_section_heads(24LL << 20, 2048, 128, 128, 2, 1) == 16);   // a power of 2 below 24
-  CHECK(attnsim_l2_section_heads(32LL << 20, 2048, 128, 128, 2, 8) == 256);  // GQA 8:1 groups stay whole
-  CHECK(attnsim_l2_section_heads(1LL << 20, 65536, 128, 128, 2, 1) == 1);    // at least one head
-  CHECK(attnsim_l2_section_heads(0, 2048, 128, 128, 2, 1) == 0);             // no sections
+  CHECK(attnsim_l2_section_heads(32, 2048, 128, 128, 2, 1, 1) == 32);
+  CHECK(attnsim_l2_section_heads(24, 2048, 128, 128, 2, 1, 1) == 16);   // a power of 2 below 24
+  CHECK(attnsim_l2_section_heads(32, 2048, 128, 128, 2, 8, 1) == 256);  // GQA 8:1 groups stay whole
+  CHECK(attnsim_l2_section_heads(1, 65536, 128, 128, 2, 1, 1) == 1);    // at least one head
+  CHECK(attnsim_l2_section_heads(0, 2048, 128, 128, 2, 1, 1) == 0);     // no sections
   const Hardware hw = h100();
   const Problem p = causal(5, 16, 2048, 128);  // 80 heads: sections of 32, 32 and 16; 16 m-blocks
   TilingSpec spec;

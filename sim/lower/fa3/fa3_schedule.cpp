@@ -71,18 +71,23 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.pingpong = knobs_.pingpong.value_or(k.consumers == 2 && p.head_dim <= 128);
   k.overlap = knobs_.overlap;
   k.warp_specialization = knobs_.warp_specialization;
+  // The kernel's SMEM (untraced): Q, O's own buffer (else O is staged in Q's once the last QK has
+  // read it), the K and V rings, the mbarriers, the dynamic scheduler's tile slot and the
+  // alignment slack. o_staging auto: an own O buffer where it fits (FA3 keeps O apart from Q too).
+  auto smem_bytes = [&](TileScheduler sched, bool own_o) {
+    return sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
+                             static_cast<int>(p.elem_bytes()), false, sched == TileScheduler::DynamicLpt, own_o)
+        .bytes;
+  };
+  auto own_o_fits = [&](TileScheduler sched) {
+    return knobs_.o_staging == "own_buffer" ||
+           (knobs_.o_staging == "auto" && smem_bytes(sched, true) <= hw.smem_bytes_per_block);
+  };
   // auto: non-causal tiles are alike, so a static persistent grid (m-blocks fastest: the CTAs
   // running together share their heads' K/V in L2). Causal tiles differ up to seqlen / m_block
   // fold: longest first, from the dynamic scheduler's counter where O has a buffer of its own
   // (the CTA's next Q loads under its tile's end), else one CTA per tile (under the dynamic
   // scheduler such a CTA's next Q would wait for its epilogue's store).
-  auto own_o_fits = [&](TileScheduler sched) {
-    return knobs_.o_staging == "own_buffer" ||
-           (knobs_.o_staging == "auto" &&
-            sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
-                              static_cast<int>(p.elem_bytes()), false, sched == TileScheduler::DynamicLpt, true)
-                    .bytes <= hw.smem_bytes_per_block);
-  };
   k.scheduler = knobs_.tile_scheduler == "static_persistent" ? TileScheduler::StaticPersistent
                 : knobs_.tile_scheduler == "lpt"             ? TileScheduler::Lpt
                 : knobs_.tile_scheduler == "dynamic_lpt"     ? TileScheduler::DynamicLpt
@@ -103,20 +108,11 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // Live per consumer thread: O (64 x hdv / 128), S (64 x n / 128), P of the previous block in bf16
   // pairs while the next S is computed (overlap), bookkeeping.
   k.registers_needed = p.head_dim_v / 2 + k.n_block / 2 + (k.overlap ? k.n_block / 4 : 0) + kBookkeepingRegisters;
-  // Q, O's own buffer (else O is staged in Q's once the last QK has read it), the K and V rings,
-  // the mbarriers, the dynamic scheduler's tile slot and the alignment slack: the kernel's layout,
-  // untraced. o_staging auto: an own O buffer where it fits (FA3 keeps O apart from Q too).
-  auto smem = [&](bool own_o) {
-    return sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
-                             static_cast<int>(p.elem_bytes()), false, k.scheduler == TileScheduler::DynamicLpt, own_o)
-        .bytes;
-  };
   k.own_o_buffer = own_o_fits(k.scheduler);
-  k.smem_bytes = smem(k.own_o_buffer);
+  k.smem_bytes = smem_bytes(k.scheduler, k.own_o_buffer);
   k.l2_section_mib = knobs_.l2_section_mib;
-  k.l2_section =
-      attnsim_l2_section_heads(static_cast<long long>(k.l2_section_mib) << 20, p.seqlen_k, p.head_dim, p.head_dim_v,
-                               static_cast<int>(p.elem_bytes()), p.heads / std::max(1, p.kv_heads));
+  k.l2_section = attnsim_l2_section_heads(k.l2_section_mib, p.seqlen_k, p.head_dim, p.head_dim_v,
+                                          static_cast<int>(p.elem_bytes()), p.heads, p.kv_heads);
   // Who arrives on the pipelines, and how often per phase: the kernel's structure.
   RoleDecl load, consumer;
   const int first_consumer = sm90::first_consumer_warp(k.warp_specialization);
