@@ -25,13 +25,20 @@ template <int N, class ParamsT>
 __device__ __forceinline__ void mask_scores(float (&s)[N / 2], int j, int row0, const ParamsT& p) {
   const int lane = threadIdx.x % 32;
   const int col0 = j * N + 2 * (lane % 4);
-  const int shift = p.seqlen_k - p.seqlen_q;
+  // Per row, the first column (relative to col0) it may not see: the seqlen_k tail and, causal,
+  // the diagonal. One compare and one select per element against it, with the element's column
+  // offset a constant: a per-element `if` on the column compiled to a branch and a reconvergence
+  // per element (64 BRA, 31 BSSY/BSYNC for 64 scores; SASS, H100, 2026-11-23), and a masked
+  // block's softmax_max measured about 1 us longer than an unmasked one's (hd128 s512 causal,
+  // H100, 2026-11-24).
+  int limit[2];
 #pragma unroll
-  for (int i = 0; i < N / 2; ++i) {
-    const int col = col0 + 8 * (i / 4) + (i % 2);
-    const int row = row0 + ((i / 2) % 2) * 8;
-    if (col >= p.seqlen_k || (p.causal && col > row + shift)) s[i] = -INFINITY;
+  for (int r = 0; r < 2; ++r) {
+    const int diagonal = row0 + 8 * r + (p.seqlen_k - p.seqlen_q) + 1;
+    limit[r] = (p.causal ? min(p.seqlen_k, diagonal) : p.seqlen_k) - col0;
   }
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) s[i] = 8 * (i / 4) + (i % 2) < limit[(i / 2) % 2] ? s[i] : -INFINITY;
 }
 
 /// Row max over this block, reduced across the quad; returns the factor exp2((old - new) *

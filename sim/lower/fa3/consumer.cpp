@@ -25,7 +25,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   auto issue_chain = [&](int wgmmas, int n) { return wgmmas * c.hw.wgmma_issue_cycles * n / 128.0; };
   // Per thread: n_block / 2 scores of 2 rows; head_dim_v / 2 outputs.
   const Work max_work = c.costs.work("softmax_max", n_blk / 2.0, 2);
-  const Work mask_work = c.costs.work("softmax_mask", n_blk / 2.0, 0);
+  const Work mask_work = c.costs.work("softmax_mask_select", n_blk / 2.0, 2);
   const Work exp_work = c.costs.work("softmax_exp", n_blk / 2.0, 2);
   // The kernel's rescale_o span also packs P to bf16 (pack_p), right before the PV that reads it.
   const Work pack_work = c.costs.work("pack_p", n_blk / 2.0, 0);
