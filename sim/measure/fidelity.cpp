@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -580,6 +581,13 @@ std::vector<std::string> measured_kernel_pins(const std::string& kernel) {
   // and walked longest-first tiles heads fastest; sm90::KernelKnobs::describe names both since.
   if (kernel.find(" own_o") == std::string::npos) pins.push_back("/o_staging=q_buffer");
   if (kernel.find(" l2 ") == std::string::npos) pins.push_back("/l2_section_mib=0");
+  // The tile it ran ("hd64 m192 n128 ..."; hd64's auto tile was 192 x 128 before 2026-11-24)
+  // and whether it ran pingpong (auto left hd256 without it before 2026-11-24).
+  pins.push_back(kernel.find(" pingpong") == std::string::npos ? "/pingpong=false" : "/pingpong=true");
+  int m = 0, n = 0;
+  const size_t at = kernel.find(" m");
+  if (at != std::string::npos && std::sscanf(kernel.c_str() + at, " m%d n%d", &m, &n) == 2)
+    pins.push_back(fmt::format("/tile={{\"m_block\":{},\"n_block\":{}}}", m, n));
   return pins;
 }
 

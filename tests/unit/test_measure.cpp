@@ -70,11 +70,12 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   REQUIRE(k64.supported);
   REQUIRE(k128.supported);
   REQUIRE(k256.supported);
-  // O in a buffer of its own where it fits in SMEM (hd64: 24 KB, hd128: 32 KB more; hd256's 64 KB
-  // do not fit beside Q 64 KB and two K/V stages of 80 x 256), L2 sections of 8 MiB.
-  CHECK(k64.knobs == AnyKernelKnobs{sm90::KernelKnobs{64, 192, 128, 2, false, true, 160, 32, false, true, 8}});
+  // Two consumer warpgroups in pingpong at every head_dim (hd64 non-causal 176 wide); O in a
+  // buffer of its own where it fits in SMEM (hd64: 16 KB, hd128: 32 KB more; hd256's 64 KB do
+  // not fit beside Q 64 KB and two K/V stages of 80 x 256), L2 sections of 8 MiB.
+  CHECK(k64.knobs == AnyKernelKnobs{sm90::KernelKnobs{64, 128, 176, 2, true, true, 240, 24, false, true, 8}});
   CHECK(k128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24, false, true, 8}});
-  CHECK(k256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, false, true, 240, 24, false, false, 8}});
+  CHECK(k256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, true, true, 240, 24, false, false, 8}});
   CHECK(k128.scheduler == TileScheduler::StaticPersistent);  // non-causal: as the simulator's grid
   // Causal: the dynamic scheduler where O has its own buffer (its next Q loads under the tile's
   // end), else one CTA per tile.
@@ -83,6 +84,9 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   const KernelChoice c128 = s->real_kernel(h100(), c);
   CHECK(c128.scheduler == TileScheduler::DynamicLpt);
   CHECK(c128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24, true, true, 8}});
+  c.head_dim = c.head_dim_v = 64;  // causal hd64: 128 wide (less of the tile past the diagonal)
+  CHECK(s->real_kernel(h100(), c).knobs ==
+        AnyKernelKnobs{sm90::KernelKnobs{64, 128, 128, 2, true, true, 240, 24, true, true, 8}});
   c.head_dim = c.head_dim_v = 256;
   CHECK(s->real_kernel(h100(), c).scheduler == TileScheduler::Lpt);
   CHECK(load_schedule(fa3(), {}, "lpt_single_tile")->real_kernel(h100(), hd(128)).scheduler == TileScheduler::Lpt);

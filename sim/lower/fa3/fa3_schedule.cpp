@@ -60,15 +60,23 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.head_dim = p.head_dim;
   k.head_dim_v = p.head_dim_v;
   k.tile_auto = !knobs_.tile;
-  // FA3 (flash_fwd_sm90 tile sizes): hd <= 64: 192 x 128; hd <= 128: 128 x 128; hd 256: 128 x 80.
-  const std::pair<int, int> tile = knobs_.tile.value_or(p.head_dim <= 64    ? std::pair{192, 128}
+  // Two consumer warpgroups of 64 rows in pingpong. hd128: 128 x 128; hd256: 128 x 80 (FA3's
+  // flash_fwd_sm90 tile sizes). FA3 runs hd64 at 192 x 128 with three warpgroups; our kernel at
+  // 128 rows measured faster on every hd64 problem tried (configs/sweeps/fa3_short.json, H100,
+  // 2026-11-24): causal at 128 x 128 (-9% to -15% at seqlen 512-1k, -5% at 4k: the diagonal
+  // wastes less of a 128-row tile), non-causal at 128 x 176 (-7% at 4k, -2% at 1k, +3% at
+  // 512: fewer, longer KV blocks, as FA3 takes for hd128 non-causal). hd128 stays at 128 wide:
+  // at 176 its O no longer fits a buffer of its own (+17-24% at seqlen 512-1k).
+  const std::pair<int, int> tile = knobs_.tile.value_or(p.head_dim <= 64    ? std::pair{128, p.causal ? 128 : 176}
                                                         : p.head_dim <= 128 ? std::pair{128, 128}
                                                                             : std::pair{128, 80});
   k.m_block = tile.first;
   k.n_block = tile.second;
   k.consumers = sm90::consumer_warpgroups(k.m_block);
   k.kv_stage = knobs_.kv_stage;
-  k.pingpong = knobs_.pingpong.value_or(k.consumers == 2 && p.head_dim <= 128);
+  // Pingpong wherever two consumer warpgroups run (FA3: hd <= 128; our hd256 kernel measured
+  // 2-5% faster with it on every problem of configs/sweeps/fa3_short_hd256.json, H100, 2026-11-24).
+  k.pingpong = knobs_.pingpong.value_or(k.consumers == 2);
   k.overlap = knobs_.overlap;
   k.warp_specialization = knobs_.warp_specialization;
   // The kernel's SMEM (untraced): Q, O's own buffer (else O is staged in Q's once the last QK has
