@@ -225,7 +225,7 @@ void bench_softmax_block(Report& rep) {
   require_sm90(rep);
   rep.set_method(
       "kernels/sm90/softmax.cuh's row_max, exp_scores, and rescale + pack_p on the fragments of "
-      "the kernel's tile shapes (hd64: n_block 128, hd128: n_block 128, hd256: n_block 80), one "
+      "the kernel's tile shapes (hd64: n_block 128 and 176, hd128: n_block 128, hd256: n_block 80), one "
       "warp per SMSP (warpgroup 1), fresh scores each block; cycles between 32-bit clock reads "
       "around each span, as the traced kernel reads them; mean over the blocks, median over the 4 "
       "warps, median over 9 launches whose softmax warps start 4000 + 97 i cycles in. Alone "
@@ -235,13 +235,15 @@ void bench_softmax_block(Report& rep) {
       "not fit 168 registers: pair figures there include spills). final_o: kernels/sm90/softmax.cuh's write_o (the "
       "epilogue's first span) "
       "(row sums, O / sum to bf16 into the warpgroup's rows of a Q-sized SMEM buffer, async-proxy fence) on every "
-      "consumer warpgroup of the tile's m_block at once (hd64: 3, else 2), fresh sums each time, cycles between "
+      "consumer warpgroup of the tile's m_block at once (2: m_block 128 at every head_dim), fresh sums each time, cycles between "
       "32-bit clock reads, median over the consumer warps and the launches; alone and beside SS / RS wgmma.");
   const int iters = rep.opt().quick ? 200 : 4000, launches = rep.opt().quick ? 1 : 9;
   Json& res = rep.results();
   res["launches"] = launches;
   Json& shapes = res["shapes"];
-  shape<128, 64, 192>(rep, shapes["hd64 n_block 128"], iters, launches);
+  // hd64 runs 128-row tiles since 2026-11-24 (192 rows before): 128 wide causal, 176 non-causal.
+  shape<128, 64, 128>(rep, shapes["hd64 n_block 128"], iters, launches);
+  shape<176, 64, 128>(rep, shapes["hd64 n_block 176"], iters, launches);
   const auto hd128 = shape<128, 128, 128>(rep, shapes["hd128 n_block 128"], iters, launches);
   shape<80, 256, 128>(rep, shapes["hd256 n_block 80"], iters, launches);
   res["softmax_exp_alone_cycles"] = hd128[0];
