@@ -235,8 +235,9 @@ void bench_softmax_block(Report& rep) {
       "not fit 168 registers: pair figures there include spills). final_o: kernels/sm90/softmax.cuh's write_o (the "
       "epilogue's first span) "
       "(row sums, O / sum to bf16 into the warpgroup's rows of a Q-sized SMEM buffer, async-proxy fence) on every "
-      "consumer warpgroup of the tile's m_block at once (2: m_block 128 at every head_dim), fresh sums each time, cycles between "
-      "32-bit clock reads, median over the consumer warps and the launches; alone and beside SS / RS wgmma.");
+      "consumer warpgroup of the tile's m_block at once (2: m_block 128 at every head_dim), fresh sums each time, "
+      "cycles between 32-bit clock reads, median over the consumer warps and the launches; alone and beside SS / RS "
+      "wgmma.");
   const int iters = rep.opt().quick ? 200 : 4000, launches = rep.opt().quick ? 1 : 9;
   Json& res = rep.results();
   res["launches"] = launches;

@@ -97,8 +97,9 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
         "another warpgroup's back-to-back wgmma m64n128k16 (SS, RS) on the same SMSPs; mean cycles per block, median "
         "over the warps and over phase-varied launches; shapes with the same elements per thread-row averaged",
         note, block,
-        block == "final_o" ? "every consumer warpgroup of the tile's m_block at once (2 at m_block 128; 3 at hd64 before 2026-11-24)"
-                           : "one warp per SMSP");
+        block == "final_o"
+            ? "every consumer warpgroup of the tile's m_block at once (2 at m_block 128; 3 at hd64 before 2026-11-24)"
+            : "one warp per SMSP");
     doc["blocks"][block]["measured"] = m;
   }
   CostModel::write(costs_file, doc);

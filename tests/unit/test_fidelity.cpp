@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "lower/schedule.hpp"
 #include "measure/fidelity.hpp"
 #include "model/json_reader.hpp"
 #include "test_support.hpp"
@@ -384,4 +385,31 @@ TEST_CASE("fidelity: the committed validation folders read and predict", "[fidel
   REQUIRE(errors.size() == 1);
   CHECK_THAT(errors[0], Catch::Contains("no_such_schedule on hd256 s1k b16 no longer predicts"));
   CHECK_FALSE(one[0].measured);
+}
+
+TEST_CASE("fidelity: the pins of a measured fa3_sm90 kernel resolve the schedule back to that kernel", "[fidelity]") {
+  // Kernels measured before the auto knobs moved (hd64 at 192 x 128 without pingpong, hd256
+  // without pingpong, O staged in Q's buffer, no L2 sections) and one of today's.
+  using Pins = std::vector<std::string>;
+  CHECK(measured_kernel_pins("fa3_sm90 hd64 m192 n128 kv2 overlap reg 160/32 own_o l2 8MiB") ==
+        Pins{"/pingpong=false", "/tile={\"m_block\":192,\"n_block\":128}"});
+  CHECK(measured_kernel_pins("fa3_sm90 hd256 m128 n80 kv2 overlap reg 240/24") ==
+        Pins{"/o_staging=q_buffer", "/l2_section_mib=0", "/pingpong=false", "/tile={\"m_block\":128,\"n_block\":80}"});
+  CHECK(measured_kernel_pins("fa2_sm80 hd64 br64 bc64 fma").empty());
+  const Hardware hw = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
+  for (const auto& [kernel, head_dim] : std::vector<std::pair<std::string, int>>{
+           {"fa3_sm90 hd64 m192 n128 kv2 overlap reg 160/32 own_o l2 8MiB", 64},
+           {"fa3_sm90 hd256 m128 n80 kv2 overlap reg 240/24 l2 8MiB", 256},
+           {"fa3_sm90 hd128 m128 n128 kv2 pingpong overlap reg 240/24 own_o l2 8MiB", 128},
+           {"fa3_sm90 hd64 m128 n176 kv2 pingpong overlap reg 240/24 own_o l2 8MiB", 64}}) {
+    Problem p;
+    p.batch = 2;
+    p.heads = p.kv_heads = 16;
+    p.seqlen_q = p.seqlen_k = 4096;
+    p.head_dim = p.head_dim_v = head_dim;
+    const auto s = load_schedule(test::root() + "/schedules/fa3_sm90.json", measured_kernel_pins(kernel));
+    const KernelChoice k = s->real_kernel(hw, p);
+    REQUIRE(k.supported);
+    CHECK(describe(k.knobs) == kernel);
+  }
 }
