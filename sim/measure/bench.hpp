@@ -42,6 +42,11 @@ struct BenchSummary {
   double geomean = 0;       ///< geometric mean of ratio() over compared rows; 0 when none
   double min = 0;           ///< smallest ratio(); 0 when none
   std::string min_problem;  ///< its label (the first such row on a tie)
+  int compared_causal = 0;  ///< compared rows with the causal mask
+  double geomean_noncausal = 0;  ///< geometric mean of ratio() over compared non-causal rows; 0 when none
+  double geomean_causal = 0;     ///< the same over compared causal rows; 0 when none
+  int at_least_095 = 0;          ///< compared rows with ratio() >= 0.95 (issue 10's bar per problem)
+  int at_least_1 = 0;            ///< compared rows with ratio() >= 1 (ours as fast as cuDNN or faster)
 };
 BenchSummary bench_summary(const std::vector<BenchRow>& rows);
 
@@ -56,7 +61,8 @@ void apply_cudnn(std::vector<BenchRow>& rows, const CudnnTimes& t);
 
 /// The terminal report: one line per row (problem, batch, heads/kv_heads, seqlen, head_dim,
 /// causal, ours us, ours TFLOPS, cuDNN us, cuDNN TFLOPS, ours/cuDNN, note; "-" where a side is
-/// missing), then the geometric mean and the minimum of ours/cuDNN with its problem.
+/// missing), then the geometric mean and the minimum of ours/cuDNN with its problem, the geometric
+/// means over non-causal and causal problems, and how many reach 0.95x and 1.0x.
 std::string format_bench_table(const std::vector<BenchRow>& rows, const BenchSummary& s);
 
 /// Where and how a bench run was measured, repeated on every CSV row.

@@ -121,6 +121,11 @@ TEST_CASE("bench summary: geometric mean and minimum of ours/cuDNN over rows tim
   CHECK(s.geomean == Approx(1.0).margin(1e-12));  // (2 x 0.5 x 1)^(1/3)
   CHECK(s.min == 0.5);
   CHECK(s.min_problem == "gqa causal");
+  CHECK(s.compared_causal == 1);
+  CHECK(s.geomean_noncausal == Approx(std::sqrt(2.0)).epsilon(1e-12));  // (2 x 1)^(1/2)
+  CHECK(s.geomean_causal == Approx(0.5).epsilon(1e-12));
+  CHECK(s.at_least_095 == 2);  // 2 and 1
+  CHECK(s.at_least_1 == 2);
   // 1.25 and 0.8 and 2: geomean 2^(1/3).
   std::vector<BenchRow> three = {row("x", shape(1, 1, 1, 128, 64, false), 4, 5), row("y", shape(1, 1, 1, 128, 64, false), 5, 4),
                                  row("z", shape(1, 1, 1, 128, 64, false), 1, 2)};
@@ -128,6 +133,9 @@ TEST_CASE("bench summary: geometric mean and minimum of ours/cuDNN over rows tim
   CHECK(t.geomean == Approx(std::cbrt(2.0)).epsilon(1e-12));
   CHECK(t.min == 0.8);
   CHECK(t.min_problem == "y");
+  CHECK(t.geomean_causal == 0);  // no causal row
+  CHECK(t.at_least_095 == 2);    // 1.25 and 2, not 0.8
+  CHECK(t.at_least_1 == 2);
   const BenchSummary empty = bench_summary({hand_rows()[2], hand_rows()[3]});
   CHECK(empty.compared == 0);
   CHECK(empty.geomean == 0);
@@ -152,7 +160,8 @@ TEST_CASE("bench table: every row with its reason and the geomean and minimum be
       "1.000x\n"
       "geomean ours/cuDNN: 1.000x over 3 of 5 problems timed on both sides (cuDNN time / ours: above 1, ours is "
       "faster)\n"
-      "min ours/cuDNN: 0.500x (gqa causal)\n";
+      "min ours/cuDNN: 0.500x (gqa causal)\n"
+      "non-causal 1.414x over 2, causal 0.500x over 1; at least 0.95x: 2 of 3, at least 1.0x: 2 of 3\n";
   CHECK(t == want);
   const auto none = std::vector<BenchRow>{rows[2]};
   CHECK_THAT(format_bench_table(none, bench_summary(none)),
