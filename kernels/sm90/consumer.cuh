@@ -109,7 +109,7 @@ struct Consumer {
       if (j == 0) release(s.q_empty, 0);
   }
   /// Online softmax of block j; kMask: the block is at or past the tile's first_masked, so its
-  /// scores are masked (a per-element test, exact for every row).
+  /// scores are masked (mask_scores: a limit column per row, exact for every row).
   template <bool kMask>
   __device__ void softmax(int j, int tile, int row0, RowStats& st, float (&alpha)[2]) {
     uint32_t t0 = tr.now();
