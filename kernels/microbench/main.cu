@@ -104,6 +104,8 @@ const Expect kExpect[] = {
     {"cvt", "/results/f2i_lanes_per_clk_smsp", 0.25, 256},
     {"cvt", "/results/f2i_shares_mufu_ratio", 0.1, 4},
     {"wgmma_share", "/results/mma_queue_depth", -4, 256},
+    {"wgmma_share", "/results/mma_queue_depth_rs", -4, 256},
+    {"wgmma_share", "/results/rs_issue_cycles_per_wgmma", 0, 1000},
     {"wgmma_share", "/results/together_first_done_over_solo", 0.5, 4},
     {"softmax_block", "/results/softmax_exp_alone_cycles", 50, 1e5},
     {"softmax_block", "/results/softmax_exp_beside_wgmma_cycles", 50, 1e5},

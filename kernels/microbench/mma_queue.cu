@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cuda/ptx>
+#include <type_traits>
 
 #include "common/wgmma_sync.cuh"
 #include "microbench.cuh"
@@ -25,14 +26,16 @@ using attnsim::hopper::wgmma_fence;
 using attnsim::hopper::wgmma_wait;
 
 constexpr int kN = 128;                          // m64n128k16: FA3's hd128 QK / PV instruction
-constexpr int kQueueSmem = 8192 + 16384 + 1024;  // A: 4 k-steps 64x16, B: 4 k-steps 128x16, align slack
+constexpr int kQueueSmem = 8192 + 32768 + 1024;  // A: 4 k-steps 64x16, B: 4 k-steps of up to 256x16, align slack
 constexpr int kRecords = 3;                      // per warp and rep: start, issue end, done
 
 /// Per rep, every warp: bar.sync (all 8 warps), clock64 (start); warpgroup g then spins
 /// delay[g] cycles, and if it is active issues K wgmma m64n128k16 SS on the k-step descriptors
-/// of one GEMM, commits, reads clock64 (issue end), waits for the group (wait_group 0) and
-/// reads clock64 (done). Lane 0 of each warp writes out[(rep * 8 + warp) * 3 + {0, 1, 2}].
-template <int K>
+/// of one GEMM and commits them, then KRs wgmma m64n128k16 RS (A from registers, a fragment per
+/// k-step, into a second accumulator, as FA3's PV after its QK) and commits those, reads clock64
+/// (issue end), waits for both groups (wait_group 0) and reads clock64 (done). Lane 0 of each
+/// warp writes out[(rep * 8 + warp) * 3 + {0, 1, 2}].
+template <int K, int KRs = 0, int N = kN>
 __global__ void __launch_bounds__(256, 1)
     queue_kernel(int reps, int active_mask, int delay1, int random_data, long long* out, BlockClock* clk, float* sink) {
   extern __shared__ uint8_t smem_raw[];
@@ -40,7 +43,7 @@ __global__ void __launch_bounds__(256, 1)
   uint32_t* fill = reinterpret_cast<uint32_t*>(base);
   // Operands: bf16 in [1, 2) with 7 random mantissa bits (wgmma_issue's), or uniform in [-1, 1)
   // (the wgmma benchmark's).
-  for (int i = threadIdx.x; i < (8192 + 16384) / 4; i += blockDim.x) {
+  for (int i = threadIdx.x; i < (8192 + 32768) / 4; i += blockDim.x) {
     uint32_t v = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
     if (random_data) {
       const uint32_t lo = __float_as_uint(static_cast<float>(hash32(2 * i) & 0xFFFF) * (1.0f / 32768.0f) - 1.0f);
@@ -58,9 +61,16 @@ __global__ void __launch_bounds__(256, 1)
   const int delay = group == 1 ? delay1 : 0;
   uint64_t da[4], db[4];
   kstep_descs(base, da, db);
-  float d[kN / 2];
+  float d[K > 0 ? N / 2 : 1], e[KRs > 0 ? N / 2 : 1];
 #pragma unroll
-  for (int i = 0; i < kN / 2; ++i) d[i] = 0.0f;
+  for (int i = 0; i < (K > 0 ? N / 2 : 1); ++i) d[i] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < (KRs > 0 ? N / 2 : 1); ++i) e[i] = 0.0f;
+  uint32_t a[4][4];  // the RS wgmmas' A fragments, bf16 in [1, 2) as the SMEM tiles
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[k][i] = 0x3f803f80u ^ (hash32(threadIdx.x * 16 + k * 4 + i) & 0x007f007fu);
   __syncthreads();
   block_clock_begin(clk);  // the file's measured SM clock: clock64 over %globaltimer of the whole loop
 #pragma unroll 1
@@ -76,13 +86,22 @@ __global__ void __launch_bounds__(256, 1)
     if (active) {
       while (clock64() - t0 < delay) {}
       fence_regs(d);
+      fence_regs(e);
       wgmma_fence();
+      if constexpr (K > 0) {
 #pragma unroll
-      for (int k = 0; k < K; ++k) Wgmma<kN>::ss(d, da[k & 3], db[k & 3], 1);
-      wgmma_commit();
+        for (int k = 0; k < K; ++k) Wgmma<N>::ss(d, da[k & 3], db[k & 3], 1);
+        wgmma_commit();
+      }
+      if constexpr (KRs > 0) {
+#pragma unroll
+        for (int k = 0; k < KRs; ++k) Wgmma<N>::rs(e, a[k & 3], db[k & 3], 1);
+        wgmma_commit();
+      }
       t1 = clock64();
       wgmma_wait<0>();
       fence_regs(d);
+      fence_regs(e);
       t2 = clock64();
     }
     if (threadIdx.x % 32 == 0) {
@@ -96,7 +115,9 @@ __global__ void __launch_bounds__(256, 1)
   block_clock_end(clk);
   float s = 0;
 #pragma unroll
-  for (int i = 0; i < kN / 2; ++i) s += d[i];
+  for (int i = 0; i < (K > 0 ? N / 2 : 1); ++i) s += d[i];
+#pragma unroll
+  for (int i = 0; i < (KRs > 0 ? N / 2 : 1); ++i) s += e[i];
   if (s == 1234567.0f) sink[threadIdx.x] = s;
 }
 
@@ -108,9 +129,9 @@ struct QueueTimes {
 };
 
 /// `threads`: 256 (both warpgroups resident) or 128 (warpgroup 0 alone in the CTA).
-template <int K>
+template <int K, int KRs = 0, int N = kN>
 QueueTimes run_queue(ClockMeter& clock, int reps, int active_mask, int delay1, int threads = 256, int random_data = 0) {
-  auto kern = queue_kernel<K>;
+  auto kern = queue_kernel<K, KRs, N>;
   allow_smem(kern, kQueueSmem);
   DeviceBuffer<long long> out(static_cast<size_t>(reps) * 8 * kRecords);
   MB_CHECK(cudaMemset(out.get(), 0, out.size() * sizeof(long long)));
@@ -166,7 +187,13 @@ void bench_wgmma_share(Report& rep) {
       "cycles per instruction on an SMSP's quarter of the tensor core (2*16*128*16 FLOP at 1024 "
       "FLOP/clk). mma_queue_depth: one warpgroup's issue end at K = 16, 24, 32 (queue full) fitted "
       "as c + slope K; with t1 the issue end at K = 1, depth = (t1 - c) / slope - 1. Solo variants "
-      "in a 128-thread CTA and on uniform [-1, 1) operands check that neither changes the times.");
+      "in a 128-thread CTA and on uniform [-1, 1) operands check that neither changes the times. "
+      "one_warpgroup_rs / mma_queue_depth_rs: the same with RS wgmmas (A from registers, one "
+      "fragment per k-step); rs_issue_cycles_per_wgmma = (issue end at K = 8 - at K = 1) / 7, "
+      "rs_first_issue_extra_cycles = RS - SS issue end at K = 1, rs_done_extra_cycles_k16_32 = RS - SS "
+      "completion at K = 16, 24, 32 (mean). issue_by_n: K = 1 and 8, SS and RS, at N = 64, 128, "
+      "256. fa3_turn_ss8_rs8: 8 SS then 8 RS wgmmas, one commit group each (an FA3 hd128 QK + PV "
+      "turn): alone, both warpgroups at once, warpgroup 1 256 cycles later.");
   const int reps = rep.opt().quick ? 24 : 200;
   Json& res = rep.results();
   constexpr double pipe = 2.0 * 16 * kN * 16 / 1024.0;
@@ -190,6 +217,52 @@ void bench_wgmma_share(Report& rep) {
   depth["issue_end_fit_intercept_cycles"] = c;
   depth["issue_end_fit_slope_cycles_per_wgmma"] = slope;
   res["mma_queue_depth"] = slope > 0 ? (k1.issue_end[0] - c) / slope - 1 : 0.0;
+
+  // The same with A from registers (RS, FA3's PV): whether an RS instruction waits in the queue
+  // like an SS one. Same fit.
+  Json& depth_rs = res["one_warpgroup_rs"];
+  const QueueTimes r1 = run_queue<0, 1>(rep.clock(), reps, 1, 0), r8 = run_queue<0, 8>(rep.clock(), reps, 1, 0),
+                   r16 = run_queue<0, 16>(rep.clock(), reps, 1, 0), r24 = run_queue<0, 24>(rep.clock(), reps, 1, 0),
+                   r32 = run_queue<0, 32>(rep.clock(), reps, 1, 0);
+  depth_rs["k1"] = times_json(r1, 1);
+  depth_rs["k8"] = times_json(r8, 1);
+  depth_rs["k16"] = times_json(r16, 1);
+  depth_rs["k24"] = times_json(r24, 1);
+  depth_rs["k32"] = times_json(r32, 1);
+  auto [c_rs, slope_rs] = fit_line({16, 24, 32}, {r16.issue_end[0], r24.issue_end[0], r32.issue_end[0]});
+  depth_rs["issue_end_fit_intercept_cycles"] = c_rs;
+  depth_rs["issue_end_fit_slope_cycles_per_wgmma"] = slope_rs;
+  res["mma_queue_depth_rs"] = slope_rs > 0 ? (r1.issue_end[0] - c_rs) / slope_rs - 1 : 0.0;
+  // While the queue has room (K = 1 -> 8), the issue cost of one more RS wgmma, and what a lone
+  // RS wgmma's issue costs beyond a lone SS one; and how much later an RS group completes than
+  // an SS group of the same size once the queue is full (K = 16..32).
+  res["rs_issue_cycles_per_wgmma"] = (r8.issue_end[0] - r1.issue_end[0]) / 7.0;
+  res["rs_first_issue_extra_cycles"] = r1.issue_end[0] - k1.issue_end[0];
+  res["rs_done_extra_cycles_k16_32"] =
+      ((r16.done[0] - k16.done[0]) + (r24.done[0] - k24.done[0]) + (r32.done[0] - k32.done[0])) / 3.0;
+
+  // The issue cost by instruction width: a lone wgmma and 8 back to back (queue not yet full),
+  // SS and RS, at N = 64 (FA3's hd64 PV), 128 and 256 (hd256 PV).
+  Json& by_n = res["issue_by_n"];
+  auto width = [&](auto n_tag) {
+    constexpr int n = decltype(n_tag)::value;
+    Json j = Json::object();
+    j["ss_k1"] = times_json(run_queue<1, 0, n>(rep.clock(), reps, 1, 0), 1);
+    j["ss_k8"] = times_json(run_queue<8, 0, n>(rep.clock(), reps, 1, 0), 1);
+    j["rs_k1"] = times_json(run_queue<0, 1, n>(rep.clock(), reps, 1, 0), 1);
+    j["rs_k8"] = times_json(run_queue<0, 8, n>(rep.clock(), reps, 1, 0), 1);
+    return j;
+  };
+  by_n["n64"] = width(std::integral_constant<int, 64>{});
+  by_n["n128"] = width(std::integral_constant<int, 128>{});
+  by_n["n256"] = width(std::integral_constant<int, 256>{});
+
+  // An FA3 hd128 turn of one warpgroup: QK (8 SS k-steps) and PV (8 RS k-steps), one commit
+  // group each; alone, both warpgroups at once, and warpgroup 1 starting 256 cycles later.
+  Json& turn = res["fa3_turn_ss8_rs8"];
+  turn["solo"] = times_json(run_queue<8, 8>(rep.clock(), reps, 1, 0), 1);
+  turn["together"] = times_json(run_queue<8, 8>(rep.clock(), reps, 3, 0), 3);
+  turn["wg1_delayed_256"] = times_json(run_queue<8, 8>(rep.clock(), reps, 3, 256), 3);
 
   // Two warpgroups, K = 8 each (an FA3 hd128 group), at the same time and staggered.
   Json& share = res["two_warpgroups_k8"];

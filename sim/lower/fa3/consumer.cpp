@@ -21,6 +21,10 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   // Issuing `wgmmas` instructions of width N: their SASS (descriptor updates, fences) on the ALU
   // pipe, and no faster than back-to-back wgmma issue, measured for N = 128 and about proportional
   // to N (kernels/microbench wgmma_issue: 4.0, 13.2, 28.0 cycles at N = 64, 128, 256).
+  // Known wrong: that SASS runs on the uniform datapath, not the ALU pipe (ncu on an H100: ALU
+  // 27% busy at hd64 s4k where this charge makes it 47%), and RS wgmmas issue slower than SS
+  // ones (kernels/microbench wgmma_share). Corrected alone it makes 14 of 15 validation folders
+  // worse: it stands in for time missed elsewhere (kernels/microbench/README.md, 2026-11-24).
   auto issue = [&](int wgmmas) { return alu_instructions(wgmmas * c.hw.mma_issue_instrs); };
   auto issue_chain = [&](int wgmmas, int n) { return wgmmas * c.hw.wgmma_issue_cycles * n / 128.0; };
   // Per thread: n_block / 2 scores of 2 rows; head_dim_v / 2 outputs.
