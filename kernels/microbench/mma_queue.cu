@@ -30,8 +30,8 @@ constexpr int kQueueSmem = 8192 + 32768 + 1024;  // A: 4 k-steps 64x16, B: 4 k-s
 constexpr int kRecords = 3;                      // per warp and rep: start, issue end, done
 
 /// Per rep, every warp: bar.sync (all 8 warps), clock64 (start); warpgroup g then spins
-/// delay[g] cycles, and if it is active issues K wgmma m64n128k16 SS on the k-step descriptors
-/// of one GEMM and commits them, then KRs wgmma m64n128k16 RS (A from registers, a fragment per
+/// delay[g] cycles, and if it is active issues K wgmma m64nNk16 SS on the k-step descriptors
+/// of one GEMM and commits them, then KRs wgmma m64nNk16 RS (A from registers, a fragment per
 /// k-step, into a second accumulator, as FA3's PV after its QK) and commits those, reads clock64
 /// (issue end), waits for both groups (wait_group 0) and reads clock64 (done). Lane 0 of each
 /// warp writes out[(rep * 8 + warp) * 3 + {0, 1, 2}].
