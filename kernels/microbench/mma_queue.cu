@@ -175,6 +175,33 @@ Json times_json(const QueueTimes& t, int mask) {
   return j;
 }
 
+/// One warpgroup alone issuing K = 1, 8, 16, 24, 32 wgmmas, SS or RS (kRs).
+struct QueueLadder {
+  static constexpr const char* kNames[5] = {"k1", "k8", "k16", "k24", "k32"};  ///< K of each entry
+  QueueTimes t[5];
+};
+
+template <bool kRs>
+QueueLadder run_ladder(ClockMeter& clock, int reps) {
+  auto one = [&](auto k_tag) {
+    constexpr int k = decltype(k_tag)::value;
+    return kRs ? run_queue<0, k>(clock, reps, 1, 0) : run_queue<k, 0>(clock, reps, 1, 0);
+  };
+  return {{one(std::integral_constant<int, 1>{}), one(std::integral_constant<int, 8>{}),
+           one(std::integral_constant<int, 16>{}), one(std::integral_constant<int, 24>{}),
+           one(std::integral_constant<int, 32>{})}};
+}
+
+/// Writes the ladder's times and the line fitted to its issue ends at K = 16..32 into `j`;
+/// returns the queue depth that fit gives (see bench_wgmma_share).
+double ladder_json(Json& j, const QueueLadder& l) {
+  for (int i = 0; i < 5; ++i) j[QueueLadder::kNames[i]] = times_json(l.t[i], 1);
+  auto [c, slope] = fit_line({16, 24, 32}, {l.t[2].issue_end[0], l.t[3].issue_end[0], l.t[4].issue_end[0]});
+  j["issue_end_fit_intercept_cycles"] = c;
+  j["issue_end_fit_slope_cycles_per_wgmma"] = slope;
+  return slope > 0 ? (l.t[0].issue_end[0] - c) / slope - 1 : 0.0;
+}
+
 void bench_wgmma_share(Report& rep) {
   require_sm90(rep);
   rep.set_method(
@@ -203,43 +230,20 @@ void bench_wgmma_share(Report& rep) {
   // is accepted one pipe time later: issue end(K) = c + slope K for K = 16..32, slope ~ pipe. The
   // K-th instruction is accepted when K - 1 - depth have finished executing, and execution
   // starts about when the first is accepted (issue end at K = 1, t1): issue end(K) = t1 +
-  // (K - 1 - depth) slope, so depth = (t1 - c) / slope - 1.
-  Json& depth = res["one_warpgroup"];
-  const QueueTimes k1 = run_queue<1>(rep.clock(), reps, 1, 0), k8 = run_queue<8>(rep.clock(), reps, 1, 0),
-                   k16 = run_queue<16>(rep.clock(), reps, 1, 0), k24 = run_queue<24>(rep.clock(), reps, 1, 0),
-                   k32 = run_queue<32>(rep.clock(), reps, 1, 0);
-  depth["k1"] = times_json(k1, 1);
-  depth["k8"] = times_json(k8, 1);
-  depth["k16"] = times_json(k16, 1);
-  depth["k24"] = times_json(k24, 1);
-  depth["k32"] = times_json(k32, 1);
-  auto [c, slope] = fit_line({16, 24, 32}, {k16.issue_end[0], k24.issue_end[0], k32.issue_end[0]});
-  depth["issue_end_fit_intercept_cycles"] = c;
-  depth["issue_end_fit_slope_cycles_per_wgmma"] = slope;
-  res["mma_queue_depth"] = slope > 0 ? (k1.issue_end[0] - c) / slope - 1 : 0.0;
-
-  // The same with A from registers (RS, FA3's PV): whether an RS instruction waits in the queue
-  // like an SS one. Same fit.
-  Json& depth_rs = res["one_warpgroup_rs"];
-  const QueueTimes r1 = run_queue<0, 1>(rep.clock(), reps, 1, 0), r8 = run_queue<0, 8>(rep.clock(), reps, 1, 0),
-                   r16 = run_queue<0, 16>(rep.clock(), reps, 1, 0), r24 = run_queue<0, 24>(rep.clock(), reps, 1, 0),
-                   r32 = run_queue<0, 32>(rep.clock(), reps, 1, 0);
-  depth_rs["k1"] = times_json(r1, 1);
-  depth_rs["k8"] = times_json(r8, 1);
-  depth_rs["k16"] = times_json(r16, 1);
-  depth_rs["k24"] = times_json(r24, 1);
-  depth_rs["k32"] = times_json(r32, 1);
-  auto [c_rs, slope_rs] = fit_line({16, 24, 32}, {r16.issue_end[0], r24.issue_end[0], r32.issue_end[0]});
-  depth_rs["issue_end_fit_intercept_cycles"] = c_rs;
-  depth_rs["issue_end_fit_slope_cycles_per_wgmma"] = slope_rs;
-  res["mma_queue_depth_rs"] = slope_rs > 0 ? (r1.issue_end[0] - c_rs) / slope_rs - 1 : 0.0;
+  // (K - 1 - depth) slope, so depth = (t1 - c) / slope - 1. The same with A from registers (RS,
+  // FA3's PV): whether an RS instruction waits in the queue like an SS one.
+  const QueueLadder ss = run_ladder<false>(rep.clock(), reps), rs = run_ladder<true>(rep.clock(), reps);
+  res["mma_queue_depth"] = ladder_json(res["one_warpgroup"], ss);
+  res["mma_queue_depth_rs"] = ladder_json(res["one_warpgroup_rs"], rs);
+  const QueueTimes &k1 = ss.t[0], &k8 = ss.t[1], &r1 = rs.t[0], &r8 = rs.t[1];
   // While the queue has room (K = 1 -> 8), the issue cost of one more RS wgmma, and what a lone
   // RS wgmma's issue costs beyond a lone SS one; and how much later an RS group completes than
   // an SS group of the same size once the queue is full (K = 16..32).
   res["rs_issue_cycles_per_wgmma"] = (r8.issue_end[0] - r1.issue_end[0]) / 7.0;
   res["rs_first_issue_extra_cycles"] = r1.issue_end[0] - k1.issue_end[0];
-  res["rs_done_extra_cycles_k16_32"] =
-      ((r16.done[0] - k16.done[0]) + (r24.done[0] - k24.done[0]) + (r32.done[0] - k32.done[0])) / 3.0;
+  res["rs_done_extra_cycles_k16_32"] = ((rs.t[2].done[0] - ss.t[2].done[0]) + (rs.t[3].done[0] - ss.t[3].done[0]) +
+                                        (rs.t[4].done[0] - ss.t[4].done[0])) /
+                                       3.0;
 
   // The issue cost by instruction width: a lone wgmma and 8 back to back (queue not yet full),
   // SS and RS, at N = 64 (FA3's hd64 PV), 128 and 256 (hd256 PV).
