@@ -334,6 +334,9 @@ Prediction predict(const Schedule& schedule, const Hardware& hw_in, const Proble
   // kernel of the same shape (launch_ns).
   p.cycles += hw.launch_ns * ghz;
   p.clock_ghz = ghz;
+  // The critical CTA's spans turn into time at the same clock as the prediction (the engine
+  // recorded them at clock_under_load), so that a trace's or an op's predicted ns add up to it.
+  p.critical.timeline.clock_ghz = ghz;
   p.time_us = p.cycles / (ghz * 1e3);
   p.tflops = p.time_us > 0 ? p.flops / (p.time_us * 1e-6) / 1e12 : 0;  // 0 us: empty programs, no fixed costs
   return p;

@@ -8,6 +8,7 @@
 #include "calibrate/clock_power_fit.hpp"
 #include "model/clock_power.hpp"
 #include "model/json_reader.hpp"
+#include "lower/schedule.hpp"
 #include "test_support.hpp"
 
 using namespace attnsim;
@@ -135,4 +136,26 @@ TEST_CASE("the committed H100 power model gives lower clocks to heavier tensor a
   CHECK(heavy > 1.2);
   a.hbm_bytes_per_clk = 1000;
   CHECK(clock_under_activity(hw, a, hw.clock_ghz) < heavy);
+}
+
+TEST_CASE("a prediction's spans turn into time at the prediction's clock and not the one it was simulated at",
+          "[clock_power][driver]") {
+  // A tensor-heavy FA3 run: the power model lowers the clock below clock_under_load, and the
+  // critical CTA's last span must end (in us) within the predicted time, not past or short of it.
+  const Hardware hw = load_hardware(resolve_hardware_path("h100_sxm"));
+  Problem p;
+  p.batch = 2;
+  p.heads = p.kv_heads = 16;
+  p.seqlen_q = p.seqlen_k = 2048;
+  p.head_dim = p.head_dim_v = 128;
+  const auto s = load_schedule(test::root() + "/schedules/fa3_sm90.json");
+  const Prediction r = predict(*s, hw, p, {});
+  REQUIRE(r.clock_ghz < hw.clock_under(s->clock_load()) - 0.01);
+  CHECK(r.critical.timeline.clock_ghz == r.clock_ghz);
+  double last = 0;
+  for (const auto& w : r.critical.timeline.warps)
+    for (const auto& sp : w.spans) last = std::max(last, sp.end);
+  const double launch_us = hw.launch_ns * 1e-3;
+  CHECK(r.critical.timeline.to_us(last) <= r.time_us + 1e-9);
+  CHECK(r.critical.timeline.to_us(last) >= r.time_us - launch_us - 0.02 * r.time_us);
 }
