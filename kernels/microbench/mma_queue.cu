@@ -27,18 +27,26 @@ using attnsim::hopper::wgmma_wait;
 
 constexpr int kN = 128;                          // m64n128k16: FA3's hd128 QK / PV instruction
 constexpr int kQueueSmem = 8192 + 32768 + 1024;  // A: 4 k-steps 64x16, B: 4 k-steps of up to 256x16, align slack
-constexpr int kRecords = 3;                      // per warp and rep: start, issue end, done
+constexpr int kRecords = 4;                      // per warp and rep: start, issue end, done, probe end
 
 /// Per rep, every warp: bar.sync (all 8 warps), clock64 (start); warpgroup g then spins
 /// delay[g] cycles, and if it is active issues K wgmma m64nNk16 SS on the k-step descriptors
 /// of one GEMM and commits them, then KRs wgmma m64nNk16 RS (A from registers, a fragment per
 /// k-step, into a second accumulator, as FA3's PV after its QK) and commits those, reads clock64
-/// (issue end), waits for both groups (wait_group 0) and reads clock64 (done). Lane 0 of each
-/// warp writes out[(rep * 8 + warp) * 3 + {0, 1, 2}].
-template <int K, int KRs = 0, int N = kN>
+/// (issue end), with kProbe waits on an mbarrier phase that completed before the loop and reads
+/// clock64 (probe end: what the kernel's next pipeline wait after a wgmma group costs), waits for
+/// both groups (wait_group 0) and reads clock64 (done). Lane 0 of each warp writes
+/// out[(rep * 8 + warp) * 4 + {0, 1, 2, 3}] (start, issue end, done, probe end).
+template <int K, int KRs = 0, int N = kN, bool kProbe = false>
 __global__ void __launch_bounds__(256, 1)
     queue_kernel(int reps, int active_mask, int delay1, int random_data, long long* out, BlockClock* clk, float* sink) {
   extern __shared__ uint8_t smem_raw[];
+  __shared__ uint64_t ready_bar;  // phase 0 completed before the loop: every try_wait.parity(0) succeeds
+  if (threadIdx.x == 0) {
+    cuda::ptx::mbarrier_init(&ready_bar, 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    (void)cuda::ptx::mbarrier_arrive(&ready_bar);
+  }
   uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   uint32_t* fill = reinterpret_cast<uint32_t*>(base);
   // Operands: bf16 in [1, 2) with 7 random mantissa bits (wgmma_issue's), or uniform in [-1, 1)
@@ -82,7 +90,7 @@ __global__ void __launch_bounds__(256, 1)
     uint32_t ignored;
     asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(ignored) : "r"(smem_u32(base)) : "memory");
     const long long t0 = clock64();
-    long long t1 = t0, t2 = t0;
+    long long t1 = t0, t2 = t0, t3 = t0;
     if (active) {
       while (clock64() - t0 < delay) {}
       fence_regs(d);
@@ -99,6 +107,11 @@ __global__ void __launch_bounds__(256, 1)
         wgmma_commit();
       }
       t1 = clock64();
+      t3 = t1;
+      if constexpr (kProbe) {
+        while (!cuda::ptx::mbarrier_try_wait_parity(&ready_bar, 0u)) {}
+        t3 = clock64();
+      }
       wgmma_wait<0>();
       fence_regs(d);
       fence_regs(e);
@@ -109,6 +122,7 @@ __global__ void __launch_bounds__(256, 1)
       o[0] = t0;
       o[1] = t1;
       o[2] = t2;
+      o[3] = t3;
     }
   }
   __syncthreads();
@@ -126,12 +140,13 @@ __global__ void __launch_bounds__(256, 1)
 struct QueueTimes {
   double issue_end[2] = {0, 0};
   double done[2] = {0, 0};
+  double probe_end[2] = {0, 0};  ///< after the ready mbarrier wait (kProbe), else the issue end
 };
 
 /// `threads`: 256 (both warpgroups resident) or 128 (warpgroup 0 alone in the CTA).
-template <int K, int KRs = 0, int N = kN>
+template <int K, int KRs = 0, int N = kN, bool kProbe = false>
 QueueTimes run_queue(ClockMeter& clock, int reps, int active_mask, int delay1, int threads = 256, int random_data = 0) {
-  auto kern = queue_kernel<K, KRs, N>;
+  auto kern = queue_kernel<K, KRs, N, kProbe>;
   allow_smem(kern, kQueueSmem);
   DeviceBuffer<long long> out(static_cast<size_t>(reps) * 8 * kRecords);
   MB_CHECK(cudaMemset(out.get(), 0, out.size() * sizeof(long long)));
@@ -141,36 +156,41 @@ QueueTimes run_queue(ClockMeter& clock, int reps, int active_mask, int delay1, i
   MB_CHECK_LAUNCH("queue_kernel");
   clock.add(clk.to_host(), 5000.0);
   const auto h = out.to_host();
-  std::vector<double> issue[2], done[2];
+  std::vector<double> issue[2], done[2], probe[2];
   for (int r = 8; r < reps; ++r) {
     const long long* rec = h.data() + static_cast<size_t>(r) * 8 * kRecords;
     const int warps = threads / 32;
     long long start = rec[0];
     for (int w = 1; w < warps; ++w) start = std::min(start, rec[w * kRecords]);
     for (int g = 0; g < warps / 4; ++g) {
-      long long ie = 0, dn = 0;
+      long long ie = 0, dn = 0, pe = 0;
       for (int w = 4 * g; w < 4 * g + 4; ++w) {
         ie = std::max(ie, rec[w * kRecords + 1] - start);
         dn = std::max(dn, rec[w * kRecords + 2] - start);
+        pe = std::max(pe, rec[w * kRecords + 3] - start);
       }
       issue[g].push_back(static_cast<double>(ie));
       done[g].push_back(static_cast<double>(dn));
+      probe[g].push_back(static_cast<double>(pe));
     }
   }
   QueueTimes t;
   for (int g = 0; g < 2; ++g) {
     t.issue_end[g] = median(issue[g]);
     t.done[g] = median(done[g]);
+    t.probe_end[g] = median(probe[g]);
   }
   return t;
 }
 
-Json times_json(const QueueTimes& t, int mask) {
+/// `probe`: the times come from a kProbe run (probe end written too).
+Json times_json(const QueueTimes& t, int mask, bool probe = false) {
   Json j = Json::object();
   for (int g = 0; g < 2; ++g)
     if ((mask >> g) & 1) {
       j["wg" + std::to_string(g) + "_issue_end_cycles"] = t.issue_end[g];
       j["wg" + std::to_string(g) + "_done_cycles"] = t.done[g];
+      if (probe) j["wg" + std::to_string(g) + "_ready_wait_end_cycles"] = t.probe_end[g];
     }
   return j;
 }
@@ -293,13 +313,48 @@ void bench_wgmma_share(Report& rep) {
   res["together_interleaved"] = first / solo.done[0] > 1.5;
 }
 
+/// What a warp's first mbarrier wait after issuing a wgmma group costs (FA3's QK -> wait on V's
+/// full barrier -> PV): the clock read right after the commit goes on while the group may still be
+/// on its way to the tensor core; a shared-memory instruction after it may not.
+void bench_wgmma_issue_hold(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "queue_kernel of wgmma_share with a probe: after the commit and the issue-end clock64, a "
+      "full-warp mbarrier.try_wait.parity loop on a phase completed before the loop (ready), then "
+      "clock64 (ready wait end), then wait_group 0 and clock64 (done). Medians over reps (8 "
+      "dropped) of each warpgroup's latest warp from the rep's earliest start. ready_wait_cycles = "
+      "ready wait end - issue end; an idle tensor core (K = 0) gives the wait alone. Cases: SS "
+      "m64n128k16 at K = 1, 8, 16, 32 (one warpgroup); 8 RS; 8 SS + 8 RS (an FA3 hd128 turn); 8 SS "
+      "with both warpgroups at once.");
+  const int reps = rep.opt().quick ? 24 : 200;
+  Json& res = rep.results();
+  Json& c = res["cases"];
+  auto add = [&](const char* name, const QueueTimes& t, int mask) {
+    Json j = times_json(t, mask, true);
+    for (int g = 0; g < 2; ++g)
+      if ((mask >> g) & 1) j["wg" + std::to_string(g) + "_ready_wait_cycles"] = t.probe_end[g] - t.issue_end[g];
+    c[name] = j;
+  };
+  add("ss_k1", run_queue<1, 0, kN, true>(rep.clock(), reps, 1, 0), 1);
+  add("ss_k8", run_queue<8, 0, kN, true>(rep.clock(), reps, 1, 0), 1);
+  add("ss_k16", run_queue<16, 0, kN, true>(rep.clock(), reps, 1, 0), 1);
+  add("ss_k32", run_queue<32, 0, kN, true>(rep.clock(), reps, 1, 0), 1);
+  add("rs_k8", run_queue<0, 8, kN, true>(rep.clock(), reps, 1, 0), 1);
+  add("ss8_rs8", run_queue<8, 8, kN, true>(rep.clock(), reps, 1, 0), 1);
+  add("ss_k8_together", run_queue<8, 0, kN, true>(rep.clock(), reps, 3, 0), 3);
+  res["ready_wait_after_ss_k8_cycles"] = c["ss_k8"]["wg0_ready_wait_cycles"];
+}
+
 }  // namespace
 
 std::vector<Benchmark> mma_queue_benchmarks() {
-  return {{"wgmma_share",
-           "two warpgroups' wgmma groups on shared SMSP tensor cores: interleaved or one group after the other; "
-           "the tensor core queue's depth",
-           bench_wgmma_share}};
+  return {
+      {"wgmma_share",
+       "two warpgroups' wgmma groups on shared SMSP tensor cores: interleaved or one group after the other; "
+       "the tensor core queue's depth",
+       bench_wgmma_share},
+      {"wgmma_issue_hold", "a ready mbarrier wait right after issuing a wgmma group: how long the group holds the warp",
+       bench_wgmma_issue_hold}};
 }
 
 }  // namespace mb
