@@ -19,8 +19,10 @@
 // about 3x what TMA-loading attention kernels do, the cost of the load instructions and L1, not of L2 or HBM.)
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cuda/ptx>
+#include <thread>
 
 #include "microbench.cuh"
 #include "wgmma_tiles.cuh"
@@ -189,34 +191,29 @@ std::string mix_name(const Mix& m) {
   return buf;
 }
 
-void bench_clock_under_mix(Report& rep) {
-  require_sm90(rep);
-  rep.set_method(
-      "The SM clock the power controller holds for a mix of work on all SMs, one CTA of 3 warpgroups per SM. "
-      "Warpgroups 0-1 per iteration: 8 wgmma m64n128k16 SS on bf16 tiles uniform in [-1, 1) if tensor, `rounds` "
-      "softmax-like rounds on 64 scores per thread while they run (per score FMNMX, FFMA, MUFU.EX2, FADD, FFMA; per "
-      "pair F2FP, LOP3: 384 warp instructions per warp-round), wgmma wait, __nanosleep gap_ns. One thread of "
-      "warpgroup 2 keeps 4 bulk copies (cp.async.bulk, 16 KB) in flight from a 4 MB window all SMs share (mem l2: "
-      "L2 hits) or a 16 MB slice per SM (mem hbm) until the compute warpgroups finish. 36 mixes (tensor 0/1 x rounds "
-      "0/1/2 x gap 0/800 ns x mem none/l2/hbm) in a fixed shuffled order after a 3 s warm-up on the heaviest, each "
-      "~1.2 s (quick ~0.15 s) after a short calibration launch. Per mix, medians over SMs: clock_ghz (clock64 / "
-      "%globaltimer), tensor_duty (1024 tensor cycles per iteration at 4096 FLOP/clk over the elapsed cycles), "
-      "issue_duty (compute warp instructions per SMSP cycle); l2_bytes_per_s / hbm_bytes_per_s chip-wide; board "
-      "power, its enforced limit and the GPU temperature from NVML right after the run.");
-  const int grid = rep.dev().sm_count;
-  const bool quick = rep.opt().quick;
-  const double seconds = quick ? 0.15 : 1.2;
-  allow_smem(clock_mix_kernel<false>, kOneBlockPerSmSmem);
-  allow_smem(clock_mix_kernel<true>, kOneBlockPerSmSmem);
-  DeviceBuffer<uint4> buf(static_cast<size_t>(grid) * kHbmSliceChunks * kChunkBytes / sizeof(uint4));
-  fill_buffer_kernel<<<1024, 256>>>(buf.get(), buf.size());
-  MB_CHECK_LAUNCH("fill_buffer_kernel");
-  DeviceBuffer<BlockClock> blocks(grid);
-  DeviceBuffer<unsigned long long> mem_bytes(grid);
-  DeviceBuffer<float> sink(static_cast<size_t>(grid) * kThreads);
-  DeviceBuffer<int> err(1);
-  MB_CHECK(cudaMemset(err.get(), 0, sizeof(int)));
-  auto launch = [&](const Mix& m, int iters) {
+/// The clock_mix kernel on every SM, with its buffers: launch(mix, iterations) runs it once and
+/// returns each SM's clock record (BlockClock: clock64 and %globaltimer at its start and end).
+struct MixRunner {
+  int grid;
+  DeviceBuffer<uint4> buf;
+  DeviceBuffer<BlockClock> blocks;
+  DeviceBuffer<unsigned long long> mem_bytes;
+  DeviceBuffer<float> sink;
+  DeviceBuffer<int> err;
+  explicit MixRunner(int sm_count)
+      : grid(sm_count),
+        buf(static_cast<size_t>(sm_count) * kHbmSliceChunks * kChunkBytes / sizeof(uint4)),
+        blocks(sm_count),
+        mem_bytes(sm_count),
+        sink(static_cast<size_t>(sm_count) * kThreads),
+        err(1) {
+    allow_smem(clock_mix_kernel<false>, kOneBlockPerSmSmem);
+    allow_smem(clock_mix_kernel<true>, kOneBlockPerSmSmem);
+    fill_buffer_kernel<<<1024, 256>>>(buf.get(), buf.size());
+    MB_CHECK_LAUNCH("fill_buffer_kernel");
+    MB_CHECK(cudaMemset(err.get(), 0, sizeof(int)));
+  }
+  std::vector<BlockClock> launch(const Mix& m, int iters) {
     MB_CHECK(cudaMemset(mem_bytes.get(), 0, grid * sizeof(unsigned long long)));
     MixArgs a;
     a.iters = iters;
@@ -234,11 +231,34 @@ void bench_clock_under_mix(Report& rep) {
     MB_CHECK_LAUNCH("clock_mix_kernel");
     check_err(err, "clock_mix_kernel");
     return blocks.to_host();
-  };
-  auto iters_for = [&](const Mix& m, double s) {
+  }
+  /// Iterations for about `s` seconds of `m`, from a 100-iteration calibration launch.
+  int iters_for(const Mix& m, double s) {
     const int cal = 100;
     return scaled_iters(span_ns(launch(m, cal)) * 1e-9, cal, s, 2e8);
-  };
+  }
+};
+
+void bench_clock_under_mix(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "The SM clock the power controller holds for a mix of work on all SMs, one CTA of 3 warpgroups per SM. "
+      "Warpgroups 0-1 per iteration: 8 wgmma m64n128k16 SS on bf16 tiles uniform in [-1, 1) if tensor, `rounds` "
+      "softmax-like rounds on 64 scores per thread while they run (per score FMNMX, FFMA, MUFU.EX2, FADD, FFMA; per "
+      "pair F2FP, LOP3: 384 warp instructions per warp-round), wgmma wait, __nanosleep gap_ns. One thread of "
+      "warpgroup 2 keeps 4 bulk copies (cp.async.bulk, 16 KB) in flight from a 4 MB window all SMs share (mem l2: "
+      "L2 hits) or a 16 MB slice per SM (mem hbm) until the compute warpgroups finish. 36 mixes (tensor 0/1 x rounds "
+      "0/1/2 x gap 0/800 ns x mem none/l2/hbm) in a fixed shuffled order after a 3 s warm-up on the heaviest, each "
+      "~1.2 s (quick ~0.15 s) after a short calibration launch. Per mix, medians over SMs: clock_ghz (clock64 / "
+      "%globaltimer), tensor_duty (1024 tensor cycles per iteration at 4096 FLOP/clk over the elapsed cycles), "
+      "issue_duty (compute warp instructions per SMSP cycle); l2_bytes_per_s / hbm_bytes_per_s chip-wide; board "
+      "power, its enforced limit and the GPU temperature from NVML right after the run.");
+  const bool quick = rep.opt().quick;
+  const double seconds = quick ? 0.15 : 1.2;
+  MixRunner runner(rep.dev().sm_count);
+  auto launch = [&](const Mix& m, int iters) { return runner.launch(m, iters); };
+  auto iters_for = [&](const Mix& m, double s) { return runner.iters_for(m, s); };
+  DeviceBuffer<unsigned long long>& mem_bytes = runner.mem_bytes;
   std::vector<Mix> mixes;
   for (int tensor : {0, 1})
     for (int rounds : {0, 1, 2})
@@ -285,12 +305,75 @@ void bench_clock_under_mix(Report& rep) {
   rep.results()["max_clock_ghz"] = rep.dev().clock_rate_khz * 1e-6;
 }
 
+/// How fast the power controller lowers the clock once a heavy load starts: after an idle pause,
+/// 10 back-to-back launches of the heaviest mix (wgmma, softmax rounds, HBM streams) of T / 10
+/// each, for bursts T of 0.2 to 200 ms, the clock of each launch (median over SMs of clock64 /
+/// %globaltimer). A timing harness that runs a short kernel 10 times in a turn sees the first
+/// part of this curve; a long kernel, its end (the sustained clock clock_under_mix fits).
+void bench_clock_under_burst(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "clock_under_mix's kernel, mix t1_r1_g0_hbm (8 wgmma m64n128k16 per warpgroup and iteration, one "
+      "softmax-like round beside them, 4 x 16 KB bulk copies in flight from HBM per SM) on every SM. A 2 s warm-up "
+      "on it, then for each burst T (0.2, 0.5, 1, 2, 5, 10, 20, 50, 200 ms): an idle pause of 100 ms (host "
+      "sleep), then 10 launches of T / 10 each, back to back but for the host's synchronisation after each. Per "
+      "launch: the median over SMs of clock64 / %globaltimer over the launch, its start in ms from the burst's "
+      "first launch; the board power from NVML after the burst (a query takes milliseconds, so not between launches). "
+      "burst_mean_clock_ghz: the launches' clocks "
+      "weighted by their duration.");
+  const bool quick = rep.opt().quick;
+  MixRunner runner(rep.dev().sm_count);
+  const Mix heavy{1, 1, 0, 2};
+  runner.launch(heavy, runner.iters_for(heavy, quick ? 0.2 : 2.0));  // a working temperature
+  const int cal_iters = runner.iters_for(heavy, 0.01);               // iterations per 10 ms
+  Json& res = rep.results();
+  Json& bursts = res["bursts"];
+  double first_clock = 0;  // the shortest burst's first launch: the clock the load starts at
+  const std::vector<double> lengths_ms =
+      quick ? std::vector<double>{0.5, 5} : std::vector<double>{0.2, 0.5, 1, 2, 5, 10, 20, 50, 200};
+  for (double t_ms : lengths_ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(quick ? 20 : 100));
+    const int iters = std::max(1, static_cast<int>(cal_iters * (t_ms / 10.0) / 10.0));
+    Json launches = Json::array();
+    double first_ns = 0, weighted = 0, total = 0;
+    for (int k = 0; k < 10; ++k) {
+      const auto run = runner.launch(heavy, iters);
+      unsigned long long start = run[0].ns0;
+      for (const auto& b : run) start = std::min(start, b.ns0);
+      if (k == 0) first_ns = static_cast<double>(start);
+      if (k == 0 && t_ms == lengths_ms.front()) first_clock = median(block_clock_ghz(run));
+      const double ghz = median(block_clock_ghz(run)), ns = span_ns(run);
+      weighted += ghz * ns;
+      total += ns;
+      Json j = Json::object();
+      j["start_ms"] = (static_cast<double>(start) - first_ns) * 1e-6;
+      j["duration_ms"] = ns * 1e-6;
+      j["clock_ghz"] = ghz;
+      launches.push_back(j);
+      rep.clock().add(run);
+    }
+    Json b = Json::object();
+    b["burst_ms"] = t_ms;
+    b["burst_mean_clock_ghz"] = total > 0 ? weighted / total : 0.0;
+    b["board_power_w_after"] = read_board_power(rep.opt().device).power_w;  // NVML's running average
+    b["launches"] = launches;
+    char key[32];
+    std::snprintf(key, sizeof key, "t%gms", t_ms);
+    bursts[key] = b;
+  }
+  res["first_launch_clock_ghz"] = first_clock;
+  res["max_clock_ghz"] = rep.dev().clock_rate_khz * 1e-6;
+}
+
 }  // namespace
 
 std::vector<Benchmark> clock_mix_benchmarks() {
   return {{"clock_under_mix",
            "SM clock and board power over mixes of wgmma, softmax arithmetic and L2/HBM streams on all SMs",
-           bench_clock_under_mix}};
+           bench_clock_under_mix},
+          {"clock_under_burst",
+           "SM clock launch by launch after an idle pause under the heaviest mix: how fast the power limit bites",
+           bench_clock_under_burst}};
 }
 
 }  // namespace mb
