@@ -15,8 +15,8 @@
 #include <thread>
 #include <tuple>
 
-#include "model/json_reader.hpp"
 #include "lower/schedule.hpp"
+#include "model/json_reader.hpp"
 
 namespace attnsim {
 
@@ -57,22 +57,25 @@ OpRule rule_of(const std::string& op) {
 
 std::string rule_text(OpRule r) {
   switch (r) {
-    case OpRule::Compute: return fmt::format("within {:g}%", kComputeOpTolPct);
-    case OpRule::Wait: return fmt::format("{:g}% or {:g} ns", kWaitTolPct, kWaitTolNs);
-    default: return "not judged";
+    case OpRule::Compute:
+      return fmt::format("within {:g}%", kComputeOpTolPct);
+    case OpRule::Wait:
+      return fmt::format("{:g}% or {:g} ns", kWaitTolPct, kWaitTolNs);
+    default:
+      return "not judged";
   }
 }
 
 bool judge(const OpRow& r) {
   switch (r.rule) {
     case OpRule::Compute:
-      return r.has_predicted && r.has_measured && r.measured_ns > 0 &&
-             std::fabs(r.error_pct()) <= kComputeOpTolPct;
+      return r.has_predicted && r.has_measured && r.measured_ns > 0 && std::fabs(r.error_pct()) <= kComputeOpTolPct;
     case OpRule::Wait: {
       const double p = r.has_predicted ? r.predicted_ns : 0, m = r.has_measured ? r.measured_ns : 0;
       return std::fabs(p - m) <= kWaitTolNs || (m > 0 && 100.0 * std::fabs(p - m) / m <= kWaitTolPct);
     }
-    default: return true;
+    default:
+      return true;
   }
 }
 
@@ -98,10 +101,8 @@ FidelityReport fidelity_report(const std::vector<ValidationCase>& cases) {
   ClockSplit& k = r.clock;
   for (const auto& c : cases) {
     // The clock from inside the kernel where it was read, else the probe's.
-    const double ghz = c.kernel_clock_ghz > 0 ? c.kernel_clock_ghz : c.timed_clock_ghz;
-    if (!c.measured || ghz <= 0 || c.predicted_cycles <= 0 || c.predicted_clock_ghz <= 0) continue;
-    const double cyc = 100.0 * (c.predicted_cycles / (c.measured_us * 1e3 * ghz) - 1);
-    const double clk = 100.0 * (c.predicted_clock_ghz / ghz - 1);
+    if (!c.has_clock_split()) continue;
+    const double ghz = c.run_clock_ghz(), cyc = c.cycles_error_pct(), clk = c.clock_error_pct();
     if (k.cases == 0) {
       k.clock_min_err = k.clock_max_err = clk;
       k.timed_clock_min = k.timed_clock_max = ghz;
@@ -142,8 +143,8 @@ FidelityReport fidelity_report(const std::vector<ValidationCase>& cases) {
     row.predicted_pct = 100.0 * (c.predicted_us / b->second->predicted_us - 1);
     // The base's own kernel on the same grid (a variant that only changes the tile scheduler runs
     // the same knob set under another grid: a change, not noise).
-    row.same_kernel = !c.kernel.empty() && c.kernel == b->second->kernel &&
-                      c.predicted_grid_mode == b->second->predicted_grid_mode;
+    row.same_kernel =
+        !c.kernel.empty() && c.kernel == b->second->kernel && c.predicted_grid_mode == b->second->predicted_grid_mode;
     if (row.same_kernel) {
       ++r.same_kernel_changes;
       r.same_kernel_noise_pct = std::max(r.same_kernel_noise_pct, std::fabs(row.measured_pct));
@@ -240,12 +241,12 @@ std::string format_changes(const FidelityReport& r) {
       "\nper change against the base schedule: measured (variant / base - 1) vs predicted; sign judged where "
       "|measured| > {:g}%\n",
       kSignificantChangePct);
-  out += fmt::format("{:<30} {:<22} {:>9} {:>10} {:>10}  {}\n", "variant", "problem", "measured", "predicted",
-                     "diff", "sign");
+  out += fmt::format("{:<30} {:<22} {:>9} {:>10} {:>10}  {}\n", "variant", "problem", "measured", "predicted", "diff",
+                     "sign");
   for (const auto& c : r.changes)
     out += fmt::format("{:<30} {:<22} {:>9} {:>10} {:>6.1f} pts  {}\n", c.variant, c.problem, pct(c.measured_pct),
                        pct(c.predicted_pct), c.diff_pts(),
-                       c.same_kernel     ? "same kernel as the base: noise"
+                       c.same_kernel    ? "same kernel as the base: noise"
                        : !c.significant ? ""
                        : c.signs_agree  ? "agree"
                                         : "DISAGREE");
@@ -263,16 +264,16 @@ std::string format_changes(const FidelityReport& r) {
 }
 
 std::string format_op_acceptance(const FidelityReport& r, bool detail) {
-  const std::string rule = fmt::format(
-      "{} within {:g}% of measured on every case; every wait within {:g}% or {:g} ns",
-      fmt::join(acceptance_compute_ops(), ", "), kComputeOpTolPct, kWaitTolPct, kWaitTolNs);
+  const std::string rule =
+      fmt::format("{} within {:g}% of measured on every case; every wait within {:g}% or {:g} ns",
+                  fmt::join(acceptance_compute_ops(), ", "), kComputeOpTolPct, kWaitTolPct, kWaitTolNs);
   if (r.op_cases == 0) return fmt::format("\nper-op acceptance ({}): not judged, no measured spans\n", rule);
   std::string out = fmt::format(
       "\nper op, mean span duration predicted vs measured over {} cases (predicted: critical CTA; measured: every "
       "CTA)\n",
       r.op_cases);
-  out += fmt::format("{:<30} {:<15} {:>7} {:>10} {:>10}  {}\n", "op", "rule", "pass", "mean|err|", "worst",
-                     "worst case");
+  out +=
+      fmt::format("{:<30} {:<15} {:>7} {:>10} {:>10}  {}\n", "op", "rule", "pass", "mean|err|", "worst", "worst case");
   std::vector<std::string> failing;
   for (const auto& s : r.op_summary) {
     out += fmt::format("{:<30} {:<15} {:>7} {:>10} {:>10}  {}\n", s.op, rule_text(s.rule),
@@ -371,15 +372,14 @@ nlohmann::json fidelity_json(const FidelityReport& r) {
                         {"pass", o.pass}});
   j["ops_summary"] = nlohmann::json::array();
   for (const auto& s : r.op_summary)
-    j["ops_summary"].push_back({{"op", s.op},
-                                {"rule", rule_text(s.rule)},
-                                {"cases", s.cases},
-                                {"passed", s.passed},
-                                {"mean_abs_error_pct", s.worst_case.empty() ? nlohmann::json(nullptr)
-                                                                            : nlohmann::json(s.mean_abs_err_pct)},
-                                {"worst_error_pct", s.worst_case.empty() ? nlohmann::json(nullptr)
-                                                                         : nlohmann::json(s.worst_err_pct)},
-                                {"worst_case", s.worst_case}});
+    j["ops_summary"].push_back(
+        {{"op", s.op},
+         {"rule", rule_text(s.rule)},
+         {"cases", s.cases},
+         {"passed", s.passed},
+         {"mean_abs_error_pct", s.worst_case.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.mean_abs_err_pct)},
+         {"worst_error_pct", s.worst_case.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.worst_err_pct)},
+         {"worst_case", s.worst_case}});
   j["ops_acceptance"] = {
       {"cases", r.op_cases},
       {"judged", r.op_cases > 0},
@@ -466,9 +466,9 @@ double to_number(const std::string& s, const std::string& origin, size_t line, c
     size_t used = 0;
     const double v = std::stod(s, &used);
     if (used == s.size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw InputError(origin, fmt::format("row {}, column {}", line, column), fmt::format("expected a number, got '{}'", s));
+  } catch (const std::exception&) {}
+  throw InputError(origin, fmt::format("row {}, column {}", line, column),
+                   fmt::format("expected a number, got '{}'", s));
 }
 
 std::string read_text(const std::string& file) {
@@ -724,8 +724,7 @@ std::string Regression::message() const {
 
 std::vector<Regression> regressions(const FidelityBaseline& base, const FidelityReport& now) {
   std::vector<Regression> out;
-  if (now.stats.mape > base.mape_pct + kMapeTolPts)
-    out.push_back({"MAPE", base.mape_pct, now.stats.mape, kMapeTolPts});
+  if (now.stats.mape > base.mape_pct + kMapeTolPts) out.push_back({"MAPE", base.mape_pct, now.stats.mape, kMapeTolPts});
   if (now.stats.max_abs_err > base.max_abs_error_pct + kMaxErrTolPts)
     out.push_back({"max |error|", base.max_abs_error_pct, now.stats.max_abs_err, kMaxErrTolPts});
   if (now.stats.spearman_time < base.spearman - kSpearmanTol)

@@ -42,8 +42,8 @@ std::set<std::string> op_keys(const ValidationCase& c) {
 
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size() || a.size() < 2)
-    throw std::invalid_argument(fmt::format("spearman: need two series of equal length >= 2, got {} and {}", a.size(),
-                                            b.size()));
+    throw std::invalid_argument(
+        fmt::format("spearman: need two series of equal length >= 2, got {} and {}", a.size(), b.size()));
   const auto ra = ranks(a), rb = ranks(b);
   const double n = static_cast<double>(a.size()), mean = (n + 1) / 2;
   double sab = 0, saa = 0, sbb = 0;
@@ -132,8 +132,11 @@ std::string format_validation(const std::vector<ValidationCase>& cases, const Va
   std::string out;
   const bool cudnn = std::any_of(cases.begin(), cases.end(), [](const auto& c) { return c.cudnn_us > 0; });
   const bool traced = std::any_of(cases.begin(), cases.end(), [](const auto& c) { return c.traced_us > 0; });
-  out += fmt::format("{:<40} {:<22} {:>11} {:>11} {:>8} {:>8} {:>8}{}{}\n", "schedule", "problem", "predicted", "measured",
-                     "error", "TFLOPS", "pred TF", traced ? " trace ovh" : "", cudnn ? "   cuDNN TF  ours/cuDNN" : "");
+  // Where the run's clock was read: the time error split into its cycles and its clock.
+  const bool split = std::any_of(cases.begin(), cases.end(), [](const auto& c) { return c.has_clock_split(); });
+  out += fmt::format("{:<40} {:<22} {:>11} {:>11} {:>8} {:>8} {:>8}{}{}{}\n", "schedule", "problem", "predicted",
+                     "measured", "error", "TFLOPS", "pred TF", split ? "   cycles    clock" : "",
+                     traced ? " trace ovh" : "", cudnn ? "   cuDNN TF  ours/cuDNN" : "");
   for (const auto& c : cases) {
     if (!c.measured) {
       out += fmt::format("{:<40} {:<22} {:>11} {}\n", c.name(), c.problem_label, "-", "not run: " + c.skipped);
@@ -141,6 +144,9 @@ std::string format_validation(const std::vector<ValidationCase>& cases, const Va
     }
     out += fmt::format("{:<40} {:<22} {:>8.1f} us {:>8.1f} us {:>8} {:>8.1f} {:>8.1f}", c.name(), c.problem_label,
                        c.predicted_us, c.measured_us, pct(c.error_pct()), c.measured_tflops(), c.predicted_tflops());
+    if (split)
+      out += c.has_clock_split() ? fmt::format(" {:>8} {:>8}", pct(c.cycles_error_pct()), pct(c.clock_error_pct()))
+                                 : fmt::format(" {:>8} {:>8}", "-", "-");
     if (traced) out += fmt::format(" {:>9}", c.traced_us > 0 ? pct(c.trace_overhead_pct()) : "-");
     if (c.cudnn_us > 0)
       out += fmt::format(" {:>10.1f} {:>10.2f}x", c.problem.flops() / (c.cudnn_us * 1e6), c.cudnn_us / c.measured_us);
@@ -157,7 +163,8 @@ std::string format_validation(const std::vector<ValidationCase>& cases, const Va
     const auto& c = cases[ops_case];
     out += fmt::format("\nper op, mean span duration: {} on {} (predicted: critical CTA; measured: every CTA)\n",
                        c.name(), c.problem_label);
-    out += fmt::format("{:<32} {:>12} {:>12} {:>9} {:>10}\n", "op", "predicted ns", "measured ns", "error", "spans meas");
+    out +=
+        fmt::format("{:<32} {:>12} {:>12} {:>9} {:>10}\n", "op", "predicted ns", "measured ns", "error", "spans meas");
     for (const auto& k : op_keys(c)) {
       const auto p = c.predicted_ops.find(k);
       const auto m = c.measured_ops.find(k);
@@ -240,8 +247,8 @@ nlohmann::json validation_json(const std::vector<ValidationCase>& cases, const V
   };
   j["cases"] = nlohmann::json::array();
   for (const auto& c : cases) {
-    nlohmann::json x = {{"schedule", c.schedule},   {"variant", c.variant},     {"problem", c.problem_label},
-                        {"shape", c.problem.describe()}, {"kernel", c.kernel}, {"measured", c.measured}};
+    nlohmann::json x = {{"schedule", c.schedule},        {"variant", c.variant}, {"problem", c.problem_label},
+                        {"shape", c.problem.describe()}, {"kernel", c.kernel},   {"measured", c.measured}};
     if (!c.measured) x["skipped"] = c.skipped;
     if (c.measured) {
       x["predicted_us"] = c.predicted_us;
@@ -257,7 +264,8 @@ nlohmann::json validation_json(const std::vector<ValidationCase>& cases, const V
     }
     if (c.cudnn_us > 0) x["cudnn"] = {{"us", c.cudnn_us}, {"tflops", c.problem.flops() / (c.cudnn_us * 1e6)}};
     if (c.measured && c.traced_us > 0)
-      x["traced"] = {{"us", c.traced_us}, {"overhead_pct", c.trace_overhead_pct()}, {"sm_clock_ghz", c.measured_clock_ghz}};
+      x["traced"] = {
+          {"us", c.traced_us}, {"overhead_pct", c.trace_overhead_pct()}, {"sm_clock_ghz", c.measured_clock_ghz}};
     j["cases"].push_back(x);
   }
   return j;

@@ -51,6 +51,18 @@ struct ValidationCase {
   /// Instrumentation overhead: traced / plain median - 1, in percent (when traced_us > 0).
   double trace_overhead_pct() const { return 100.0 * (traced_us / measured_us - 1); }
   double predicted_tflops() const { return problem.flops() / (predicted_us * 1e6); }
+  /// The clock the SMs ran at as measured_us was timed: read inside the kernel where it was
+  /// (kernel_clock_ghz), else the probe's (timed_clock_ghz); 0 = neither.
+  double run_clock_ghz() const { return kernel_clock_ghz > 0 ? kernel_clock_ghz : timed_clock_ghz; }
+  /// Whether the time error splits into cycles and clock (a run clock and a prediction in cycles).
+  bool has_clock_split() const {
+    return measured && run_clock_ghz() > 0 && predicted_cycles > 0 && predicted_clock_ghz > 0;
+  }
+  /// Predicted cycles against measured time x run clock - 1, in percent (has_clock_split).
+  double cycles_error_pct() const { return 100.0 * (predicted_cycles / (measured_us * 1e3 * run_clock_ghz()) - 1); }
+  /// Predicted clock against the run clock - 1, in percent (has_clock_split). Time error =
+  /// (1 + cycles error) / (1 + clock error) - 1.
+  double clock_error_pct() const { return 100.0 * (predicted_clock_ghz / run_clock_ghz() - 1); }
 };
 
 /// Spearman rank correlation of a and b (same length >= 2; ties get their average rank).
@@ -84,10 +96,10 @@ struct SweepRanking {
     std::string candidate;
     double predicted_geomean_tflops = 0, measured_geomean_tflops = 0;
   };
-  size_t candidates = 0;   ///< distinct candidates among the cases
-  std::vector<Row> rows;   ///< those measured on every problem of the cases, in label order
+  size_t candidates = 0;  ///< distinct candidates among the cases
+  std::vector<Row> rows;  ///< those measured on every problem of the cases, in label order
   bool has_spearman = false;
-  double spearman = 0;     ///< Spearman of the two rankings (has_spearman: at least 2 rows)
+  double spearman = 0;  ///< Spearman of the two rankings (has_spearman: at least 2 rows)
 };
 /// The ranking over the cases whose schedule is a candidate label (none: candidates = 0).
 SweepRanking sweep_ranking(const std::vector<ValidationCase>& cases);

@@ -326,6 +326,24 @@ TEST_CASE("validation statistics over measured cases only", "[measure]") {
   const auto j2 = validation_json(cases, st, {});
   CHECK(j2["cases"][0]["traced"]["overhead_pct"].get<double>() == Approx(4.0));
   CHECK_FALSE(j2["cases"][1].contains("traced"));
+  // The time error split into cycles and clock where the run's clock was read: 100 us measured
+  // at 1.5 GHz (150000 cycles); predicted 135000 cycles at 1.35 GHz: cycles -10%, clock -10%,
+  // time 0% (the errors cancel). The kernel's own clock wins over the probe's.
+  CHECK_THAT(t2, !Catch::Contains("cycles    clock"));  // no clock read yet
+  ValidationCase& k = cases[0];
+  k.measured_us = 100;
+  k.timed_clock_ghz = 1.9;
+  k.kernel_clock_ghz = 1.5;
+  k.predicted_cycles = 135000;
+  k.predicted_clock_ghz = 1.35;
+  REQUIRE(k.has_clock_split());
+  CHECK(k.run_clock_ghz() == 1.5);
+  CHECK(k.cycles_error_pct() == Approx(-10.0));
+  CHECK(k.clock_error_pct() == Approx(-10.0));
+  const std::string t3 = format_validation(cases, validation_stats(cases), -1);
+  CHECK_THAT(t3, Catch::Contains("cycles    clock"));
+  CHECK_THAT(t3, Catch::Contains("-10.0%   -10.0%"));
+  CHECK_FALSE(cases[1].has_clock_split());
 }
 
 TEST_CASE("fa2_sm80 resolves to the kernels/fa2 knobs - CuFlash tiles per head_dim", "[measure][fa2]") {
