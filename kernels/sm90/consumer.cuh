@@ -30,7 +30,8 @@ struct Consumer {
   float o[D / 2];      // O accumulator
   uint32_t pr[N / 4];  // P in bf16 (A fragments of the PV wgmma)
   // Read positions in the K and V rings: each stage is waited for, read by the wgmma, released.
-  PipelineState k_read = PipelineState::consumer_start(T::kKvStage), v_read = PipelineState::consumer_start(T::kKvStage);
+  PipelineState k_read = PipelineState::consumer_start(T::kKvStage),
+                v_read = PipelineState::consumer_start(T::kKvStage);
 
   /// Q descriptor of this warpgroup's 64 rows at k-step kk (16 columns of head_dim).
   __device__ uint64_t desc_q(int kk) const {
@@ -249,10 +250,7 @@ struct Consumer {
   /// The tile whose Q is in the Q buffer, from this warp's copy of the tile slot (dynamic
   /// scheduler; copy_tile_slot after each pipeline_q.full wait). Read where it is needed rather
   /// than kept in registers across the KV loop, where the accumulators take nearly all of them.
-  __device__ Tile slot_tile() const {
-    const volatile Tile* v = s.warp_tile(tr.warp_index());
-    return Tile{v->index, v->m, v->head, v->batch, v->n_blocks, v->first_masked};
-  }
+  __device__ Tile slot_tile() const { return read_tile_copy(s.warp_tile(tr.warp_index())); }
 
   /// One work tile, its Q in SMEM: the KV loop and the epilogue.
   __device__ __forceinline__ void run_tile(const Tile& c, int local) {

@@ -64,8 +64,8 @@ struct Params {
   float* lse;
   int batch, heads, group;  // group = heads / kv_heads (GQA)
   int seqlen_q, seqlen_k;
-  int causal;      // bottom-right aligned: query row r sees keys <= r + seqlen_k - seqlen_q
-  float scale;     // softmax scale (1/sqrt(head_dim))
+  int causal;   // bottom-right aligned: query row r sees keys <= r + seqlen_k - seqlen_q
+  float scale;  // softmax scale (1/sqrt(head_dim))
   float scale_log2;
   int m_tiles, num_tiles;
   int persistent;                // tile order: 1 m-block fastest (static persistent), 0 longest first (tile_order.h)
@@ -101,25 +101,53 @@ static_assert(sizeof(Tile) == 6 * sizeof(int), "the tile slot's accessors move s
 // its lanes read between two __syncwarp. (Every lane taking the values from lane 0 by shuffles
 // instead cost the dynamic hd64 kernel 20 more bytes of spills and 10% of its time at hd64 s2k.)
 
+// The slot lives in dynamic shared memory but is reached through a generic pointer (Smem), so
+// plain atomicExch/atomicAdd and volatile reads on it compile to generic atomics of GPU scope and
+// .SYS volatile loads (ATOM.E.ADD.STRONG.GPU, LD.E.STRONG.SYS), each a round trip that the
+// warp-aggregation ptxas adds around a generic atomic serialises: about 800 cycles per tile
+// (the traced hd128 s512 b32 causal kernel, H100, 2026-11-24). The accessors below name the shared
+// state space (ATOMS, LDS).
+
+/// The shared-memory address of `p`, a generic pointer into shared memory.
+__device__ __forceinline__ uint32_t shared_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
 /// Writes `c` into the tile slot (the load warp's lane 0).
 __device__ __forceinline__ void publish_tile(Tile* slot, const Tile& c) {
-  int* d = reinterpret_cast<int*>(slot);
+  const uint32_t a = shared_addr(slot);
   const int v[6] = {c.index, c.m, c.head, c.batch, c.n_blocks, c.first_masked};
 #pragma unroll
-  for (int i = 0; i < 6; ++i) atomicExch(d + i, v[i]);
+  for (int i = 0; i < 6; ++i) {
+    int old;
+    asm volatile("atom.shared.exch.b32 %0, [%1], %2;" : "=r"(old) : "r"(a + 4 * i), "r"(v[i]) : "memory");
+  }
 }
 
 /// Copies the tile slot into `copy`, this warp's own (lane 0 reads with atomics); the whole warp
-/// calls it, converged, and may read `copy` until its next call.
+/// calls it, converged, and may read `copy` (read_tile_copy) until its next call.
 __device__ __forceinline__ void copy_tile_slot(Tile* slot, Tile* copy, int lane) {
   __syncwarp();  // the lanes' reads of the previous copy come first
   if (lane == 0) {
-    int* d = reinterpret_cast<int*>(slot);
-    int* c = reinterpret_cast<int*>(copy);
+    const uint32_t a = shared_addr(slot), c = shared_addr(copy);
+    int v[6];
 #pragma unroll
-    for (int i = 0; i < 6; ++i) c[i] = atomicAdd(d + i, 0);
+    for (int i = 0; i < 6; ++i)
+      asm volatile("atom.shared.add.u32 %0, [%1], 0;" : "=r"(v[i]) : "r"(a + 4 * i) : "memory");
+#pragma unroll
+    for (int i = 0; i < 6; ++i) asm volatile("st.shared.u32 [%0], %1;" ::"r"(c + 4 * i), "r"(v[i]) : "memory");
   }
   __syncwarp();
+}
+
+/// Reads this warp's copy of the tile slot (copy_tile_slot), afresh at every call: volatile, so
+/// that it is not kept in registers across the KV loop, where the accumulators need them.
+__device__ __forceinline__ Tile read_tile_copy(const Tile* copy) {
+  const uint32_t a = shared_addr(copy);
+  int v[6];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(v[i]) : "r"(a + 4 * i));
+  return Tile{v[0], v[1], v[2], v[3], v[4], v[5]};
 }
 
 /// The dynamic tile scheduler's next tile for this CTA: the next untaken one of the global
