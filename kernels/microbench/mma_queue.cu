@@ -323,7 +323,7 @@ void bench_wgmma_issue_hold(Report& rep) {
       "full-warp mbarrier.try_wait.parity loop on a phase completed before the loop (ready), then "
       "clock64 (ready wait end), then wait_group 0 and clock64 (done). Medians over reps (8 "
       "dropped) of each warpgroup's latest warp from the rep's earliest start. ready_wait_cycles = "
-      "ready wait end - issue end; an idle tensor core (K = 0) gives the wait alone. Cases: SS "
+      "ready wait end - issue end (alone, with no wgmma: mbarrier_ready, about 45). Cases: SS "
       "m64n128k16 at K = 1, 8, 16, 32 (one warpgroup); 8 RS; 8 SS + 8 RS (an FA3 hd128 turn); 8 SS "
       "with both warpgroups at once.");
   const int reps = rep.opt().quick ? 24 : 200;
