@@ -25,7 +25,8 @@
   X(CORRECTION_VOTE, "correction_vote", "read acc_scale, ballot")               \
   X(FINAL_O, "final_o", "O * 1/row_sum, cvt, store to SMEM")                    \
   X(BAR_SYNC, "bar_sync", "named barrier sync")                                 \
-  X(LOOP_CONTROL, "loop_control", "KV-loop code between a warp's spans (not recorded)")
+  X(LOOP_CONTROL, "loop_control", "KV-loop code between a warp's spans (not recorded)") \
+  X(TILE_CONTROL, "tile_control", "work-tile code outside the spans: LSE, next tile (not recorded)")
 
 /// Op ids: index into the shared vocabulary (ATTNSIM_OP_LIST).
 enum attnsim_op_id {

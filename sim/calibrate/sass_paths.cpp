@@ -549,8 +549,12 @@ std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled) {
   // _ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi128ELi128ELi128ELi3ELb1ELb1ELi240ELi24ELb1EEEEEvNS0_6ParamsE
   if (mangled.find("fa3_forward") == std::string::npos) return std::nullopt;
   const std::vector<int> v = traits_args(mangled);
-  if (v.size() != 9 && v.size() != 10) return std::nullopt;  // kDynamic: the 10th (defaulted) argument
-  return Fa3Knobs{v[0], v[1], v[2], v[3], v[4] != 0, v[5] != 0, v[6], v[7], v[8] != 0, v.size() == 10 && v[9] != 0};
+  // kDynamic, kOwnO, kL2SectionMiB: the 10th to 12th (defaulted) arguments.
+  if (v.size() < 9 || v.size() > 12) return std::nullopt;
+  Fa3Knobs k{v[0], v[1], v[2], v[3], v[4] != 0, v[5] != 0, v[6], v[7], v[8] != 0};
+  k.dynamic = v.size() >= 10 && v[9] != 0;
+  k.own_o = v.size() >= 11 && v[10] != 0;
+  return k;
 }
 
 const Span* KernelAnalysis::find(const std::string& op) const {
@@ -912,6 +916,96 @@ KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
     throw std::runtime_error(
         fmt::format("{}: no clock interval after the KV loop with MUFU.RCP, F2FP and a store", fn.name));
   return ka;
+}
+
+TilePaths tile_paths(const Function& fn, const Latencies& lat) {
+  const auto& code = fn.code;
+  std::map<uint32_t, size_t> index;
+  for (size_t i = 0; i < code.size(); ++i) index[code[i].address] = i;
+  auto is_wait = [](const Instr& in) { return in.base == "SYNCS" && in.opcode.find("TRYWAIT") != std::string::npos; };
+  // A predicated forward branch over a wait's retry loop is taken (the data is there in the steady
+  // state); over anything else (a lane's LSE, the exit test around the tile body) it falls through.
+  auto over_retry = [&](size_t b, size_t e) {
+    bool retry = false;
+    for (size_t k = b; k < e; ++k) {
+      if (code[k].base == "HGMMA") return false;
+      retry = retry || is_wait(code[k]) || code[k].backward();
+    }
+    return retry;
+  };
+  constexpr size_t kMaxPath = 4000;
+  // Follows the path from `i`; `stop(i)` ends it before instruction i. Returns where it ended, or
+  // the target of the first unpredicated backward branch (taken: the tile loop's back edge).
+  auto follow = [&](size_t i, std::vector<const Instr*>& out, auto stop, bool& looped) {
+    looped = false;
+    while (i < code.size()) {
+      const Instr& in = code[i];
+      if (stop(i)) return i;
+      if (out.size() >= kMaxPath)
+        throw std::runtime_error(
+            fmt::format("{}: a tile path of over {} instructions at {:#x}", fn.name, kMaxPath, in.address));
+      if (in.base == "EXIT" || in.base == "BPT")
+        throw std::runtime_error(fmt::format("{}: the tile path reaches {} at {:#x}", fn.name, in.opcode, in.address));
+      if (!is_wait(in)) out.push_back(&in);
+      if (!in.target) {
+        ++i;
+        continue;
+      }
+      const auto it = index.find(*in.target);
+      if (it == index.end())
+        throw std::runtime_error(
+            fmt::format("{}: a branch at {:#x} to {:#x}, outside the function", fn.name, in.address, *in.target));
+      const size_t t = it->second;
+      // A backward branch over a GEMM is the tile loop's (predicated where the loop tests the
+      // tile index at its end): taken. Other backward branches (retries, a TMA instruction's
+      // uniform loop) fall through, as do predicated forward ones but over a retry loop.
+      const bool loop_back =
+          t <= i && std::any_of(code.begin() + t, code.begin() + i, [](const Instr& x) { return x.base == "HGMMA"; });
+      if (loop_back || (!in.predicated && t <= i)) {
+        looped = true;
+        return t;
+      }
+      if (!in.predicated)
+        i = t;
+      else
+        i = t > i && over_retry(i + 1, t) ? t : i + 1;
+    }
+    throw std::runtime_error(fmt::format("{}: the tile path runs off the end of the function", fn.name));
+  };
+  size_t store = code.size();
+  for (size_t i = 0; i < code.size(); ++i)
+    if (code[i].base == "UTMASTG") store = i;
+  if (store == code.size()) throw std::runtime_error(fmt::format("{}: no UTMASTG (the TMA store of O)", fn.name));
+  TilePaths tc;
+  tc.tail_begin = store + 1 < code.size() ? code[store + 1].address : 0;
+  bool looped = false;
+  const size_t top = follow(
+      store + 1, tc.tail, [](size_t) { return false; }, looped);
+  if (!looped) throw std::runtime_error(fmt::format("{}: no tile loop branch after the TMA store of O", fn.name));
+  tc.loop_top = code[top].address;
+  // The head: past the tile's pipeline_q.full wait (its retry loop repeats the try_wait on the
+  // same barrier operand), up to its first turn, another barrier's wait, or GEMM.
+  std::string q_full;
+  const size_t end = follow(
+      top, tc.head,
+      [&](size_t i) {
+        const Instr& in = code[i];
+        if (is_wait(in)) {
+          const std::string bar = in.text.substr(in.text.find('['));
+          if (q_full.empty()) q_full = bar;
+          if (bar != q_full) return true;
+        }
+        return (in.base == "BAR" && in.opcode.find("SYNC") != std::string::npos) || in.base == "HGMMA";
+      },
+      looped);
+  if (looped)
+    throw std::runtime_error(fmt::format("{}: the tile loop's head loops back at {:#x}", fn.name, code[end].address));
+  tc.head_end = code[end].address;
+  tc.tail_issue_cycles = static_issue_cycles(tc.tail);
+  tc.head_issue_cycles = static_issue_cycles(tc.head);
+  tc.tail_chain = critical_path(tc.tail, lat);
+  tc.head_chain = critical_path(tc.head, lat);
+  return tc;
 }
 
 // ---- SM100 ------------------------------------------------------------------------------------

@@ -168,9 +168,29 @@ struct Fa3Knobs {
   int reg_consumer = 0, reg_producer = 0;
   bool trace = false;
   bool dynamic = false;  ///< the dynamic tile scheduler (a 10th template argument)
+  bool own_o = false;    ///< O staged in a buffer of its own (an 11th template argument)
 };
 /// The knobs of `mangled` when it is an attnsim::sm90::fa3_forward instance.
 std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled);
+
+/// The code a consumer warp runs once per work tile outside the spans the simulator charges, in a
+/// plain (untraced) fa3_forward instance: the tail, from the epilogue's last TMA store of O
+/// (UTMASTG) to the tile loop's backward branch (the LSE, the loop's bookkeeping), and the head,
+/// from the loop's top to the tile's first pingpong turn (BAR.SYNC), K wait or HGMMA (the tile
+/// slot or the tile's coordinates, its KV block count, the exit test), the pipeline_q.full wait
+/// itself left out. Each along the path the warp takes for a tile in the steady state: predicated
+/// branches fall through, except over a wait's retry loop (a region with a try_wait or a backward
+/// branch and no HGMMA); BRA.DIV (taken only by a diverged warp) falls through.
+struct TilePaths {
+  uint32_t tail_begin = 0, loop_top = 0, head_end = 0;  ///< addresses: after the last UTMASTG, the loop top, the stop
+  std::vector<const Instr*> tail, head;                 ///< the instructions on each path
+  int tail_issue_cycles = -1, head_issue_cycles = -1;   ///< static_issue_cycles of each
+  CriticalPath tail_chain, head_chain;                  ///< each path's longest register dependency chain
+};
+/// TilePaths of plain fa3_forward instance `fn`, chains priced at `lat`. Throws
+/// std::runtime_error when the code does not have the expected shape (no UTMASTG, no backward
+/// branch after it, a path over 4000 instructions).
+TilePaths tile_paths(const Function& fn, const Latencies& lat);
 
 /// The spans of one traced kernel.
 struct KernelAnalysis {

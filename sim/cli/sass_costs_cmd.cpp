@@ -70,6 +70,7 @@ std::string sm100_counts(const std::map<std::string, int>& counts) {
 
 struct SassCosts : Command {
   std::string sass_file, kernel, hw_name = "h100_sxm", into, origin, family = "sm90";
+  std::string only;  ///< with --into: the one section to write (chains, loop_control, tile_control); empty: all
   bool dry_run = false, paths = false, listing = false;
 
   /// --family sm100: the counted regions of every plain fa4_forward instance.
@@ -140,6 +141,16 @@ struct SassCosts : Command {
         continue;
       kernels.push_back(sass::analyse_kernel(fn, lat));
     }
+    // The per-tile code of the plain instances (what the timed kernel runs).
+    std::vector<std::pair<sass::Fa3Knobs, sass::TilePaths>> tiles;
+    for (const auto& fn : functions) {
+      const auto k = sass::fa3_knobs(fn.mangled);
+      if (!k || k->trace) continue;
+      if (!kernel.empty() && fn.name.find(kernel) == std::string::npos &&
+          fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
+        continue;
+      tiles.emplace_back(*k, sass::tile_paths(fn, lat));
+    }
     if (kernels.empty())
       throw InputError(sass_file, "",
                        fmt::format("no traced fa3_forward instance (Trace = 1){} among its {} functions",
@@ -151,7 +162,22 @@ struct SassCosts : Command {
     std::cout << "issue: cycles one warp alone spends issuing the span by ptxas's control codes (sum of max(1, "
                  "stall)), before any scoreboard wait; path: its longest dependency chain at those latencies\n";
     for (const auto& ka : kernels) print(ka, lat);
-    if (!into.empty()) write(kernels);
+    std::cout << "\ntile control (plain instances): per consumer warp and work tile, the code after the TMA store of "
+                 "O to the tile loop's branch (tail) and from the loop's top to the first turn, K wait or GEMM "
+                 "(head), the q.full wait left out; instructions and static issue cycles\n";
+    for (const auto& [k, tc] : tiles) {
+      std::cout << fmt::format(
+          "  {}{}: tail {:#x}: {} instructions, {} cycles, chain {:.0f} ({}); head {:#x}-{:#x}: "
+          "{} instructions, {} cycles, chain {:.0f} ({})\n",
+          short_name(k), k.own_o ? " own_o" : "", tc.tail_begin, tc.tail.size(), tc.tail_issue_cycles,
+          tc.tail_chain.cycles, composition(tc.tail_chain, lat, false), tc.loop_top, tc.head_end, tc.head.size(),
+          tc.head_issue_cycles, tc.head_chain.cycles, composition(tc.head_chain, lat, false));
+      if (listing) {
+        for (const auto* in : tc.tail) std::cout << fmt::format("    tail /*{:04x}*/ {}\n", in->address, in->text);
+        for (const auto* in : tc.head) std::cout << fmt::format("    head /*{:04x}*/ {}\n", in->address, in->text);
+      }
+    }
+    if (!into.empty()) write(kernels, tiles);
     return 0;
   }
 
@@ -227,10 +253,12 @@ struct SassCosts : Command {
                              fmt::join(tot, ", "));
   }
 
-  void write(const std::vector<sass::KernelAnalysis>& kernels) const;
+  void write(const std::vector<sass::KernelAnalysis>& kernels,
+             const std::vector<std::pair<sass::Fa3Knobs, sass::TilePaths>>& tiles) const;
 };
 
-void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels) const {
+void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
+                      const std::vector<std::pair<sass::Fa3Knobs, sass::TilePaths>>& tiles) const {
   if (origin.empty())
     throw std::invalid_argument(
         "--into needs --origin: where the listing came from (\"cuobjdump -sass on an H200, "
@@ -254,6 +282,7 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels) const {
   });
   std::cout << fmt::format("\nchains for {}{}\n", into, dry_run ? " (dry run: nothing written)" : "");
   for (const auto& block : kChainBlocks) {
+    if (!only.empty() && only != "chains") break;
     if (!doc["blocks"].contains(block)) throw InputError(into, "/blocks/" + block, "missing block");
     struct Point {
       double elements;
@@ -352,7 +381,41 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels) const {
   lc["source"] =
       fmt::format("attnsim sass-costs in {}; {}", std::filesystem::path(sass_file).filename().string(), origin);
   lc["points"] = lc_points;
-  doc["loop_control"] = lc;
+  if (only.empty() || only == "loop_control") doc["loop_control"] = lc;
+  // The code a consumer warp runs once per work tile outside the spans (plain instances).
+  nlohmann::ordered_json tc_points = nlohmann::ordered_json::array();
+  std::set<std::string> tc_done;  // instances that differ only in their L2 sections: one point
+  for (const auto& [k, tc] : tiles) {
+    if (!tc_done.insert(short_name(k) + (k.own_o ? " own_o" : "")).second) continue;
+    if (tc.tail_issue_cycles < 0 || tc.head_issue_cycles < 0)
+      throw InputError(sass_file, "", fmt::format("{}: the listing has no control codes (encodings)", short_name(k)));
+    nlohmann::ordered_json j;
+    j["kernel"] = short_name(k);
+    j["head_dim"] = k.head_dim;
+    j["pingpong"] = k.pingpong;
+    j["overlap"] = k.overlap;
+    j["dynamic"] = k.dynamic;
+    j["own_o"] = k.own_o;
+    j["head_instructions"] = tc.head.size();
+    j["head_issue_cycles"] = tc.head_issue_cycles;
+    j["tail_instructions"] = tc.tail.size();
+    j["tail_issue_cycles"] = tc.tail_issue_cycles;
+    tc_points.push_back(j);
+  }
+  if (!tc_points.empty() && (only.empty() || only == "tile_control")) {
+    nlohmann::ordered_json tcj;
+    tcj["derivation"] =
+        "per consumer warp and work tile, in the plain (untraced) instances: the tail, from the epilogue's last TMA "
+        "store of O to the tile loop's branch (the LSE, the loop's bookkeeping), and the head, from the loop's top "
+        "to the tile's first pingpong turn, K wait or GEMM (the tile slot or the tile's coordinates, its KV block "
+        "count, the exit test), the pipeline_q.full wait left out; along the steady-state path (predicated branches "
+        "fall through but over a wait's retry loop); instructions and their static issue time (sum of max(1, stall "
+        "count)). Scoreboard waits (shared-memory and constant loads, the tile slot's atomics) are not in it";
+    tcj["source"] =
+        fmt::format("attnsim sass-costs in {}; {}", std::filesystem::path(sass_file).filename().string(), origin);
+    tcj["points"] = tc_points;
+    doc["tile_control"] = tcj;
+  }
   // Every instruction a chain names needs its latency class.
   const std::map<std::string, std::string> classes = {
       {"FFMA", "fma"},  {"FADD", "fma"},      {"FMUL", "fma"},      {"FMNMX", "alu"},          {"ALU", "alu"},
@@ -374,6 +437,8 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels) const {
       std::cout << fmt::format("  \"{}\": {{... \"chain\": {}}}\n", block,
                                format_json(doc["blocks"][block]["chain"], 2));
     std::cout << fmt::format("  \"loop_control\": {}\n", format_json(doc["loop_control"], 2));
+    if (doc.contains("tile_control"))
+      std::cout << fmt::format("  \"tile_control\": {}\n", format_json(doc["tile_control"], 2));
     return;
   }
   CostModel::write(into, doc);
@@ -397,6 +462,10 @@ std::unique_ptr<Command> add_sass_costs(CLI::App& app, CLI::App*& sub) {
   sub->add_flag("--paths", c->paths, "print the instructions on each compute span's critical path");
   sub->add_flag("--listing", c->listing, "print each compute span's instructions on the steady-state path");
   sub->add_flag("--dry-run", c->dry_run, "with --into: print the chains that would be written, write nothing");
+  sub->add_option("--only", c->only,
+                  "with --into: write only this section (the blocks' chains, loop_control or tile_control) and keep "
+                  "the others as they are (each section names the listing it came from)")
+      ->check(CLI::IsMember({"chains", "loop_control", "tile_control"}));
   sub->add_option("--family", c->family,
                   "sm90 (default): chains of the traced kernels/sm90 instances; sm100: instruction counts of the "
                   "softmax and correction loops of the plain kernels/sm100 instances; fa2: in-order issue times of "

@@ -171,26 +171,76 @@ CostModel CostModel::read(const std::string& file) {
     }
     lc->finish();
   }
+  if (auto tc = r.optional_object("tile_control")) {
+    tc->string("derivation");
+    tc->string("source");
+    const nlohmann::json& pts = tc->raw("points");
+    if (!pts.is_array() || pts.empty()) tc->fail_at("points", "expected a non-empty array of instances");
+    for (size_t i = 0; i < pts.size(); ++i) {
+      const std::string at = tc->child_path("points") + "/" + std::to_string(i);
+      if (!pts[i].is_object()) throw InputError(file, at, "expected an object per kernel instance");
+      JsonReader pr(pts[i], file, at);
+      TileControlPoint p;
+      pr.string("kernel");
+      p.head_dim = static_cast<int>(pr.integer("head_dim", 8, 1024));
+      p.pingpong = pr.boolean("pingpong");
+      p.overlap = pr.boolean("overlap");
+      p.dynamic = pr.boolean("dynamic");
+      p.own_o = pr.boolean("own_o");
+      p.cost.head.instructions = pr.number("head_instructions", 0, 1e6);
+      p.cost.head.issue_cycles = pr.number("head_issue_cycles", 0, 1e7);
+      p.cost.tail.instructions = pr.number("tail_instructions", 0, 1e6);
+      p.cost.tail.issue_cycles = pr.number("tail_issue_cycles", 0, 1e7);
+      pr.finish();
+      m.tile_control_.push_back(p);
+    }
+    tc->finish();
+  }
   r.finish();
   return m;
 }
 
-LoopControl CostModel::loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic) const {
+namespace {
+/// The point of `points` for an instance: the one `exact` accepts, else the mean of those `same`
+/// accepts, else the mean of all; `zero` when there are none. `add`/`scale` sum and divide costs.
+template <class Point, class Cost, class Exact, class Same, class Add, class Scale>
+Cost pick_point(const std::vector<Point>& points, Exact exact, Same same, Add add, Scale scale) {
+  for (const auto& p : points)
+    if (exact(p)) return p.cost;
   auto mean_of = [&](auto keep) {
-    LoopControl sum;
+    Cost sum{};
     int n = 0;
-    for (const auto& p : loop_control_)
-      if (keep(p)) sum.instructions += p.cost.instructions, sum.issue_cycles += p.cost.issue_cycles, ++n;
-    if (n > 0) sum.instructions /= n, sum.issue_cycles /= n;
+    for (const auto& p : points)
+      if (keep(p)) add(sum, p.cost), ++n;
+    if (n > 0) scale(sum, 1.0 / n);
     return std::pair{sum, n};
   };
+  if (const auto [c, n] = mean_of(same); n > 0) return c;
+  return mean_of([](const Point&) { return true; }).first;
+}
+void add_lc(LoopControl& a, const LoopControl& b) {
+  a.instructions += b.instructions, a.issue_cycles += b.issue_cycles;
+}
+void scale_lc(LoopControl& a, double f) { a.instructions *= f, a.issue_cycles *= f; }
+}  // namespace
+
+LoopControl CostModel::loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic) const {
   const auto same = [&](const LoopControlPoint& p) {
     return p.pingpong == pingpong && p.overlap == overlap && p.dynamic == dynamic;
   };
-  for (const auto& p : loop_control_)
-    if (same(p) && p.head_dim == head_dim) return p.cost;
-  if (const auto [c, n] = mean_of(same); n > 0) return c;
-  return mean_of([](const LoopControlPoint&) { return true; }).first;
+  return pick_point<LoopControlPoint, LoopControl>(
+      loop_control_, [&](const LoopControlPoint& p) { return same(p) && p.head_dim == head_dim; }, same, add_lc,
+      scale_lc);
+}
+
+TileControl CostModel::tile_control(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o) const {
+  const auto same = [&](const TileControlPoint& p) {
+    return p.pingpong == pingpong && p.overlap == overlap && p.dynamic == dynamic && p.own_o == own_o;
+  };
+  return pick_point<TileControlPoint, TileControl>(
+      tile_control_, [&](const TileControlPoint& p) { return same(p) && p.head_dim == head_dim; }, same,
+      [](TileControl& a, const TileControl& b) { add_lc(a.head, b.head), add_lc(a.tail, b.tail); },
+      [](TileControl& a, double f) { scale_lc(a.head, f), scale_lc(a.tail, f); });
 }
 
 void CostModel::write(const std::string& file, const nlohmann::ordered_json& doc) {

@@ -61,6 +61,15 @@ struct LoopControl {
   double issue_cycles = 0;  ///< static issue time: sum of max(1, stall) over them
 };
 
+/// The code a consumer warp runs once per work tile outside the spans the simulator charges, from
+/// the plain kernel's SASS (`attnsim sass-costs`, sass::tile_control): the tail after the TMA store
+/// of O (LSE, the tile loop's bookkeeping) and the head before the tile's first turn (the tile
+/// slot or coordinates, its KV block count, the exit test). A measured timeline shows them as
+/// gaps around a tile's epilogue and its pipeline_q.full wait.
+struct TileControl {
+  LoopControl head, tail;
+};
+
 class JsonReader;
 
 /// All blocks of one cost file.
@@ -93,6 +102,9 @@ class CostModel {
   /// overlap and scheduler, else the mean of the points with the same pingpong, overlap and
   /// scheduler, else the mean of all; zeros when the file has none ("loop_control" is optional).
   LoopControl loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic) const;
+  /// The tile control of the plain instance with these knobs, chosen as loop_control's point (own
+  /// O buffer part of the match); zeros when the file has none ("tile_control" is optional).
+  TileControl tile_control(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o) const;
   const std::string& file() const { return file_; }
   /// Writes `doc` to cost file `file` in the files' own layout (format_json), replacing it only
   /// if the result loads (read uncached); throws InputError naming the file and JSON path if not.
@@ -107,6 +119,12 @@ class CostModel {
     LoopControl cost;
   };
   std::vector<LoopControlPoint> loop_control_;
+  struct TileControlPoint {
+    int head_dim = 0;
+    bool pingpong = false, overlap = false, dynamic = false, own_o = false;
+    TileControl cost;
+  };
+  std::vector<TileControlPoint> tile_control_;
   std::string file_;
 };
 

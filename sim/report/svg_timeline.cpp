@@ -20,7 +20,7 @@ constexpr const char* kPalette[] = {
     "#d62728" /*mma_qk*/,       "#ff7f0e" /*mma_pv*/,          "#ff9896" /*mma*/,         "#c49c94" /*mma_commit*/,
     "#8c564b" /*issue*/,        "#2ca02c" /*softmax_max*/,     "#98df8a" /*softmax_exp*/, "#bcbd22" /*softmax_sum*/,
     "#9467bd" /*rescale_o*/,    "#c5b0d5" /*correction_vote*/, "#e377c2" /*final_o*/,     "#f7b6d2" /*bar_sync*/,
-    "#c7c7c7" /*loop_control*/,
+    "#c7c7c7" /*loop_control*/, "#b0b0b0" /*tile_control*/,
 };
 static_assert(std::size(kPalette) == ATTNSIM_OP_COUNT, "one colour per op");
 

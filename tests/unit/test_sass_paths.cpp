@@ -307,6 +307,35 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     fs::remove(tmp);
     fs::remove(bad);
   }
+  SECTION("tile control: head and tail of the instance's point, else of its structure's mean") {
+    CHECK(m.tile_control(128, true, true, false, true).head.instructions == 0);  // the file has none
+    auto doc = load_json_file(data("costs_chain.json"));
+    auto pt = [](int hd, bool dyn, double hn, double hc, double tn, double tcyc) {
+      return nlohmann::json{{"kernel", "k"},           {"head_dim", hd},
+                            {"pingpong", true},        {"overlap", true},
+                            {"dynamic", dyn},          {"own_o", true},
+                            {"head_instructions", hn}, {"head_issue_cycles", hc},
+                            {"tail_instructions", tn}, {"tail_issue_cycles", tcyc}};
+    };
+    doc["tile_control"] = {
+        {"derivation", "test"},
+        {"source", "test"},
+        {"points",
+         {pt(128, false, 99, 406, 86, 234), pt(64, false, 109, 420, 86, 240), pt(128, true, 48, 196, 73, 199)}}};
+    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_tile_control.json";
+    std::ofstream(tmp) << doc.dump();
+    const CostModel mm = CostModel::load(tmp.string());
+    CHECK(mm.tile_control(128, true, true, true, true).head.issue_cycles == 196);  // its own point
+    CHECK(mm.tile_control(128, true, true, false, true).tail.instructions == 86);
+    CHECK(mm.tile_control(256, true, true, false, true).head.issue_cycles == Approx(413));          // mean of 2
+    CHECK(mm.tile_control(256, false, true, false, false).tail.issue_cycles == Approx(673.0 / 3));  // of all
+    doc["tile_control"]["points"][1].erase("own_o");
+    const fs::path bad = fs::temp_directory_path() / "attnsim_costs_tile_control_bad.json";
+    std::ofstream(bad) << doc.dump();
+    CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/tile_control/points/1"));
+    fs::remove(tmp);
+    fs::remove(bad);
+  }
   SECTION("a block's provenance needs its source; \"was\" keeps what a count replaced") {
     auto doc = load_json_file(data("costs_chain.json"));
     doc["blocks"]["plain"]["provenance"] = "measured";
@@ -322,6 +351,41 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     fs::remove(tmp);
     fs::remove(tmp2);
   }
+}
+
+TEST_CASE("SASS tile control of a hand-written plain fa3_forward tile loop", "[sass][tile]") {
+  std::ifstream in(data("sass_sm90_tile_snippet.txt"));
+  REQUIRE(in);
+  const auto fns = parse_cuobjdump(in);
+  REQUIRE(fns.size() == 1);
+  const auto k = fa3_knobs(fns[0].mangled);  // 12 template arguments: dynamic, own O, L2 sections
+  REQUIRE(k);
+  CHECK(k->head_dim == 128);
+  CHECK_FALSE(k->trace);
+  CHECK_FALSE(k->dynamic);
+  CHECK(k->own_o);
+  const TilePaths tc = tile_paths(fns[0], kLat);
+  auto addresses = [](const std::vector<const Instr*>& v) {
+    std::vector<uint32_t> a;
+    for (const Instr* in : v) a.push_back(in->address);
+    return a;
+  };
+  // Tail: the TMA store's uniform loop and the lane's LSE fall through; the predicated back edge
+  // over the tile's HGMMA is the tile loop's.
+  CHECK(tc.tail_begin == 0xf0);
+  CHECK(addresses(tc.tail) == std::vector<uint32_t>{0xf0, 0x100, 0x110, 0x120, 0x130, 0x140, 0x150});
+  CHECK(tc.tail_issue_cycles == 1 + 1 + 1 + 2 + 1 + 2 + 1);
+  // Head: from the loop's top, the exit test's fall-through, the q.full wait and its retry loop
+  // left out, up to the pingpong turn.
+  CHECK(tc.loop_top == 0x10);
+  CHECK(tc.head_end == 0xb0);
+  CHECK(addresses(tc.head) == std::vector<uint32_t>{0x10, 0x20, 0x30, 0x40, 0x60, 0xa0});
+  CHECK(tc.head_issue_cycles == 1 + 2 + 1 + 1 + 1 + 3);
+  CHECK(tc.tail_chain.cycles == Approx(kLat.mufu));  // MUFU.LG2 -> STG: one MUFU on the chain
+
+  Function no_store = fns[0];
+  no_store.code.erase(no_store.code.begin() + 14);  // the UTMASTG
+  CHECK_THROWS_WITH(tile_paths(no_store, kLat), Catch::Contains("no UTMASTG"));
 }
 
 TEST_CASE("SM100 loop counts of a hand-written fa4_forward listing", "[sass][sm100]") {
