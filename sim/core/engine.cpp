@@ -578,19 +578,23 @@ class Engine {
     const double others = (std::max(1, opt_.active_sms) - 1) * tma_duty();
     return std::min(hw_.tma_bytes_per_clk_sm, l2_bytes_per_clk(hw_, opt_.kv_sharing) / (1 + others));
   }
-  /// The chip's L2/HBM utilisation by the other SMs as this one sees it (mean field: each of the
-  /// other active SMs moves TMA bytes at this SM's average rate so far), against the chip's rate at
-  /// this K/V sharing; 1 at the start when other SMs are active (every SM loads at once), 0 alone.
-  double chip_utilisation() const {
+  /// The chip's HBM utilisation by the other SMs as this one sees it (mean field: each of the
+  /// other active SMs draws HBM bytes at this SM's average rate so far), against hbm_bytes_per_s;
+  /// 1 at the start when other SMs are active (every SM loads at once), 0 alone. HBM, not L2:
+  /// kernels/microbench tma_under_load (H100) shows a load's latency growing with the HBM traffic
+  /// of the other SMs (x2.2-2.7 at 96-100% of HBM bandwidth) and hardly with their L2-hit traffic
+  /// (x1.18 with L2 saturated at 6.7 TB/s).
+  double hbm_utilisation() const {
     const int others = std::max(1, opt_.active_sms) - 1;
     if (others == 0) return 0.0;
     if (now_ <= 0) return 1.0;
-    return std::min(1.0, others * units_.tma_bytes / now_ / l2_bytes_per_clk(hw_, opt_.kv_sharing));
+    const double hbm_bytes_per_clk = hw_.hbm_bytes_per_s / (hw_.clock_ghz * 1e9);
+    return std::min(1.0, others * hbm_demand_ / now_ / hbm_bytes_per_clk);
   }
   /// Latency of a TMA load, issue to mbarrier complete less its transfer: a tile no other CTA reads
   /// comes from HBM (tma_latency_hbm); a K/V tile that `kv_sharing` CTAs stream at once is filled
   /// from HBM by one of them and hits L2 for the others. Requests queue in L2 and the memory
-  /// controllers as the chip gets busy: x (1 + k rho / sqrt(1 - rho)) (tma_queue_factor, fitted on
+  /// controllers as HBM gets busy: x (1 + k rho / sqrt(1 - rho)) (tma_queue_factor, fitted on
   /// kernels/microbench tma_under_load up to rho = 0.96, the last point below saturation; beyond
   /// it the chip's share in tma_rate() bounds the transfer).
   double tma_load_latency(const Op& op) const {
@@ -598,7 +602,7 @@ class Engine {
     const double alone =
         op.count ? hw_.tma_latency_hbm
                  : hw_.tma_latency + (hw_.tma_latency_hbm - hw_.tma_latency) / std::max(1.0, opt_.kv_sharing);
-    const double rho = std::min(chip_utilisation(), kMaxFittedUtilisation);
+    const double rho = std::min(hbm_utilisation(), kMaxFittedUtilisation);
     return alone * (1 + hw_.tma_queue_factor * rho / std::sqrt(1 - rho));
   }
   void start_tma() {
@@ -607,7 +611,12 @@ class Engine {
     const double dur = j.op->bytes / tma_rate();
     units_.tma_busy += dur;
     units_.tma_bytes += j.op->bytes;
-    if (j.op->kind == OpKind::TmaStore || (j.op->kind == OpKind::TmaLoad && j.op->count)) units_.hbm_bytes += j.op->bytes;
+    if (j.op->kind == OpKind::TmaStore || (j.op->kind == OpKind::TmaLoad && j.op->count)) {
+      units_.hbm_bytes += j.op->bytes;
+      hbm_demand_ += j.op->bytes;
+    } else {  // a shared K/V tile: one of the kv_sharing CTAs streaming it fills it from HBM
+      hbm_demand_ += j.op->bytes / std::max(1.0, opt_.kv_sharing);
+    }
     unit_span(1, *j.op, now_, now_ + dur);
     q_.push(now_ + dur, kPrioCompletion, kTmaDone, 0);
   }
@@ -759,6 +768,7 @@ class Engine {
   std::deque<Job> tma_q_;
   double units_end_ = 0;
   UnitStats units_;
+  double hbm_demand_ = 0;  ///< bytes this SM's copies drew from HBM: hbm_bytes + 1 / kv_sharing of K/V loads
   Timeline tl_;
 };
 

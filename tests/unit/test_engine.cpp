@@ -282,12 +282,14 @@ TEST_CASE("TMEM allocations are powers of two from 32 columns - aligned - within
 
 namespace {
 /// tests/schedules/tma_bursts.json on one SM of `active_sms` running alike, on a GPU whose chip
-/// rate at K/V sharing 1 is 1000 B/clk (clock 1 GHz, L2 and fill rates 2e12 B/s each) and whose
-/// SM port moves 100 B/clk; the consumer computes 10000 cycles per tile.
+/// rate at K/V sharing 1 is 1000 B/clk (clock 1 GHz, L2 and fill rates 2e12 B/s each), whose HBM
+/// moves 1000 B/clk too, and whose SM port moves 100 B/clk; the consumer computes 10000 cycles per
+/// tile.
 SimResult tma_bursts(int active_sms, double queue_factor, double kv_sharing = 1) {
   Hardware hw = test::without_fixed_costs(b200());
   hw.clock_ghz = 1;
   hw.l2_hit_bytes_per_s = hw.kv_fill_bytes_per_s = 2e12;
+  hw.hbm_bytes_per_s = 1e12;
   hw.tma_bytes_per_clk_sm = 100;
   hw.tma_latency = 300;
   hw.tma_latency_hbm = 500;
@@ -322,13 +324,12 @@ TEST_CASE("a TMA copy shares the chip's rate with the SMs that transfer at the s
   CHECK(tma_bursts(201, 0).end_cycles == Approx(t1b + bytes / rate1b + 500 + L + T).epsilon(1e-12));
 }
 
-TEST_CASE("a TMA load's latency grows with the other SMs' load on the chip and falls with K/V sharing",
-          "[engine][memory]") {
+TEST_CASE("a TMA load's latency grows with the other SMs' HBM traffic and falls with K/V sharing", "[engine][memory]") {
   const double L = b200().mbarrier_latency, bytes = 32768, chip = 1000, T = 10000, k = 0.5;
   auto factor = [&](double rho) { return 1 + k * rho / std::sqrt(1 - rho); };
   // 21 SMs, sharing 1 (every tile from HBM). Copy 0 ends its transfer at d0 with the 20 others
-  // having moved 20 x 32 KiB meanwhile: utilisation 20 x 32768 / d0 / 1000 = 20 / 21, under the
-  // fitted range's 0.96. Copy 1 ends its transfer at t1 + 32768 / 100, two copies moved.
+  // having drawn 20 x 32 KiB from HBM meanwhile: HBM utilisation 20 x 32768 / d0 / 1000 = 20 / 21,
+  // under the fitted range's 0.96. Copy 1 ends its transfer at t1 + 32768 / 100, two copies moved.
   const double d0 = bytes / (chip / 21);
   const double rho0 = 20 * bytes / d0 / chip;
   REQUIRE(rho0 == Approx(20.0 / 21));

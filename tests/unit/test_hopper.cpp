@@ -253,6 +253,15 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
         CHECK(op.measured.alone == Approx(lc.issue_cycles));
       }
     CHECK(loop_controls == 2);
+    // The tile's head (after its Q wait) and tail (after the store of O), as the plain kernel's
+    // SASS counts them for this instance.
+    const TileControl tc = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json")
+                               .tile_control(hd, kk.pingpong, kk.overlap, false, hd <= 128);
+    REQUIRE(tc.head.instructions > 0);
+    std::vector<double> tile_ops;
+    for (const Op& op : prog.warps[4].ops)
+      if (op.name == ATTNSIM_OP_TILE_CONTROL) tile_ops.push_back(op.measured.alone);
+    CHECK(tile_ops == std::vector<double>{tc.head.issue_cycles, tc.tail.issue_cycles});
     // The SMEM the simulator checks is the kernel's layout (untraced), mbarriers included, with
     // O's own buffer where the schedule resolves to one (it does at hd64/hd128, not at hd256).
     CHECK(kk.own_o_buffer == (hd <= 128));

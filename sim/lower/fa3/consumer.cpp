@@ -58,6 +58,15 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   auto loop_control = [&]() {
     if (lc.instructions > 0) w.compute(ATTNSIM_OP_LOOP_CONTROL, lc_work, 0, 0, lc_timing);
   };
+  // The code each tile runs outside the spans, counted in the plain kernel's SASS the same way:
+  // its head (tile slot or coordinates, KV block count, exit test) after the pipeline_q.full
+  // wait, its tail (LSE, the tile loop's bookkeeping) after the store of O.
+  const TileControl tc =
+      c.costs.tile_control(d, k.pingpong, k.overlap, k.scheduler == TileScheduler::DynamicLpt, k.own_o_buffer);
+  auto tile_control = [&](const LoopControl& part) {
+    if (part.instructions > 0)
+      w.compute(ATTNSIM_OP_TILE_CONTROL, alu_instructions(part.instructions), 0, 0, MeasuredTiming{part.issue_cycles});
+  };
   const bool loader = !k.warp_specialization && group == 0 && warp_in_group == 0;
   if (loader)  // its TMA arrive.expect_tx is the "load" arrival of each full barrier
     for (Pipe* p : {&c.q, &c.k_pipe, &c.v_pipe}) p->arrive_count("load", true, false);
@@ -124,6 +133,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     w.tags(group, -1, tile);
     w.consumer_wait(c.q.ids, q_wait);
     q_wait.advance();
+    tile_control(tc.head);
     if (k.overlap) {
       turn_start();
       qk(n - 1, tile);
@@ -189,6 +199,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
       w.compute(ATTNSIM_OP_STORE_O, tma);
       w.tma_store(ATTNSIM_OP_STORE_O, 64.0 * dv * eb, !k.own_o_buffer);
     }
+    tile_control(tc.tail);
     if (!k.own_o_buffer) {
       w.bar_sync(c.epilogue_bar[group], 32);  // the store has read Q's buffer: it may be refilled
       w.consumer_release(c.q.ids, q_rel, q_release);
