@@ -934,8 +934,9 @@ TilePaths tile_paths(const Function& fn, const Latencies& lat) {
     return retry;
   };
   constexpr size_t kMaxPath = 4000;
-  // Follows the path from `i`; `stop(i)` ends it before instruction i. Returns where it ended, or
-  // the target of the first unpredicated backward branch (taken: the tile loop's back edge).
+  // Follows the path from `i`; `stop(i)` ends it before instruction i. Returns where it ended, or,
+  // with `looped` set, the target of the tile loop's back edge (an unpredicated backward branch,
+  // or a predicated one over an HGMMA).
   auto follow = [&](size_t i, std::vector<const Instr*>& out, auto stop, bool& looped) {
     looped = false;
     while (i < code.size()) {

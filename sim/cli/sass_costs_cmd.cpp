@@ -402,6 +402,8 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
     j["tail_issue_cycles"] = tc.tail_issue_cycles;
     tc_points.push_back(j);
   }
+  if (tc_points.empty() && only == "tile_control")
+    throw InputError(sass_file, "", "--only tile_control: the listing has no plain fa3_forward instance (Trace = 0)");
   if (!tc_points.empty() && (only.empty() || only == "tile_control")) {
     nlohmann::ordered_json tcj;
     tcj["derivation"] =

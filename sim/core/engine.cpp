@@ -586,7 +586,7 @@ class Engine {
   /// (x1.18 with L2 saturated at 6.7 TB/s).
   double hbm_utilisation() const {
     const int others = std::max(1, opt_.active_sms) - 1;
-    if (others == 0) return 0.0;
+    if (others == 0 || hw_.hbm_bytes_per_s <= 0) return 0.0;
     if (now_ <= 0) return 1.0;
     const double hbm_bytes_per_clk = hw_.hbm_bytes_per_s / (hw_.clock_ghz * 1e9);
     return std::min(1.0, others * hbm_demand_ / now_ / hbm_bytes_per_clk);
