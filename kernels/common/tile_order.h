@@ -10,6 +10,28 @@
 #define ATTNSIM_HD inline
 #endif
 
+/// A divisor fixed for many dividends (a kernel's m-block and head counts), for attnsim_divide: a
+/// multiply-high and a shift in place of an integer division, which the GPU has no instruction
+/// for (about 20 instructions: a float reciprocal and fix-ups, in every consumer warp's head of
+/// every tile). Granlund and Montgomery, "Division by Invariant Integers using Multiplication"
+/// (PLDI 1994): with s = ceil(log2 d) and m = ceil(2^(31+s) / d), which is below 2^32,
+/// floor(n / d) = floor(n m / 2^(31+s)) for every 0 <= n < 2^31 (m d - 2^(31+s) < d <= 2^s, so
+/// n m / 2^(31+s) exceeds n / d by less than 1/d).
+struct attnsim_divisor {
+  unsigned mul;    ///< m
+  unsigned shift;  ///< s
+};
+/// The attnsim_divisor of d >= 1.
+ATTNSIM_HD attnsim_divisor attnsim_make_divisor(int d) {
+  unsigned s = 0;
+  while ((1ull << s) < static_cast<unsigned long long>(d)) ++s;
+  const unsigned long long p = 1ull << (31 + s);
+  return {static_cast<unsigned>((p + static_cast<unsigned long long>(d) - 1) / static_cast<unsigned long long>(d)), s};
+}
+/// floor(n / d) for 0 <= n < 2^31, d the divisor `v` was made of.
+ATTNSIM_HD int attnsim_divide(int n, attnsim_divisor v) {
+  return static_cast<int>((static_cast<unsigned long long>(static_cast<unsigned>(n)) * v.mul) >> (31 + v.shift));
+}
 /// Linear tile index t -> (m-block, batch*head index). persistent: m-block fastest (CTA c of a
 /// static persistent grid takes t = c, c + grid, ...); otherwise longest first in L2 sections:
 /// the batch*head indices are cut into sections of `section` (0: one section of all bh_total),

@@ -68,6 +68,7 @@ struct Params {
   float scale;  // softmax scale (1/sqrt(head_dim))
   float scale_log2;
   int m_tiles, num_tiles;
+  attnsim_divisor m_tiles_div, heads_div;  // m_tiles and heads as divisors (tile_at)
   int persistent;                // tile order: 1 m-block fastest (static persistent), 0 longest first (tile_order.h)
   int l2_section;                // longest-first order: (batch, head) pairs per L2 section (attnsim_l2_section_heads)
   attnsim_trace_record* trace;   // [CTA][warp][trace_cap] when tracing; t0/t1 raw 32-bit %clock
@@ -200,9 +201,14 @@ __device__ __forceinline__ Tile tile_at(const Params& p, int t, int m_block, int
   Tile c;
   c.index = t;
   int bh;  // tile counts fit an int (launch checks num_tiles)
-  attnsim_tile_coords(t, p.persistent != 0, p.m_tiles, p.batch * p.heads, p.l2_section, &c.m, &bh);
-  c.head = bh % p.heads;
-  c.batch = bh / p.heads;
+  if (p.persistent) {  // attnsim_tile_coords' persistent order, its divisions by multiply-high
+    bh = attnsim_divide(t, p.m_tiles_div);
+    c.m = t - bh * p.m_tiles;
+  } else {
+    attnsim_tile_coords(t, false, p.m_tiles, p.batch * p.heads, p.l2_section, &c.m, &bh);
+  }
+  c.batch = attnsim_divide(bh, p.heads_div);
+  c.head = bh - c.batch * p.heads;
   c.n_blocks = attnsim_kv_blocks(c.m * m_block, m_block, n_block, p.seqlen_q, p.seqlen_k, p.causal);
   c.first_masked = attnsim_first_masked_block(c.m * m_block, n_block, c.n_blocks, p.seqlen_q, p.seqlen_k, p.causal);
   return c;

@@ -45,6 +45,8 @@ void launch(const Shape& sh, const Tensors& t, TileScheduler sched, const TraceB
   p.scale_log2 = p.scale * 1.4426950408889634f;
   p.m_tiles = (sh.seqlen_q + T::kMBlock - 1) / T::kMBlock;
   p.num_tiles = p.m_tiles * sh.batch * sh.heads;
+  p.m_tiles_div = attnsim_make_divisor(p.m_tiles);
+  p.heads_div = attnsim_make_divisor(sh.heads);
   if ((sched == TileScheduler::DynamicLpt) != T::kDynamic)
     throw std::invalid_argument(std::string("kernel compiled ") + (T::kDynamic ? "for" : "without") +
                                 " the dynamic tile scheduler, launched with " + tile_scheduler_name(sched));

@@ -1,7 +1,8 @@
 // kernels/common/tile_order.h, which the SM90 kernel and the simulator's tile scheduler share:
 // the first KV block of a tile that needs the mask, checked against a brute-force scan of
-// every (row, key) of small problems.
+// every (row, key) of small problems; and its multiply-high division (attnsim_divide).
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "common/tile_order.h"
 
@@ -50,4 +51,26 @@ TEST_CASE("first masked block: the blocks before it need no mask and it does (br
             }
           }
   CHECK(checked > 1000);
+}
+
+TEST_CASE("attnsim_divide: the multiply-high division is exact for every divisor and dividend tried", "[tile_order]") {
+  // Divisors: every m-block and head count up to 4096, then powers of 2 and their neighbours up to
+  // 2^30; dividends: 0 to 4096, around multiples of d, and near 2^31 (tile indices fit an int).
+  std::vector<int> divisors;
+  for (int d = 1; d <= 4096; ++d) divisors.push_back(d);
+  for (int s = 12; s <= 30; ++s)
+    for (int k : {-1, 0, 1}) divisors.push_back((1 << s) + k);
+  for (int d : divisors) {
+    const attnsim_divisor v = attnsim_make_divisor(d);
+    auto check = [&](long long n) {
+      if (n < 0 || n > 0x7fffffffLL) return;
+      const int q = attnsim_divide(static_cast<int>(n), v);
+      if (q != n / d) FAIL("d " << d << " n " << n << ": " << q << " != " << n / d);
+    };
+    for (long long n = 0; n <= 4096; ++n) check(n);
+    for (long long k = 1; k < 64; ++k)
+      for (long long e : {-1LL, 0LL, 1LL}) check(k * d + e);
+    for (long long n = 0x7fffffffLL - 4096; n <= 0x7fffffffLL; ++n) check(n);
+  }
+  SUCCEED("all exact");
 }
