@@ -378,8 +378,10 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
       "pipeline indices and phases, the pingpong arrive, the loop branch), trace instrumentation and wait retries "
       "left out, and their static issue time (sum of max(1, stall count)); no span records them, so a measured "
       "timeline shows them as gaps";
-  lc["source"] =
+  // Where the loop and tile control counts came from.
+  const std::string counted_in =
       fmt::format("attnsim sass-costs in {}; {}", std::filesystem::path(sass_file).filename().string(), origin);
+  lc["source"] = counted_in;
   lc["points"] = lc_points;
   if (only.empty() || only == "loop_control") doc["loop_control"] = lc;
   // The code a consumer warp runs once per work tile outside the spans (plain instances).
@@ -413,8 +415,7 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
         "count, the exit test), the pipeline_q.full wait left out; along the steady-state path (predicated branches "
         "fall through but over a wait's retry loop); instructions and their static issue time (sum of max(1, stall "
         "count)). Scoreboard waits (shared-memory and constant loads, the tile slot's atomics) are not in it";
-    tcj["source"] =
-        fmt::format("attnsim sass-costs in {}; {}", std::filesystem::path(sass_file).filename().string(), origin);
+    tcj["source"] = counted_in;
     tcj["points"] = tc_points;
     doc["tile_control"] = tcj;
   }

@@ -62,7 +62,7 @@ struct LoopControl {
 };
 
 /// The code a consumer warp runs once per work tile outside the spans the simulator charges, from
-/// the plain kernel's SASS (`attnsim sass-costs`, sass::tile_control): the tail after the TMA store
+/// the plain kernel's SASS (`attnsim sass-costs`, sass::tile_paths): the tail after the TMA store
 /// of O (LSE, the tile loop's bookkeeping) and the head before the tile's first turn (the tile
 /// slot or coordinates, its KV block count, the exit test). A measured timeline shows them as
 /// gaps around a tile's epilogue and its pipeline_q.full wait.
