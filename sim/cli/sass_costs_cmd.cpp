@@ -352,6 +352,16 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
   }
   // The code between each iteration's spans ("-" intervals: releases, pipeline indices, loop
   // branch), per instance knobs, the preferred instance first.
+  // The fields a loop_control or tile_control point names its kernel instance by.
+  auto instance = [](const sass::Fa3Knobs& k) {
+    nlohmann::ordered_json j;
+    j["kernel"] = short_name(k);
+    j["head_dim"] = k.head_dim;
+    j["pingpong"] = k.pingpong;
+    j["overlap"] = k.overlap;
+    j["dynamic"] = k.dynamic;
+    return j;
+  };
   nlohmann::ordered_json lc_points = nlohmann::ordered_json::array();
   std::set<std::tuple<int, bool, bool, bool>> lc_done;
   for (const auto* ka : order) {
@@ -360,12 +370,7 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
     int instructions = 0, issue = 0;
     for (const auto& sp : ka->spans)
       if (sp.op == "-") instructions += static_cast<int>(sp.code.size()), issue += std::max(0, sp.issue_cycles);
-    nlohmann::ordered_json j;
-    j["kernel"] = short_name(k);
-    j["head_dim"] = k.head_dim;
-    j["pingpong"] = k.pingpong;
-    j["overlap"] = k.overlap;
-    j["dynamic"] = k.dynamic;
+    nlohmann::ordered_json j = instance(k);
     j["instructions"] = instructions;
     j["issue_cycles"] = issue;
     lc_points.push_back(j);
@@ -391,12 +396,7 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
     if (!tc_done.insert(short_name(k) + (k.own_o ? " own_o" : "")).second) continue;
     if (tc.tail_issue_cycles < 0 || tc.head_issue_cycles < 0)
       throw InputError(sass_file, "", fmt::format("{}: the listing has no control codes (encodings)", short_name(k)));
-    nlohmann::ordered_json j;
-    j["kernel"] = short_name(k);
-    j["head_dim"] = k.head_dim;
-    j["pingpong"] = k.pingpong;
-    j["overlap"] = k.overlap;
-    j["dynamic"] = k.dynamic;
+    nlohmann::ordered_json j = instance(k);
     j["own_o"] = k.own_o;
     j["head_instructions"] = tc.head.size();
     j["head_issue_cycles"] = tc.head_issue_cycles;

@@ -49,6 +49,38 @@ CostModel CostModel::load(const std::string& file) {
   return cache.emplace(file, std::move(m)).first->second;
 }
 
+namespace {
+/// A SASS-counted section (loop_control, tile_control): its derivation, source and per-instance
+/// points, each read by `point` (the point's own fields; unknown ones are errors).
+template <class Point>
+void read_points(JsonReader& section, const std::string& file, Point point) {
+  section.string("derivation");
+  section.string("source");
+  const nlohmann::json& pts = section.raw("points");
+  if (!pts.is_array() || pts.empty()) section.fail_at("points", "expected a non-empty array of instances");
+  for (size_t i = 0; i < pts.size(); ++i) {
+    const std::string at = section.child_path("points") + "/" + std::to_string(i);
+    if (!pts[i].is_object()) throw InputError(file, at, "expected an object per kernel instance");
+    JsonReader pr(pts[i], file, at);
+    point(pr);
+    pr.finish();
+  }
+  section.finish();
+}
+}  // namespace
+
+/// A point's kernel instance: its name (kept for the reader) and knobs; own_o where the section has it.
+CostModel::InstanceKnobs CostModel::read_instance(JsonReader& pr, bool with_own_o) {
+  InstanceKnobs k;
+  pr.string("kernel");
+  k.head_dim = static_cast<int>(pr.integer("head_dim", 8, 1024));
+  k.pingpong = pr.boolean("pingpong");
+  k.overlap = pr.boolean("overlap");
+  k.dynamic = pr.boolean("dynamic");
+  if (with_own_o) k.own_o = pr.boolean("own_o");
+  return k;
+}
+
 CostModel CostModel::read(const std::string& file) {
   const nlohmann::json doc = load_json_file(file);
   JsonReader r(doc, file);
@@ -149,53 +181,24 @@ CostModel CostModel::read(const std::string& file) {
     b.finish();
     m.blocks_[name] = c;
   }
-  if (auto lc = r.optional_object("loop_control")) {
-    lc->string("derivation");
-    lc->string("source");
-    const nlohmann::json& pts = lc->raw("points");
-    if (!pts.is_array() || pts.empty()) lc->fail_at("points", "expected a non-empty array of instances");
-    for (size_t i = 0; i < pts.size(); ++i) {
-      const std::string at = lc->child_path("points") + "/" + std::to_string(i);
-      if (!pts[i].is_object()) throw InputError(file, at, "expected an object per kernel instance");
-      JsonReader pr(pts[i], file, at);
+  if (auto lc = r.optional_object("loop_control"))
+    read_points(*lc, file, [&](JsonReader& pr) {
       LoopControlPoint p;
-      pr.string("kernel");
-      p.head_dim = static_cast<int>(pr.integer("head_dim", 8, 1024));
-      p.pingpong = pr.boolean("pingpong");
-      p.overlap = pr.boolean("overlap");
-      p.dynamic = pr.boolean("dynamic");
+      p.knobs = read_instance(pr, false);
       p.cost.instructions = pr.number("instructions", 0, 1e6);
       p.cost.issue_cycles = pr.number("issue_cycles", 0, 1e7);
-      pr.finish();
       m.loop_control_.push_back(p);
-    }
-    lc->finish();
-  }
-  if (auto tc = r.optional_object("tile_control")) {
-    tc->string("derivation");
-    tc->string("source");
-    const nlohmann::json& pts = tc->raw("points");
-    if (!pts.is_array() || pts.empty()) tc->fail_at("points", "expected a non-empty array of instances");
-    for (size_t i = 0; i < pts.size(); ++i) {
-      const std::string at = tc->child_path("points") + "/" + std::to_string(i);
-      if (!pts[i].is_object()) throw InputError(file, at, "expected an object per kernel instance");
-      JsonReader pr(pts[i], file, at);
+    });
+  if (auto tc = r.optional_object("tile_control"))
+    read_points(*tc, file, [&](JsonReader& pr) {
       TileControlPoint p;
-      pr.string("kernel");
-      p.head_dim = static_cast<int>(pr.integer("head_dim", 8, 1024));
-      p.pingpong = pr.boolean("pingpong");
-      p.overlap = pr.boolean("overlap");
-      p.dynamic = pr.boolean("dynamic");
-      p.own_o = pr.boolean("own_o");
+      p.knobs = read_instance(pr, true);
       p.cost.head.instructions = pr.number("head_instructions", 0, 1e6);
       p.cost.head.issue_cycles = pr.number("head_issue_cycles", 0, 1e7);
       p.cost.tail.instructions = pr.number("tail_instructions", 0, 1e6);
       p.cost.tail.issue_cycles = pr.number("tail_issue_cycles", 0, 1e7);
-      pr.finish();
       m.tile_control_.push_back(p);
-    }
-    tc->finish();
-  }
+    });
   r.finish();
   return m;
 }
@@ -225,20 +228,18 @@ void scale_lc(LoopControl& a, double f) { a.instructions *= f, a.issue_cycles *=
 }  // namespace
 
 LoopControl CostModel::loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic) const {
-  const auto same = [&](const LoopControlPoint& p) {
-    return p.pingpong == pingpong && p.overlap == overlap && p.dynamic == dynamic;
-  };
+  const auto same = [&](const LoopControlPoint& p) { return p.knobs.same_structure(pingpong, overlap, dynamic); };
   return pick_point<LoopControlPoint, LoopControl>(
-      loop_control_, [&](const LoopControlPoint& p) { return same(p) && p.head_dim == head_dim; }, same, add_lc,
+      loop_control_, [&](const LoopControlPoint& p) { return same(p) && p.knobs.head_dim == head_dim; }, same, add_lc,
       scale_lc);
 }
 
 TileControl CostModel::tile_control(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o) const {
   const auto same = [&](const TileControlPoint& p) {
-    return p.pingpong == pingpong && p.overlap == overlap && p.dynamic == dynamic && p.own_o == own_o;
+    return p.knobs.same_structure(pingpong, overlap, dynamic) && p.knobs.own_o == own_o;
   };
   return pick_point<TileControlPoint, TileControl>(
-      tile_control_, [&](const TileControlPoint& p) { return same(p) && p.head_dim == head_dim; }, same,
+      tile_control_, [&](const TileControlPoint& p) { return same(p) && p.knobs.head_dim == head_dim; }, same,
       [](TileControl& a, const TileControl& b) { add_lc(a.head, b.head), add_lc(a.tail, b.tail); },
       [](TileControl& a, double f) { scale_lc(a.head, f), scale_lc(a.tail, f); });
 }

@@ -113,15 +113,20 @@ class CostModel {
  private:
   static CostModel read(const std::string& file);
   std::map<std::string, BlockCost> blocks_;
-  struct LoopControlPoint {
+  /// The kernel instance a SASS-counted point (loop_control, tile_control) was counted in.
+  struct InstanceKnobs {
     int head_dim = 0;
-    bool pingpong = false, overlap = false, dynamic = false;
+    bool pingpong = false, overlap = false, dynamic = false, own_o = false;
+    bool same_structure(bool pp, bool ov, bool dyn) const { return pingpong == pp && overlap == ov && dynamic == dyn; }
+  };
+  static InstanceKnobs read_instance(JsonReader& point, bool with_own_o);
+  struct LoopControlPoint {
+    InstanceKnobs knobs;
     LoopControl cost;
   };
   std::vector<LoopControlPoint> loop_control_;
   struct TileControlPoint {
-    int head_dim = 0;
-    bool pingpong = false, overlap = false, dynamic = false, own_o = false;
+    InstanceKnobs knobs;
     TileControl cost;
   };
   std::vector<TileControlPoint> tile_control_;
