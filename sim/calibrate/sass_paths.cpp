@@ -918,6 +918,46 @@ KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
   return ka;
 }
 
+std::vector<PvWaitStep> pv_wait_steps(const Function& fn) {
+  const auto& code = fn.code;
+  auto depbar = [&](size_t i, const char* pending) {
+    const std::string& t = code[i].text;
+    return code[i].opcode == "WARPGROUP.DEPBAR.LE" && t.find("gsb0") != std::string::npos && t.size() >= 3 &&
+           t.compare(t.size() - 3, 3, pending) == 0;
+  };
+  std::vector<PvWaitStep> steps;
+  for (size_t i = 0; i < code.size(); ++i) {
+    if (!depbar(i, "0x1")) continue;
+    PvWaitStep s;
+    int neg_inf = 0;  // scores set to -INF: the mask's selects (an unmasked step has a few at most)
+    size_t k = i + 1;
+    for (; k < code.size(); ++k) {
+      const Instr& in = code[k];
+      if (in.base == "HGMMA" || (in.base == "BAR" && in.opcode.find("SYNC") != std::string::npos) || in.backward())
+        break;
+      if (depbar(k, "0x0") && s.address == 0) {
+        s.address = in.address;
+        s.max_before = s.max_total;
+      }
+      s.max_total += in.base == "FMNMX";
+      neg_inf += in.writes_neg_inf;
+    }
+    s.masked = neg_inf > s.max_total / 4;
+    if (s.address != 0) steps.push_back(s);
+    i = k > i ? k - 1 : i;
+  }
+  return steps;
+}
+
+double max_before_pv_wait(const std::vector<PvWaitStep>& steps) {
+  const bool any_unmasked = std::any_of(steps.begin(), steps.end(), [](const PvWaitStep& s) { return !s.masked; });
+  double sum = 0;
+  int n = 0;
+  for (const auto& s : steps)
+    if ((!s.masked || !any_unmasked) && s.max_total > 0) sum += static_cast<double>(s.max_before) / s.max_total, ++n;
+  return n > 0 ? sum / n : -1;
+}
+
 TilePaths tile_paths(const Function& fn, const Latencies& lat) {
   const auto& code = fn.code;
   std::map<uint32_t, size_t> index;

@@ -192,6 +192,24 @@ struct TilePaths {
 /// branch after it, a path over 4000 instructions).
 TilePaths tile_paths(const Function& fn, const Latencies& lat);
 
+/// One overlapped KV step of a plain fa3_forward instance, as ptxas scheduled it: the source
+/// waits for both GEMMs (wgmma.wait_group 1 for QK, then 0 for PV) before the block's softmax,
+/// but ptxas may sink the PV's WARPGROUP.DEPBAR.LE gsb0, 0x0 below part or all of the row max,
+/// which then runs while the PV still executes. A step: a DEPBAR gsb0, 0x1 followed by a DEPBAR
+/// gsb0, 0x0 before the next HGMMA; it ends at the next HGMMA, BAR.SYNC or backward branch.
+struct PvWaitStep {
+  uint32_t address = 0;  ///< of the PV wait (DEPBAR gsb0, 0x0)
+  int max_before = 0;    ///< FMNMX between the QK wait and the PV wait
+  int max_total = 0;     ///< FMNMX in the whole step
+  bool masked = false;   ///< the step sets scores to -INF (more than a quarter of its FMNMX count): a masked block's
+};
+/// Every overlapped step of `fn`, in address order (none without intra-warpgroup overlap).
+std::vector<PvWaitStep> pv_wait_steps(const Function& fn);
+/// The fraction of the row max (FMNMX) that runs before the PV wait in `steps`: the mean over
+/// the unmasked steps (the steady state of most KV blocks), over all steps where every one is
+/// masked; -1 when there are none.
+double max_before_pv_wait(const std::vector<PvWaitStep>& steps);
+
 /// The spans of one traced kernel.
 struct KernelAnalysis {
   const Function* function = nullptr;

@@ -68,9 +68,18 @@ std::string sm100_counts(const std::map<std::string, int>& counts) {
   return parts.empty() ? "-" : fmt::format("{}", fmt::join(parts, ", "));
 }
 
+/// What the timed kernel runs, from a plain (untraced) fa3_forward instance: its per-tile code and
+/// where its overlapped KV steps wait for the PV GEMM.
+struct PlainInstance {
+  sass::Fa3Knobs knobs;
+  sass::TilePaths tile;
+  std::vector<sass::PvWaitStep> pv_wait;
+};
+
 struct SassCosts : Command {
   std::string sass_file, kernel, hw_name = "h100_sxm", into, origin, family = "sm90";
-  std::string only;  ///< with --into: the one section to write (chains, loop_control, tile_control); empty: all
+  std::string
+      only;  ///< with --into: the one section to write (chains, loop_control, tile_control, pv_wait); empty: all
   bool dry_run = false, paths = false, listing = false;
 
   /// --family sm100: the counted regions of every plain fa4_forward instance.
@@ -142,14 +151,14 @@ struct SassCosts : Command {
       kernels.push_back(sass::analyse_kernel(fn, lat));
     }
     // The per-tile code of the plain instances (what the timed kernel runs).
-    std::vector<std::pair<sass::Fa3Knobs, sass::TilePaths>> tiles;
+    std::vector<PlainInstance> tiles;
     for (const auto& fn : functions) {
       const auto k = sass::fa3_knobs(fn.mangled);
       if (!k || k->trace) continue;
       if (!kernel.empty() && fn.name.find(kernel) == std::string::npos &&
           fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
         continue;
-      tiles.emplace_back(*k, sass::tile_paths(fn, lat));
+      tiles.push_back({*k, sass::tile_paths(fn, lat), sass::pv_wait_steps(fn)});
     }
     if (kernels.empty())
       throw InputError(sass_file, "",
@@ -165,7 +174,7 @@ struct SassCosts : Command {
     std::cout << "\ntile control (plain instances): per consumer warp and work tile, the code after the TMA store of "
                  "O to the tile loop's branch (tail) and from the loop's top to the first turn, K wait or GEMM "
                  "(head), the q.full wait left out; instructions and static issue cycles\n";
-    for (const auto& [k, tc] : tiles) {
+    for (const auto& [k, tc, pv] : tiles) {
       std::cout << fmt::format(
           "  {}{}: tail {:#x}: {} instructions, {} cycles, chain {:.0f} ({}); head {:#x}-{:#x}: "
           "{} instructions, {} cycles, chain {:.0f} ({})\n",
@@ -176,6 +185,16 @@ struct SassCosts : Command {
         for (const auto* in : tc.tail) std::cout << fmt::format("    tail /*{:04x}*/ {}\n", in->address, in->text);
         for (const auto* in : tc.head) std::cout << fmt::format("    head /*{:04x}*/ {}\n", in->address, in->text);
       }
+    }
+    std::cout << "\npv wait (plain instances with overlap): per overlapped KV step, the row max (FMNMX) before the "
+                 "PV's wgmma wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) out of the step's\n";
+    for (const auto& [k, tc, pv] : tiles) {
+      if (pv.empty()) continue;
+      std::vector<std::string> at;
+      for (const auto& st : pv)
+        at.push_back(fmt::format("{:#x}{} {}/{}", st.address, st.masked ? " masked" : "", st.max_before, st.max_total));
+      std::cout << fmt::format("  {}{}: {}; before the wait: {:.2f} of the max\n", short_name(k),
+                               k.own_o ? " own_o" : "", fmt::join(at, ", "), sass::max_before_pv_wait(pv));
     }
     if (!into.empty()) write(kernels, tiles);
     return 0;
@@ -253,12 +272,10 @@ struct SassCosts : Command {
                              fmt::join(tot, ", "));
   }
 
-  void write(const std::vector<sass::KernelAnalysis>& kernels,
-             const std::vector<std::pair<sass::Fa3Knobs, sass::TilePaths>>& tiles) const;
+  void write(const std::vector<sass::KernelAnalysis>& kernels, const std::vector<PlainInstance>& tiles) const;
 };
 
-void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
-                      const std::vector<std::pair<sass::Fa3Knobs, sass::TilePaths>>& tiles) const {
+void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels, const std::vector<PlainInstance>& tiles) const {
   if (origin.empty())
     throw std::invalid_argument(
         "--into needs --origin: where the listing came from (\"cuobjdump -sass on an H200, "
@@ -392,7 +409,7 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
   // The code a consumer warp runs once per work tile outside the spans (plain instances).
   nlohmann::ordered_json tc_points = nlohmann::ordered_json::array();
   std::set<std::string> tc_done;  // instances that differ only in their L2 sections: one point
-  for (const auto& [k, tc] : tiles) {
+  for (const auto& [k, tc, pv] : tiles) {
     if (!tc_done.insert(short_name(k) + (k.own_o ? " own_o" : "")).second) continue;
     if (tc.tail_issue_cycles < 0 || tc.head_issue_cycles < 0)
       throw InputError(sass_file, "", fmt::format("{}: the listing has no control codes (encodings)", short_name(k)));
@@ -419,6 +436,29 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
     tcj["points"] = tc_points;
     doc["tile_control"] = tcj;
   }
+  // Where the overlapped KV steps wait for the PV GEMM (plain instances with overlap).
+  nlohmann::ordered_json pv_points = nlohmann::ordered_json::array();
+  std::set<std::string> pv_done;
+  for (const auto& [k, tc, pv] : tiles) {
+    if (pv.empty() || !pv_done.insert(short_name(k) + (k.own_o ? " own_o" : "")).second) continue;
+    nlohmann::ordered_json j = instance(k);
+    j["own_o"] = k.own_o;
+    j["max_before_pv_wait"] = std::round(sass::max_before_pv_wait(pv) * 1000) / 1000;
+    pv_points.push_back(j);
+  }
+  if (pv_points.empty() && only == "pv_wait")
+    throw InputError(sass_file, "", "--only pv_wait: the listing has no plain fa3_forward instance with overlap");
+  if (!pv_points.empty() && (only.empty() || only == "pv_wait")) {
+    nlohmann::ordered_json pj;
+    pj["derivation"] =
+        "per plain (untraced) instance with intra-warpgroup overlap: the fraction of the row max (FMNMX) that ptxas "
+        "scheduled before the PV GEMM's wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) in an overlapped KV step, between the "
+        "QK's wait (gsb0, 0x1) and the step's end; the mean over the unmasked steps. The source waits for the PV "
+        "before the softmax; what runs before the wait in the SASS runs under the PV";
+    pj["source"] = counted_in;
+    pj["points"] = pv_points;
+    doc["pv_wait"] = pj;
+  }
   // Every instruction a chain names needs its latency class.
   const std::map<std::string, std::string> classes = {
       {"FFMA", "fma"},  {"FADD", "fma"},      {"FMUL", "fma"},      {"FMNMX", "alu"},          {"ALU", "alu"},
@@ -440,8 +480,8 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels,
       std::cout << fmt::format("  \"{}\": {{... \"chain\": {}}}\n", block,
                                format_json(doc["blocks"][block]["chain"], 2));
     std::cout << fmt::format("  \"loop_control\": {}\n", format_json(doc["loop_control"], 2));
-    if (doc.contains("tile_control"))
-      std::cout << fmt::format("  \"tile_control\": {}\n", format_json(doc["tile_control"], 2));
+    for (const char* section : {"tile_control", "pv_wait"})
+      if (doc.contains(section)) std::cout << fmt::format("  \"{}\": {}\n", section, format_json(doc[section], 2));
     return;
   }
   CostModel::write(into, doc);
@@ -465,10 +505,12 @@ std::unique_ptr<Command> add_sass_costs(CLI::App& app, CLI::App*& sub) {
   sub->add_flag("--paths", c->paths, "print the instructions on each compute span's critical path");
   sub->add_flag("--listing", c->listing, "print each compute span's instructions on the steady-state path");
   sub->add_flag("--dry-run", c->dry_run, "with --into: print the chains that would be written, write nothing");
-  sub->add_option("--only", c->only,
-                  "with --into: write only this section (the blocks' chains, loop_control or tile_control) and keep "
-                  "the others as they are (each section names the listing it came from)")
-      ->check(CLI::IsMember({"chains", "loop_control", "tile_control"}));
+  sub->add_option(
+         "--only", c->only,
+         "with --into: write only this section (the blocks' chains, loop_control, tile_control or pv_wait) and "
+         "keep "
+         "the others as they are (each section names the listing it came from)")
+      ->check(CLI::IsMember({"chains", "loop_control", "tile_control", "pv_wait"}));
   sub->add_option("--family", c->family,
                   "sm90 (default): chains of the traced kernels/sm90 instances; sm100: instruction counts of the "
                   "softmax and correction loops of the plain kernels/sm100 instances; fa2: in-order issue times of "

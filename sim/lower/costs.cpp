@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 
 #include "model/hardware.hpp"
@@ -50,7 +51,7 @@ CostModel CostModel::load(const std::string& file) {
 }
 
 namespace {
-/// A SASS-counted section (loop_control, tile_control): its derivation, source and per-instance
+/// A SASS-counted section (loop_control, tile_control, pv_wait): its derivation, source and per-instance
 /// points, each read by `point` (the point's own fields; unknown ones are errors).
 template <class Point>
 void read_points(JsonReader& section, const std::string& file, Point point) {
@@ -199,6 +200,13 @@ CostModel CostModel::read(const std::string& file) {
       p.cost.tail.issue_cycles = pr.number("tail_issue_cycles", 0, 1e7);
       m.tile_control_.push_back(p);
     });
+  if (auto pw = r.optional_object("pv_wait"))
+    read_points(*pw, file, [&](JsonReader& pr) {
+      PvWaitPoint p;
+      p.knobs = read_instance(pr, true);
+      p.cost = pr.number("max_before_pv_wait", 0, 1);
+      m.pv_wait_.push_back(p);
+    });
   r.finish();
   return m;
 }
@@ -242,6 +250,24 @@ TileControl CostModel::tile_control(int head_dim, bool pingpong, bool overlap, b
       tile_control_, [&](const TileControlPoint& p) { return same(p) && p.knobs.head_dim == head_dim; }, same,
       [](TileControl& a, const TileControl& b) { add_lc(a.head, b.head), add_lc(a.tail, b.tail); },
       [](TileControl& a, double f) { scale_lc(a.head, f), scale_lc(a.tail, f); });
+}
+
+double CostModel::max_before_pv_wait(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o) const {
+  // ptxas's placement follows the code of the head dimension and the O staging (register
+  // pressure), not the other knobs; with no instance of this head dimension, the source's order.
+  auto mean_of = [&](auto keep) {
+    double sum = 0;
+    int n = 0;
+    for (const auto& p : pv_wait_)
+      if (keep(p.knobs)) sum += p.cost, ++n;
+    return n > 0 ? std::optional<double>(sum / n) : std::nullopt;
+  };
+  if (auto v = mean_of([&](const InstanceKnobs& k) {
+        return k.head_dim == head_dim && k.own_o == own_o && k.same_structure(pingpong, overlap, dynamic);
+      }))
+    return *v;
+  if (auto v = mean_of([&](const InstanceKnobs& k) { return k.head_dim == head_dim && k.own_o == own_o; })) return *v;
+  return mean_of([&](const InstanceKnobs& k) { return k.head_dim == head_dim; }).value_or(0.0);
 }
 
 void CostModel::write(const std::string& file, const nlohmann::ordered_json& doc) {

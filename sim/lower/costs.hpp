@@ -105,6 +105,12 @@ class CostModel {
   /// The tile control of the plain instance with these knobs, chosen as loop_control's point (own
   /// O buffer part of the match); zeros when the file has none ("tile_control" is optional).
   TileControl tile_control(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o) const;
+  /// The fraction of the row max that the plain instance with these knobs runs before its wait
+  /// for the PV GEMM in an overlapped KV step (ptxas's placement, `attnsim sass-costs`): the point
+  /// with all these knobs, else the mean of those with this head_dim and O staging, else of those
+  /// with this head_dim; 0 (the source's order: the wait before the softmax) when there is none
+  /// ("pv_wait" is optional).
+  double max_before_pv_wait(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o) const;
   const std::string& file() const { return file_; }
   /// Writes `doc` to cost file `file` in the files' own layout (format_json), replacing it only
   /// if the result loads (read uncached); throws InputError naming the file and JSON path if not.
@@ -113,7 +119,7 @@ class CostModel {
  private:
   static CostModel read(const std::string& file);
   std::map<std::string, BlockCost> blocks_;
-  /// The kernel instance a SASS-counted point (loop_control, tile_control) was counted in.
+  /// The kernel instance a SASS-counted point (loop_control, tile_control, pv_wait) was counted in.
   struct InstanceKnobs {
     int head_dim = 0;
     bool pingpong = false, overlap = false, dynamic = false, own_o = false;
@@ -130,6 +136,11 @@ class CostModel {
     TileControl cost;
   };
   std::vector<TileControlPoint> tile_control_;
+  struct PvWaitPoint {
+    InstanceKnobs knobs;
+    double cost = 0;  ///< max_before_pv_wait
+  };
+  std::vector<PvWaitPoint> pv_wait_;
   std::string file_;
 };
 

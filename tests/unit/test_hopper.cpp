@@ -262,6 +262,21 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     for (const Op& op : prog.warps[4].ops)
       if (op.name == ATTNSIM_OP_TILE_CONTROL) tile_ops.push_back(op.measured.alone);
     CHECK(tile_ops == std::vector<double>{tc.head.issue_cycles, tc.tail.issue_cycles});
+    // In the overlapped step (block 0 here) the PV's wait (wgmma.wait_group 0) comes where the
+    // plain kernel's SASS has it: after the row max where ptxas sank it below most of the max.
+    const bool under_max = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json")
+                               .max_before_pv_wait(hd, kk.pingpong, kk.overlap, false, kk.own_o_buffer) >= 0.5;
+    CHECK(under_max == (hd <= 128));  // the b3eb563 listing: hd64/hd128 with O's own buffer, not hd256
+    const auto& ops = prog.warps[4].ops;
+    std::vector<size_t> waits, maxes;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].kind == OpKind::MmaWait && ops[i].count == 0) waits.push_back(i);
+      if (ops[i].name == ATTNSIM_OP_SOFTMAX_MAX) maxes.push_back(i);
+    }
+    // Waits: QK of block 1, PV of block 1 in block 0's step, PV of block 0; maxes: blocks 1, 0.
+    REQUIRE(waits.size() == 3);
+    REQUIRE(maxes.size() == 2);
+    CHECK((maxes[1] < waits[1]) == under_max);
     // The SMEM the simulator checks is the kernel's layout (untraced), mbarriers included, with
     // O's own buffer where the schedule resolves to one (it does at hd64/hd128, not at hd256).
     CHECK(kk.own_o_buffer == (hd <= 128));

@@ -336,6 +336,30 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     fs::remove(tmp);
     fs::remove(bad);
   }
+  SECTION("pv wait: the instance's point, else the mean at its head_dim and O staging, else the source order") {
+    CHECK(m.max_before_pv_wait(128, true, true, false, true) == 0);  // the file has none
+    auto doc = load_json_file(data("costs_chain.json"));
+    auto pt = [](int hd, bool pp, bool own_o, double f) {
+      return nlohmann::json{{"kernel", "k"},    {"head_dim", hd}, {"pingpong", pp},         {"overlap", true},
+                            {"dynamic", false}, {"own_o", own_o}, {"max_before_pv_wait", f}};
+    };
+    doc["pv_wait"] = {{"derivation", "test"},
+                      {"source", "test"},
+                      {"points", {pt(128, true, true, 1.0), pt(128, false, true, 0.5), pt(128, true, false, 0.2)}}};
+    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_pv_wait.json";
+    std::ofstream(tmp) << doc.dump();
+    const CostModel mm = CostModel::load(tmp.string());
+    CHECK(mm.max_before_pv_wait(128, false, true, false, true) == 0.5);         // its own point
+    CHECK(mm.max_before_pv_wait(128, true, true, true, true) == Approx(0.75));  // head_dim and O staging
+    CHECK(mm.max_before_pv_wait(128, false, true, true, false) == Approx(0.2));
+    CHECK(mm.max_before_pv_wait(256, true, true, false, false) == 0);  // no instance of this head_dim
+    doc["pv_wait"]["points"][2]["max_before_pv_wait"] = 1.5;
+    const fs::path bad = fs::temp_directory_path() / "attnsim_costs_pv_wait_bad.json";
+    std::ofstream(bad) << doc.dump();
+    CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/pv_wait/points/2/max_before_pv_wait"));
+    fs::remove(tmp);
+    fs::remove(bad);
+  }
   SECTION("a block's provenance needs its source; \"was\" keeps what a count replaced") {
     auto doc = load_json_file(data("costs_chain.json"));
     doc["blocks"]["plain"]["provenance"] = "measured";
@@ -479,4 +503,50 @@ TEST_CASE("control codes - stall cycles and scoreboards from the encoding's high
   CHECK(static_issue_cycles(span) == 2 + 6 + 1);
   span.push_back(&fns[0].code[3]);
   CHECK(static_issue_cycles(span) == -1);
+}
+
+TEST_CASE("The PV wait's place in overlapped KV steps of a hand-written listing", "[sass]") {
+  // An unmasked step whose PV wait ptxas sank below 3 of the row max's 4 FMNMX, a masked step
+  // (scores set to -INF) that waits before its max, and a QK wait with no PV wait before the next
+  // GEMM (a sequential step: not counted).
+  const std::vector<std::pair<uint32_t, const char*>> text = {
+      {0x00, "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24, gsb0"},
+      {0x10, "WARPGROUP.DEPBAR.LE gsb0, 0x1"},
+      {0x20, "FMNMX R0, R24, R25, !PT"},
+      {0x30, "FMNMX R0, R0, R26, !PT"},
+      {0x40, "FMNMX R0, R0, R27, !PT"},
+      {0x50, "WARPGROUP.DEPBAR.LE gsb0, 0x0"},
+      {0x60, "FMNMX R1, R28, R29, !PT"},
+      {0x70, "MUFU.EX2 R2, R2"},
+      {0x80, "BAR.SYNC.DEFER_BLOCKING R17, 0x100"},
+      {0x90, "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24, gsb0"},
+      {0xa0, "WARPGROUP.DEPBAR.LE gsb0, 0x1"},
+      {0xb0, "FSEL R24, R24, -INF , P0"},
+      {0xc0, "FSEL R25, R25, -INF , P1"},
+      {0xd0, "WARPGROUP.DEPBAR.LE gsb0, 0x0"},
+      {0xe0, "FMNMX R0, R24, R25, !PT"},
+      {0xf0, "@P2 BRA 0x90"},
+      {0x100, "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24, gsb0"},
+      {0x110, "WARPGROUP.DEPBAR.LE gsb0, 0x1"},
+      {0x120, "FMNMX R0, R24, R25, !PT"},
+      {0x130, "HGMMA.64x128x16.F32.BF16 R88, R180, gdesc[UR16].tnspB, R88, gsb0"},
+      {0x140, "WARPGROUP.DEPBAR.LE gsb0, 0x0"},
+  };
+  Function fn;
+  fn.name = "hand-written";
+  for (const auto& [a, t] : text) fn.code.push_back(parse_instruction(a, t));
+  const auto steps = pv_wait_steps(fn);
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0].address == 0x50);
+  CHECK(steps[0].max_before == 3);
+  CHECK(steps[0].max_total == 4);
+  CHECK_FALSE(steps[0].masked);
+  CHECK(steps[1].address == 0xd0);
+  CHECK(steps[1].max_before == 0);
+  CHECK(steps[1].max_total == 1);
+  CHECK(steps[1].masked);
+  // The unmasked step stands for the instance; with only masked steps, they do.
+  CHECK(max_before_pv_wait(steps) == Approx(0.75));
+  CHECK(max_before_pv_wait({steps[1]}) == Approx(0.0));
+  CHECK(max_before_pv_wait({}) == -1);
 }

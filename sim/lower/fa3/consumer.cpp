@@ -67,6 +67,12 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     if (part.instructions > 0)
       w.compute(ATTNSIM_OP_TILE_CONTROL, alu_instructions(part.instructions), 0, 0, MeasuredTiming{part.issue_cycles});
   };
+  // Where an overlapped KV step waits for its PV GEMM: the source waits before the softmax; in the
+  // plain kernel's SASS ptxas may sink that wgmma.wait_group 0 below the row max (the hd64 and
+  // hd128 instances with O in its own buffer: below every FMNMX of it; hd256: not at all). The
+  // wait follows the max where the SASS runs most of it first.
+  const bool pv_under_max = c.costs.max_before_pv_wait(d, k.pingpong, k.overlap,
+                                                       k.scheduler == TileScheduler::DynamicLpt, k.own_o_buffer) >= 0.5;
   const bool loader = !k.warp_specialization && group == 0 && warp_in_group == 0;
   if (loader)  // its TMA arrive.expect_tx is the "load" arrival of each full barrier
     for (Pipe* p : {&c.q, &c.k_pipe, &c.v_pipe}) p->arrive_count("load", true, false);
@@ -113,12 +119,19 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     w.compute(ATTNSIM_OP_MMA_PV, issue(n_blk / 16), 0, issue_chain(n_blk / 16, dv));
     w.mma(ATTNSIM_OP_MMA_PV, pv_flops, pv_smem, n_blk / 16, true);
   };
-  auto softmax = [&](int j, int tile, bool masked) {
+  auto softmax_max = [&](int j, int tile, bool masked) {
     w.tags(group, j, tile);
     Work m = max_work;
     if (masked) m += mask_work;
     w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"), max_chain, max_measured);
+  };
+  auto softmax_exp = [&](int j, int tile) {
+    w.tags(group, j, tile);
     w.compute(ATTNSIM_OP_SOFTMAX_EXP, exp_work, 0, exp_chain, exp_measured);
+  };
+  auto softmax = [&](int j, int tile, bool masked) {
+    softmax_max(j, tile, masked);
+    softmax_exp(j, tile);
   };
 
   for (size_t t = 0; t < c.tiles.size(); ++t) {
@@ -153,10 +166,14 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         w.wait_mma(1);  // QK(j) done: K_j's stage is free
         w.consumer_release(c.k_pipe.ids, k_rel, release);
         if (j == 0) release_q();
-        w.wait_mma(0);  // PV(j+1) done before the softmax (the kernel's order, and why, there)
+        // PV(j+1) done: before the softmax in the source, after the row max where ptxas sank the
+        // wait below it (pv_under_max), the max then running under the PV.
+        if (pv_under_max) softmax_max(j, tile, j >= first_masked);
+        w.wait_mma(0);
         w.consumer_release(c.v_pipe.ids, v_rel, release);
         if (loader && j > 0) load_kv(j - 1, tile);  // the stages of block j+1 are free now
-        softmax(j, tile, j >= first_masked);
+        if (!pv_under_max) softmax_max(j, tile, j >= first_masked);
+        softmax_exp(j, tile);
         w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain, rescale_measured);
         loop_control();
       }
