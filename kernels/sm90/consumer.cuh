@@ -144,8 +144,10 @@ struct Consumer {
     // PV(j+1) done before the softmax, not under it: a softmax under its own warpgroup's
     // register-A wgmma runs slower (pipes_under_mma), and with the softmax first ptxas
     // hoisted this wait above it anyway; an order pinned the other way measured 4.5-7%
-    // slower at hd64/hd128 (kernels/sm90/README.md). Waiting here also gives the traced
-    // build, whose clock reads keep source order, the plain kernel's order.
+    // slower at hd64/hd128 (kernels/sm90/README.md). ptxas still sinks this wait below the
+    // row max in the plain hd64/hd128 instances with O in its own buffer, while the traced
+    // build's clock reads keep it here; the source waiting after the max instead measured
+    // slower (README.md, "the PV wait below the row max").
     wait_mma<0>(j, local);  // its P registers and V stage are free
     release(s.v_empty, v_read.index);
     v_read.advance();
