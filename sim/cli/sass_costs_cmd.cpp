@@ -406,59 +406,64 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels, const st
   lc["source"] = counted_in;
   lc["points"] = lc_points;
   if (only.empty() || only == "loop_control") doc["loop_control"] = lc;
-  // The code a consumer warp runs once per work tile outside the spans (plain instances).
-  nlohmann::ordered_json tc_points = nlohmann::ordered_json::array();
-  std::set<std::string> tc_done;  // instances that differ only in their L2 sections: one point
-  for (const auto& [k, tc, pv] : tiles) {
-    if (!tc_done.insert(short_name(k) + (k.own_o ? " own_o" : "")).second) continue;
-    if (tc.tail_issue_cycles < 0 || tc.head_issue_cycles < 0)
-      throw InputError(sass_file, "", fmt::format("{}: the listing has no control codes (encodings)", short_name(k)));
+  // The plain instances' sections: one point per instance (instances that differ only in their L2
+  // sections give one), each written where --only names it or names nothing.
+  auto plain_instance = [&](const sass::Fa3Knobs& k) {
     nlohmann::ordered_json j = instance(k);
     j["own_o"] = k.own_o;
+    return j;
+  };
+  auto plain_key = [](const sass::Fa3Knobs& k) { return short_name(k) + (k.own_o ? " own_o" : ""); };
+  auto write_section = [&](const char* name, const char* derivation, const nlohmann::ordered_json& points,
+                           const char* none) {
+    if (points.empty() && only == name)
+      throw InputError(sass_file, "", fmt::format("--only {}: the listing has no {}", name, none));
+    if (points.empty() || !(only.empty() || only == name)) return;
+    nlohmann::ordered_json section;
+    section["derivation"] = derivation;
+    section["source"] = counted_in;
+    section["points"] = points;
+    doc[name] = section;
+  };
+  // The code a consumer warp runs once per work tile outside the spans.
+  nlohmann::ordered_json tc_points = nlohmann::ordered_json::array();
+  std::set<std::string> tc_done;
+  for (const auto& [k, tc, pv] : tiles) {
+    if (!tc_done.insert(plain_key(k)).second) continue;
+    if (tc.tail_issue_cycles < 0 || tc.head_issue_cycles < 0)
+      throw InputError(sass_file, "", fmt::format("{}: the listing has no control codes (encodings)", short_name(k)));
+    nlohmann::ordered_json j = plain_instance(k);
     j["head_instructions"] = tc.head.size();
     j["head_issue_cycles"] = tc.head_issue_cycles;
     j["tail_instructions"] = tc.tail.size();
     j["tail_issue_cycles"] = tc.tail_issue_cycles;
     tc_points.push_back(j);
   }
-  if (tc_points.empty() && only == "tile_control")
-    throw InputError(sass_file, "", "--only tile_control: the listing has no plain fa3_forward instance (Trace = 0)");
-  if (!tc_points.empty() && (only.empty() || only == "tile_control")) {
-    nlohmann::ordered_json tcj;
-    tcj["derivation"] =
-        "per consumer warp and work tile, in the plain (untraced) instances: the tail, from the epilogue's last TMA "
-        "store of O to the tile loop's branch (the LSE, the loop's bookkeeping), and the head, from the loop's top "
-        "to the tile's first pingpong turn, K wait or GEMM (the tile slot or the tile's coordinates, its KV block "
-        "count, the exit test), the pipeline_q.full wait left out; along the steady-state path (predicated branches "
-        "fall through but over a wait's retry loop); instructions and their static issue time (sum of max(1, stall "
-        "count)). Scoreboard waits (shared-memory and constant loads, the tile slot's atomics) are not in it";
-    tcj["source"] = counted_in;
-    tcj["points"] = tc_points;
-    doc["tile_control"] = tcj;
-  }
+  write_section(
+      "tile_control",
+      "per consumer warp and work tile, in the plain (untraced) instances: the tail, from the epilogue's last "
+      "TMA store of O to the tile loop's branch (the LSE, the loop's bookkeeping), and the head, from the "
+      "loop's top to the tile's first pingpong turn, K wait or GEMM (the tile slot or the tile's "
+      "coordinates, its KV block count, the exit test), the pipeline_q.full wait left out; along the "
+      "steady-state path (predicated branches fall through but over a wait's retry loop); instructions and "
+      "their static issue time (sum of max(1, stall count)). Scoreboard waits (shared-memory and constant "
+      "loads, the tile slot's atomics) are not in it",
+      tc_points, "plain fa3_forward instance (Trace = 0)");
   // Where the overlapped KV steps wait for the PV GEMM (plain instances with overlap).
   nlohmann::ordered_json pv_points = nlohmann::ordered_json::array();
   std::set<std::string> pv_done;
   for (const auto& [k, tc, pv] : tiles) {
-    if (pv.empty() || !pv_done.insert(short_name(k) + (k.own_o ? " own_o" : "")).second) continue;
-    nlohmann::ordered_json j = instance(k);
-    j["own_o"] = k.own_o;
+    if (pv.empty() || !pv_done.insert(plain_key(k)).second) continue;
+    nlohmann::ordered_json j = plain_instance(k);
     j["max_before_pv_wait"] = std::round(sass::max_before_pv_wait(pv) * 1000) / 1000;
     pv_points.push_back(j);
   }
-  if (pv_points.empty() && only == "pv_wait")
-    throw InputError(sass_file, "", "--only pv_wait: the listing has no plain fa3_forward instance with overlap");
-  if (!pv_points.empty() && (only.empty() || only == "pv_wait")) {
-    nlohmann::ordered_json pj;
-    pj["derivation"] =
-        "per plain (untraced) instance with intra-warpgroup overlap: the fraction of the row max (FMNMX) that ptxas "
-        "scheduled before the PV GEMM's wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) in an overlapped KV step, between the "
-        "QK's wait (gsb0, 0x1) and the step's end; the mean over the unmasked steps. The source waits for the PV "
-        "before the softmax; what runs before the wait in the SASS runs under the PV";
-    pj["source"] = counted_in;
-    pj["points"] = pv_points;
-    doc["pv_wait"] = pj;
-  }
+  write_section("pv_wait",
+                "per plain (untraced) instance with intra-warpgroup overlap: the fraction of the row max (FMNMX) that "
+                "ptxas scheduled before the PV GEMM's wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) in an overlapped KV step, "
+                "between the QK's wait (gsb0, 0x1) and the step's end; the mean over the unmasked steps. The source "
+                "waits for the PV before the softmax; what runs before the wait in the SASS runs under the PV",
+                pv_points, "plain fa3_forward instance with overlap");
   // Every instruction a chain names needs its latency class.
   const std::map<std::string, std::string> classes = {
       {"FFMA", "fma"},  {"FADD", "fma"},      {"FMUL", "fma"},      {"FMNMX", "alu"},          {"ALU", "alu"},
