@@ -201,7 +201,7 @@ struct PvWaitStep {
   uint32_t address = 0;  ///< of the PV wait (DEPBAR gsb0, 0x0)
   int max_before = 0;    ///< FMNMX between the QK wait and the PV wait
   int max_total = 0;     ///< FMNMX in the whole step
-  bool masked = false;   ///< the step sets scores to -INF (more than a quarter of its FMNMX count): a masked block's
+  bool masked = false;   ///< sets scores to -INF more often than a quarter of its FMNMX count: a masked block
 };
 /// Every overlapped step of `fn`, in address order (none without intra-warpgroup overlap).
 std::vector<PvWaitStep> pv_wait_steps(const Function& fn);

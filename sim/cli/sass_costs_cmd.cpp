@@ -78,8 +78,7 @@ struct PlainInstance {
 
 struct SassCosts : Command {
   std::string sass_file, kernel, hw_name = "h100_sxm", into, origin, family = "sm90";
-  std::string
-      only;  ///< with --into: the one section to write (chains, loop_control, tile_control, pv_wait); empty: all
+  std::string only;  ///< with --into: the one section to write (a name --only accepts); empty: all
   bool dry_run = false, paths = false, listing = false;
 
   /// --family sm100: the counted regions of every plain fa4_forward instance.
@@ -187,7 +186,7 @@ struct SassCosts : Command {
       }
     }
     std::cout << "\npv wait (plain instances with overlap): per overlapped KV step, the row max (FMNMX) before the "
-                 "PV's wgmma wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) out of the step's\n";
+                 "PV's wgmma wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) / all the step's FMNMX\n";
     for (const auto& [k, tc, pv] : tiles) {
       if (pv.empty()) continue;
       std::vector<std::string> at;
@@ -513,8 +512,7 @@ std::unique_ptr<Command> add_sass_costs(CLI::App& app, CLI::App*& sub) {
   sub->add_option(
          "--only", c->only,
          "with --into: write only this section (the blocks' chains, loop_control, tile_control or pv_wait) and "
-         "keep "
-         "the others as they are (each section names the listing it came from)")
+         "keep the others as they are (each section names the listing it came from)")
       ->check(CLI::IsMember({"chains", "loop_control", "tile_control", "pv_wait"}));
   sub->add_option("--family", c->family,
                   "sm90 (default): chains of the traced kernels/sm90 instances; sm100: instruction counts of the "
