@@ -20,6 +20,19 @@ using namespace attnsim::sass;
 namespace fs = std::filesystem;
 
 namespace {
+/// A cost file written from `doc` for one check, under a name of its own (CostModel::load caches
+/// by path), removed when the check is done.
+struct TempCostFile {
+  fs::path path;
+  TempCostFile(const nlohmann::json& doc, const std::string& name)
+      : path(fs::temp_directory_path() / ("attnsim_costs_" + name + ".json")) {
+    std::ofstream(path) << doc.dump();
+  }
+  ~TempCostFile() { fs::remove(path); }
+  TempCostFile(const TempCostFile&) = delete;
+  TempCostFile& operator=(const TempCostFile&) = delete;
+  std::string string() const { return path.string(); }
+};
 
 std::string data(const std::string& name) { return std::string(ATTNSIM_TEST_DATA) + "/data/" + name; }
 
@@ -249,8 +262,7 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
          {{{"elements", 32}, {"alone_cycles", 100}, {"beside_wgmma_ss_cycles", 150}, {"beside_wgmma_rs_cycles", 120}},
           {{"elements", 64}, {"alone_cycles", 200}, {"beside_wgmma_ss_cycles", 400},
            {"beside_wgmma_rs_cycles", 180}}}}};
-    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_measured.json";
-    std::ofstream(tmp) << doc.dump();
+    const TempCostFile tmp(doc, "measured");
     const CostModel mm = CostModel::load(tmp.string());
     CHECK(mm.measured_timing("plain", 64).alone == 0);
     const MeasuredTiming mid = mm.measured_timing("max", 48);
@@ -261,26 +273,19 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     CHECK(wide.alone == Approx(400));
     CHECK(wide.beside_ss == Approx(2.0));
     doc["blocks"]["max"]["measured"]["points"][1]["elements"] = 16;
-    const fs::path bad = fs::temp_directory_path() / "attnsim_costs_measured_bad.json";  // load() caches by path
-    std::ofstream(bad) << doc.dump();
+    const TempCostFile bad(doc, "measured_bad");
     CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/blocks/max/measured/points/1/elements"));
-    fs::remove(tmp);
-    fs::remove(bad);
   }
 
   SECTION("a chain may name only instructions with a latency class, in increasing elements") {
     auto doc = load_json_file(data("costs_chain.json"));
-    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_chain_bad.json";
     doc["blocks"]["max"]["chain"]["points"][0]["STS.32"] = 1;
-    std::ofstream(tmp) << doc.dump();
+    const TempCostFile tmp(doc, "chain_bad");
     CHECK_THROWS_WITH(CostModel::load(tmp.string()), Catch::Contains("without a latency_class"));
     doc = load_json_file(data("costs_chain.json"));
     doc["blocks"]["max"]["chain"]["points"][1]["elements"] = 16;
-    const fs::path tmp2 = fs::temp_directory_path() / "attnsim_costs_chain_order.json";
-    std::ofstream(tmp2) << doc.dump();
+    const TempCostFile tmp2(doc, "chain_order");
     CHECK_THROWS_WITH(CostModel::load(tmp2.string()), Catch::Contains("increasing order"));
-    fs::remove(tmp);
-    fs::remove(tmp2);
   }
   SECTION("loop control: the instance's point, else the mean of its structure's, else of all") {
     CHECK(m.loop_control(128, true, true, false).instructions == 0);  // the file has none
@@ -293,19 +298,15 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
         {"derivation", "test"},
         {"source", "test"},
         {"points", {pt(128, true, true, 50, 110), pt(64, false, true, 40, 80), pt(256, false, true, 44, 90)}}};
-    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_loop_control.json";
-    std::ofstream(tmp) << doc.dump();
+    const TempCostFile tmp(doc, "loop_control");
     const CostModel mm = CostModel::load(tmp.string());
     CHECK(mm.loop_control(128, true, true, false).issue_cycles == 110);  // its own point
     CHECK(mm.loop_control(64, false, true, false).instructions == 40);
     CHECK(mm.loop_control(128, false, true, false).issue_cycles == Approx(85));          // same structure: mean of 2
     CHECK(mm.loop_control(128, false, false, false).instructions == Approx(134.0 / 3));  // none: mean of all
     doc["loop_control"]["points"][0].erase("issue_cycles");
-    const fs::path bad = fs::temp_directory_path() / "attnsim_costs_loop_control_bad.json";
-    std::ofstream(bad) << doc.dump();
+    const TempCostFile bad(doc, "loop_control_bad");
     CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/loop_control/points/0"));
-    fs::remove(tmp);
-    fs::remove(bad);
   }
   SECTION("tile control: head and tail of the instance's point, else of its structure's mean") {
     CHECK(m.tile_control(128, true, true, false, true).head.instructions == 0);  // the file has none
@@ -322,19 +323,15 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
         {"source", "test"},
         {"points",
          {pt(128, false, 99, 406, 86, 234), pt(64, false, 109, 420, 86, 240), pt(128, true, 48, 196, 73, 199)}}};
-    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_tile_control.json";
-    std::ofstream(tmp) << doc.dump();
+    const TempCostFile tmp(doc, "tile_control");
     const CostModel mm = CostModel::load(tmp.string());
     CHECK(mm.tile_control(128, true, true, true, true).head.issue_cycles == 196);  // its own point
     CHECK(mm.tile_control(128, true, true, false, true).tail.instructions == 86);
     CHECK(mm.tile_control(256, true, true, false, true).head.issue_cycles == Approx(413));          // mean of 2
     CHECK(mm.tile_control(256, false, true, false, false).tail.issue_cycles == Approx(673.0 / 3));  // of all
     doc["tile_control"]["points"][1].erase("own_o");
-    const fs::path bad = fs::temp_directory_path() / "attnsim_costs_tile_control_bad.json";
-    std::ofstream(bad) << doc.dump();
+    const TempCostFile bad(doc, "tile_control_bad");
     CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/tile_control/points/1"));
-    fs::remove(tmp);
-    fs::remove(bad);
   }
   SECTION("pv wait: the instance's point, else the mean at its head_dim and O staging, else the source order") {
     CHECK(m.max_before_pv_wait(128, true, true, false, true) == 0);  // the file has none
@@ -346,34 +343,26 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     doc["pv_wait"] = {{"derivation", "test"},
                       {"source", "test"},
                       {"points", {pt(128, true, true, 1.0), pt(128, false, true, 0.5), pt(128, true, false, 0.2)}}};
-    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_pv_wait.json";
-    std::ofstream(tmp) << doc.dump();
+    const TempCostFile tmp(doc, "pv_wait");
     const CostModel mm = CostModel::load(tmp.string());
     CHECK(mm.max_before_pv_wait(128, false, true, false, true) == 0.5);         // its own point
     CHECK(mm.max_before_pv_wait(128, true, true, true, true) == Approx(0.75));  // head_dim and O staging
     CHECK(mm.max_before_pv_wait(128, false, true, true, false) == Approx(0.2));
     CHECK(mm.max_before_pv_wait(256, true, true, false, false) == 0);  // no instance of this head_dim
     doc["pv_wait"]["points"][2]["max_before_pv_wait"] = 1.5;
-    const fs::path bad = fs::temp_directory_path() / "attnsim_costs_pv_wait_bad.json";
-    std::ofstream(bad) << doc.dump();
+    const TempCostFile bad(doc, "pv_wait_bad");
     CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/pv_wait/points/2/max_before_pv_wait"));
-    fs::remove(tmp);
-    fs::remove(bad);
   }
   SECTION("a block's provenance needs its source; \"was\" keeps what a count replaced") {
     auto doc = load_json_file(data("costs_chain.json"));
     doc["blocks"]["plain"]["provenance"] = "measured";
-    const fs::path tmp = fs::temp_directory_path() / "attnsim_costs_provenance.json";
-    std::ofstream(tmp) << doc.dump();
+    const TempCostFile tmp(doc, "provenance");
     CHECK_THROWS_WITH(CostModel::load(tmp.string()), Catch::Contains("/blocks/plain/source"));
     doc["blocks"]["plain"]["source"] = "counted in a listing";
     doc["blocks"]["plain"]["was"] = "derived: 2 per element";
     doc["instructions"].begin()->emplace("was", "published 16");
-    const fs::path tmp2 = fs::temp_directory_path() / "attnsim_costs_was.json";
-    std::ofstream(tmp2) << doc.dump();
+    const TempCostFile tmp2(doc, "was");
     CHECK(CostModel::load(tmp2.string()).latency("plain") == 40);
-    fs::remove(tmp);
-    fs::remove(tmp2);
   }
 }
 
