@@ -106,7 +106,13 @@ struct TimingOptions {
   int warmup = 5;
   int reps = 20;
   int launches = 10;
-  bool traced = false;                   ///< the instrumented kernel (records to a scratch buffer)
+  /// Untimed load before the timed turns, ms: the timed turns' cycle over every series, repeated
+  /// until about this long. The board's power limit acts on its power averaged over about a second
+  /// (nvidia-smi on an H100 under our kernel: the clock held until ~0.8 s into the load, then
+  /// throttled), so without it a short run is timed at the unthrottled clock and a long one, or
+  /// one right after another load, at the throttled one. 0: none.
+  double precondition_ms = 0;
+  bool traced = false;                      ///< the instrumented kernel (records to a scratch buffer)
   uint32_t trace_warps = kTraceWarpsFirst;  ///< when traced
   uint32_t trace_sample = 1;                ///< when traced: one tile in trace_sample recorded (TraceBuffers::sample)
 };

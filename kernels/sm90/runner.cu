@@ -363,6 +363,7 @@ std::vector<TimingPair> time_interleaved(const std::vector<TimedKernel>& ks, Dev
   };
   // Warm-up (one launch, then max(1, warmup) timed ones) per series: the longest kernel sets how
   // many launches make one turn.
+  std::vector<double> launch_ms;  // per series, from its warm-up
   double longest_ms = 0;
   for (const auto& x : series) {
     Event a, b;
@@ -371,7 +372,8 @@ std::vector<TimingPair> time_interleaved(const std::vector<TimedKernel>& ks, Dev
     for (int i = 0; i < std::max(1, o.warmup); ++i) launch(x);
     cuda_check(cudaEventRecord(b.e), "cudaEventRecord");
     cuda_check(cudaEventSynchronize(b.e), "fa3_forward (warm-up)");
-    longest_ms = std::max(longest_ms, elapsed_ms(a, b) / std::max(1, o.warmup));
+    launch_ms.push_back(elapsed_ms(a, b) / std::max(1, o.warmup));
+    longest_ms = std::max(longest_ms, launch_ms.back());
   }
   // Every launch is enqueued at once (an event after each turn), so the GPU runs them back to
   // back and never waits for the host: host gaps stay out of the times. The series take turns of
@@ -406,6 +408,16 @@ std::vector<TimingPair> time_interleaved(const std::vector<TimedKernel>& ks, Dev
   if (anchor_count > 0)
     cuda_check(cudaMalloc(&anchors, anchor_count * sizeof(attnsim_cta_clock)), "cudaMalloc(CTA clock anchors)");
   std::unique_ptr<attnsim_cta_clock, decltype(&cudaFree)> anchors_owner(anchors, cudaFree);
+  // Preconditioning: the turns' cycle, untimed, for about o.precondition_ms, so that the timed
+  // turns find the power controller settled under this load (TimingOptions::precondition_ms).
+  if (o.precondition_ms > 0) {
+    double cycle_ms = 0;
+    for (size_t y = 0; y < ns; ++y) cycle_ms += per_turn * launch_ms[y];
+    const int cycles = static_cast<int>(std::ceil(o.precondition_ms / std::max(cycle_ms, 1e-3)));
+    for (int c = 0; c < cycles; ++c)
+      for (size_t y = 0; y < ns; ++y)
+        for (int i = 0; i < per_turn; ++i) launch(series[y]);
+  }
   launch(series.front());
   for (size_t j = 0; j < turns.size(); ++j) {
     const Series& x = series[turns[j].series];

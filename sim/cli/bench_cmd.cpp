@@ -46,12 +46,15 @@ struct Bench : Command {
     }
 #if ATTNSIM_WITH_SM90
     const Hardware hardware = hardware_for(gpu, hw);  // what the schedule resolves its kernel knobs against
-    const sm90::TimingOptions topt{.warmup = timing.warmup, .reps = timing.reps, .launches = timing.launches};
+    const sm90::TimingOptions topt{.warmup = timing.warmup,
+                                   .reps = timing.reps,
+                                   .launches = timing.launches,
+                                   .precondition_ms = timing.precondition_ms};
     std::cout << fmt::format(
-        "attnsim bench: {}{} against cuDNN on {} ({} SMs), {} problems of {}; each side: median of {} repetitions of {} "
-        "back-to-back launches after {} warm-up launches\n",
+        "attnsim bench: {}{} against cuDNN on {} ({} SMs), {} problems of {}; each side: median of {} repetitions of "
+        "{} back-to-back launches after {} warm-up launches and {:g} ms of untimed load\n",
         s->name(), variant.empty() ? "" : ":" + variant, gpu.name, gpu.sm_count, rows.size(), set_file, timing.reps,
-        timing.launches, timing.warmup);
+        timing.launches, timing.warmup, timing.precondition_ms);
     for (size_t i = 0; i < rows.size(); ++i) {
       BenchRow& r = rows[i];
       TileScheduler sched = TileScheduler::Lpt;
@@ -75,7 +78,11 @@ struct Bench : Command {
     for (const auto& r : rows) problems.push_back(r.problem);
     std::cerr << fmt::format("  cuDNN: {} problems through scripts/bench_cudnn_sdpa.py (log in {}/cudnn_log.txt)\n",
                              problems.size(), out_dir);
-    const CudnnTimes ct = time_cudnn(problems, out_dir, CudnnTiming{.warmup = timing.warmup, .reps = timing.reps, .launches = timing.launches});
+    const CudnnTimes ct = time_cudnn(problems, out_dir,
+                                     CudnnTiming{.warmup = timing.warmup,
+                                                 .reps = timing.reps,
+                                                 .launches = timing.launches,
+                                                 .precondition_ms = timing.precondition_ms});
     apply_cudnn(rows, ct);
     std::cout << format_bench_table(rows, bench_summary(rows));
     if (!ct.note.empty()) std::cout << ct.note << "\n";
@@ -85,10 +92,11 @@ struct Bench : Command {
           .date = today_utc(),
           .method = fmt::format(
               "median over {} repetitions of the per-launch time of {} back-to-back launches between one CUDA event "
-              "pair, enqueued without host syncs, after {} warm-up launches; random N(0,1) bf16 inputs, the same "
-              "buffers every launch; ours: attnsim sm90::time_kernel ({}{}); cuDNN: PyTorch {} SDPA, cuDNN backend "
-              "(scripts/bench_cudnn_sdpa.py), same run",
-              timing.reps, timing.launches, timing.warmup, s->name(), variant.empty() ? "" : ":" + variant,
+              "pair, enqueued without host syncs, after {} warm-up launches and {:g} ms of untimed load (each side "
+              "its own); random N(0,1) bf16 inputs, the same buffers every launch; ours: attnsim sm90::time_kernel "
+              "({}{}); cuDNN: PyTorch {} SDPA, cuDNN backend (scripts/bench_cudnn_sdpa.py), same run",
+              timing.reps, timing.launches, timing.warmup, timing.precondition_ms, s->name(),
+              variant.empty() ? "" : ":" + variant,
               ct.torch_version.empty() ? "(not run)" : ct.torch_version)};
       const auto parent = std::filesystem::path(csv).parent_path();
       if (!parent.empty()) std::filesystem::create_directories(parent);

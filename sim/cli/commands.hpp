@@ -37,11 +37,16 @@ struct BudgetFlags {
   PredictOptions apply(PredictOptions o) const;
 };
 
-/// How `run`, `validate` and `bench` time a kernel (and cuDNN, in `bench`): --warmup untimed
-/// launches, then the median per-launch time of --reps repetitions of --launches back-to-back
-/// launches between one CUDA event pair (README, "How a time is measured").
+/// How `run`, `validate` and `bench` time a kernel (and cuDNN, in `bench` and `validate --cudnn`):
+/// --warmup untimed launches, --precondition-ms of untimed load, then the median per-launch time
+/// of --reps repetitions of --launches back-to-back launches between one CUDA event pair (README,
+/// "How a time is measured").
 struct TimingFlags {
   int warmup = 5, reps = 20, launches = 10;
+  /// Untimed load before the timed repetitions, ms: the power limit acts on the board's power
+  /// averaged over about a second (an H100 held its clock until ~0.8 s into our kernel's load), so
+  /// 2 s puts every problem, short or long, at the clock it holds under sustained load.
+  double precondition_ms = 2000;
 
   /// Registers --warmup, --reps (at least `min_reps`) and --launches on `app`; the members'
   /// values are the defaults.

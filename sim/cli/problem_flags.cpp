@@ -34,6 +34,12 @@ void TimingFlags::add(CLI::App* app, int min_reps) {
       ->check(CLI::Range(1, 100000));
   app->add_option("--warmup", warmup, fmt::format("untimed launches first (default {})", warmup))
       ->check(CLI::Range(0, 100000));
+  app->add_option("--precondition-ms", precondition_ms,
+                  fmt::format("untimed load after the warm-up, ms, so that the clock is the one the GPU holds under "
+                              "sustained load (the power limit acts on power averaged over about a second; default "
+                              "{:g}, 0: none)",
+                              precondition_ms))
+      ->check(CLI::Range(0.0, 600000.0));
 }
 
 void BudgetFlags::add(CLI::App* app) {

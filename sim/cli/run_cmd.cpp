@@ -85,6 +85,7 @@ struct Run : Command {
     const sm90::TimingOptions topt{.warmup = timing.warmup,
                                    .reps = timing.reps,
                                    .launches = timing.launches,
+                                   .precondition_ms = timing.precondition_ms,
                                    .trace_warps = warps,
                                    .trace_sample = trace_sample};
     // With --trace, the plain and the traced kernel are timed together, taking turns of about 5 ms.

@@ -44,9 +44,9 @@ CudnnTimes time_cudnn(const std::vector<Problem>& problems, const std::string& w
                     {"seqlen_k", p.seqlen_k}, {"head_dim", p.head_dim}, {"causal", p.causal}});
   std::ofstream(shapes) << list.dump(1);
   std::filesystem::remove(out);
-  const std::string cmd =
-      fmt::format("python3 '{}/scripts/bench_cudnn_sdpa.py' '{}' '{}' {} {} {} > '{}/cudnn_log.txt' 2>&1", project_root(),
-                  out, shapes, timing.warmup, timing.reps, timing.launches, work_dir);
+  const std::string cmd = fmt::format(
+      "python3 '{}/scripts/bench_cudnn_sdpa.py' '{}' '{}' {} {} {} {} > '{}/cudnn_log.txt' 2>&1", project_root(), out,
+      shapes, timing.warmup, timing.reps, timing.launches, timing.precondition_ms, work_dir);
   const int rc = std::system(cmd.c_str());
   std::ifstream in(out);
   if (rc != 0 || !in) {

@@ -10,11 +10,12 @@
 
 namespace attnsim {
 
-/// How cuDNN is timed, as sm90::TimingOptions times our kernels: `warmup` untimed calls, then the
-/// median per-call time of `reps` repetitions of `launches` back-to-back calls between one CUDA
-/// event pair.
+/// How cuDNN is timed, as sm90::TimingOptions times our kernels: `warmup` untimed calls, untimed
+/// calls for about `precondition_ms` (the power controller settles), then the median per-call
+/// time of `reps` repetitions of `launches` back-to-back calls between one CUDA event pair.
 struct CudnnTiming {
   int warmup = 5, reps = 20, launches = 10;
+  double precondition_ms = 0;
 };
 
 /// cuDNN times of a list of problems.
@@ -27,7 +28,7 @@ struct CudnnTimes {
   std::string gpu, torch_version;
 };
 
-/// Runs `python3 scripts/bench_cudnn_sdpa.py OUT SHAPES WARMUP REPS LAUNCHES` for `problems`,
+/// Runs `python3 scripts/bench_cudnn_sdpa.py OUT SHAPES WARMUP REPS LAUNCHES PRECONDITION_MS` for `problems`,
 /// timed as `timing` says, using `work_dir` for the two JSON files and the script's log. A GQA
 /// problem is timed with K/V of kv_heads heads where SDPA's cuDNN backend takes them, else with
 /// K/V of `heads` heads (kv_heads_timed says which). Never throws for a missing python or torch:

@@ -222,12 +222,12 @@ TEST_CASE("time_cudnn without a usable PyTorch GPU says why and times nothing", 
   // Without a GPU the script fails (no torch, or no device) and time_cudnn never throws; the shapes
   // file it hands the script is written either way.
   const auto dir = std::filesystem::temp_directory_path() / ("attnsim_bench_cudnn_" + std::to_string(::getpid()));
-  const CudnnTimes t = time_cudnn({shape(1, 16, 2, 512, 128, true)}, dir.string(), CudnnTiming{.warmup = 1, .reps = 3, .launches = 2});
+  const CudnnTimes t = time_cudnn({shape(1, 16, 2, 512, 128, true)}, dir.string(), CudnnTiming{.warmup = 1, .reps = 3, .launches = 2, .precondition_ms = 250});
   if (t.note.empty()) {  // a machine with PyTorch and a GPU: cuDNN was timed
     CHECK(t.us[0] > 0);
     CHECK((t.kv_heads_timed[0] == 2 || t.kv_heads_timed[0] == 16));
   } else {
-    CHECK_THAT(t.note, Catch::StartsWith("cuDNN not timed: `python3 '") && Catch::Contains("' 1 3 2` failed") &&
+    CHECK_THAT(t.note, Catch::StartsWith("cuDNN not timed: `python3 '") && Catch::Contains("' 1 3 2 250` failed") &&
                            Catch::Contains("cudnn_log.txt"));
     CHECK(t.us == std::vector<double>{0});
   }
