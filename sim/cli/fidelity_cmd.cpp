@@ -103,6 +103,8 @@ struct Fidelity : Command {
       const auto t0 = std::chrono::steady_clock::now();
       const std::vector<double> secs = repredict(d.cases, hardware, project_root() + "/schedules", nthreads, errors);
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      // Kernels timed in turns shared the clock their mean activity holds: so do the predictions.
+      if (d.timed_together_by_problem) share_clock_by_problem(hardware, d.cases);
       const FidelityReport r = fidelity_report(d.cases);
       const size_t slow = secs.empty() ? 0 : std::max_element(secs.begin(), secs.end()) - secs.begin();
 

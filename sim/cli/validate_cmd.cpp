@@ -129,7 +129,8 @@ struct Validate : Command {
       TileScheduler sched = TileScheduler::Lpt;
     };
     std::vector<Selected> sel(pending.size());
-    std::optional<Prediction> first_pred;     // kept for its timeline (trace_predicted.json)
+    std::optional<Prediction> first_pred;  // kept for its timeline (trace_predicted.json)
+    size_t first_predicted = 0;
     std::vector<std::vector<size_t>> groups;  // indices of measurable cases, one group per problem (its full shape)
     for (size_t i = 0; i < pending.size(); ++i) {
       Pending& x = pending[i];
@@ -142,7 +143,7 @@ struct Validate : Command {
       }
       c.kernel = describe(sel[i].kernel->knobs);
       Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
-      if (!first_pred) first_pred = std::move(pred);
+      if (!first_pred) first_pred = std::move(pred), first_predicted = i;
       const std::string shape = c.problem.describe();
       auto g = std::find_if(groups.begin(), groups.end(),
                             [&](const auto& gr) { return pending[gr.front()].c.problem.describe() == shape; });
@@ -151,9 +152,19 @@ struct Validate : Command {
       else
         g->push_back(i);
     }
+    // The kernels of a problem take turns within the power controller's averaging window, so they
+    // run at the clock their mean activity holds: their predictions too (as `fidelity` re-predicts
+    // them, timing.json saying so).
+    for (const auto& group : groups) {
+      std::vector<ValidationCase*> together;
+      for (size_t i : group) together.push_back(&pending[i].c);
+      share_clock(hardware, together);
+    }
+    if (first_pred) first_pred->critical.timeline.clock_ghz = pending[first_predicted].c.predicted_clock_ghz;
     const sm90::TimingOptions topt{.warmup = timing.warmup,
                                    .reps = timing.reps,
                                    .launches = timing.launches,
+                                   .precondition_ms = timing.precondition_ms,
                                    .trace_warps = warps,
                                    .trace_sample = trace_sample};
     int first_measured = -1;
@@ -219,17 +230,19 @@ struct Validate : Command {
                            {"date", today_utc()},
                            {"timed_runs", timing.reps},
                            {"warmup_runs", timing.warmup},
+                           {"precondition_ms", timing.precondition_ms},
                            {"launches_per_run", timing.launches},
                            {"trace_warps", trace_warps},
                            {"trace_sample", trace_sample},
                            { "method",
                              "measured: median over --reps repetitions of the per-launch time of --launches "
-                             "back-to-back launches, CUDA events (enqueued without host syncs, "
-                             "after warm-up), random N(0,1) bf16 inputs, the same buffers every launch; the "
-                             "kernels of one problem (every variant, plain and traced) timed together in turns of "
-                             "about 5 ms, so that all see the same SM clock; traced: the instrumented "
+                             "back-to-back launches, CUDA events (enqueued without host syncs, after warm-up and "
+                             "--precondition-ms of untimed load), random N(0,1) bf16 inputs, the same buffers every "
+                             "launch; the kernels of one problem (every variant, plain and traced) timed together in "
+                             "turns of about 5 ms, so that all see the same SM clock; traced: the instrumented "
                              "kernel timed the same way; predicted: attnsim simulate (exact mode) with the hardware "
-                             "config matching the GPU, calibrated from microbenchmarks only" }};
+                             "config matching the GPU, calibrated from microbenchmarks only, each problem's cases at "
+                             "the clock of their mean activity" }};
     if (cudnn) {
       std::vector<Problem> probs;
       std::vector<std::string> labels;
@@ -238,7 +251,7 @@ struct Validate : Command {
           labels.push_back(c.problem_label);
           probs.push_back(c.problem);
         }
-      const CudnnTimes ct = time_cudnn(probs, out_dir);
+      const CudnnTimes ct = time_cudnn(probs, out_dir, CudnnTiming{.precondition_ms = timing.precondition_ms});
       if (!ct.note.empty()) std::cerr << ct.note << "\n";
       meta["cudnn"] = {{"torch", ct.torch_version}, {"note", ct.note},
                        {"method", "PyTorch SDPA, cuDNN backend (scripts/bench_cudnn_sdpa.py), same process run"}};
@@ -256,7 +269,17 @@ struct Validate : Command {
     std::ofstream(out_dir + "/results.csv") << validation_csv(cases);
     std::ofstream(out_dir + "/ops.csv") << validation_ops_csv(cases);
     std::ofstream(out_dir + "/results.json") << j.dump(2) << "\n";
-    std::cerr << fmt::format("wrote {0}/results.csv, {0}/ops.csv, {0}/results.json{1}\n", out_dir,
+    nlohmann::json timing_meta;
+    timing_meta["description"] =
+        "How attnsim validate timed this folder's kernels; `attnsim fidelity` reads timed_together (problem: the "
+        "kernels of each problem took turns of about 5 ms, so they shared one SM clock)";
+    timing_meta["timed_together"] = "problem";
+    timing_meta["warmup_runs"] = timing.warmup;
+    timing_meta["precondition_ms"] = timing.precondition_ms;
+    timing_meta["timed_runs"] = timing.reps;
+    timing_meta["launches_per_run"] = timing.launches;
+    std::ofstream(out_dir + "/timing.json") << timing_meta.dump(1) << "\n";
+    std::cerr << fmt::format("wrote {0}/results.csv, {0}/ops.csv, {0}/results.json, {0}/timing.json{1}\n", out_dir,
                              no_ops ? "" : fmt::format(", {0}/trace_measured.json, {0}/trace_predicted.json", out_dir));
     return 0;
 #else

@@ -318,28 +318,49 @@ Prediction predict(const Schedule& schedule, const Hardware& hw_in, const Proble
   // (flops 0: explicit programs, one CTA) moves what its CTA loads from and stores to HBM.
   p.hbm_bytes = p.flops > 0 ? compulsory_hbm_bytes(problem) : p.critical.units.hbm_bytes;
   if (p.flops <= 0) p.flops = p.critical.units.tensor_flops;
+  p.grid_cycles = p.cycles;
   p.activity = chip_activity(p, hw);
   // The clock the chip holds under this activity (power limit, tensor-core ceiling). The CTAs were
   // simulated at clock_ghz (clock_under_load): memory rates per cycle are taken at that clock.
-  const double ghz = schedule.clock_load() == Hardware::ClockLoad::tensor_core
-                         ? clock_under_activity(hw, p.activity, hw.clock_ghz)
-                         : hw.clock_ghz;
+  p.power_clocked = schedule.clock_load() == Hardware::ClockLoad::tensor_core && hw.clock_power_limit_w > 0;
+  set_clock(p, hw,
+            schedule.clock_load() == Hardware::ClockLoad::tensor_core
+                ? clock_under_activity(hw, p.activity, hw.clock_ghz)
+                : hw.clock_ghz);
+  return p;
+}
+
+void set_clock(Prediction& p, const Hardware& hw, double ghz) {
   // Roofline: the grid cannot finish before those bytes have crossed the HBM interface.
   const double hbm_cycles = p.hbm_bytes / hw.hbm_bytes_per_s * ghz * 1e9;
-  if (hbm_cycles > p.cycles) {
-    p.cycles = hbm_cycles;
-    p.hbm_bound = true;
-  }
+  p.hbm_bound = hbm_cycles > p.grid_cycles;
   // Back-to-back launches: each kernel also pays the launch and grid setup/teardown of an empty
   // kernel of the same shape (launch_ns).
-  p.cycles += hw.launch_ns * ghz;
+  p.cycles = std::max(p.grid_cycles, hbm_cycles) + hw.launch_ns * ghz;
   p.clock_ghz = ghz;
   // The critical CTA's spans turn into time at the same clock as the prediction (the engine
   // recorded them at clock_under_load), so that a trace's or an op's predicted ns add up to it.
   p.critical.timeline.clock_ghz = ghz;
   p.time_us = p.cycles / (ghz * 1e3);
   p.tflops = p.time_us > 0 ? p.flops / (p.time_us * 1e-6) / 1e12 : 0;  // 0 us: empty programs, no fixed costs
-  return p;
+}
+
+std::optional<double> shared_clock_ghz(const Hardware& hw, const std::vector<const Prediction*>& together) {
+  ChipActivity mean;
+  double total = 0;
+  for (const Prediction* p : together) {
+    if (!p->power_clocked) return std::nullopt;
+    total += p->cycles;
+  }
+  if (together.empty() || total <= 0) return std::nullopt;
+  for (const Prediction* p : together) {
+    const double w = p->cycles / total;  // its share of the turns' time
+    mean.tensor_duty += w * p->activity.tensor_duty;
+    mean.issue_duty += w * p->activity.issue_duty;
+    mean.l2_bytes_per_clk += w * p->activity.l2_bytes_per_clk;
+    mean.hbm_bytes_per_clk += w * p->activity.hbm_bytes_per_clk;
+  }
+  return clock_under_activity(hw, mean, hw.clock_ghz);
 }
 
 }  // namespace attnsim

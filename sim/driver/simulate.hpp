@@ -2,6 +2,7 @@
 // simulations. CTAs with the same work (same tile signatures in the same order) are
 // simulated once and reused, so a full problem costs a handful of CTA simulations.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,23 @@ struct Prediction {
   /// critical CTA's work per tensor FLOP times the problem's FLOP (or, without tensor work, its
   /// rates times the SMs in use) over `cycles`.
   ChipActivity activity;
+  /// The CTA simulations' makespan, cycles: `cycles` before the HBM bound and the launch.
+  double grid_cycles = 0;
+  /// The clock follows `activity` (a tensor-core schedule on a GPU with a power model): kernels
+  /// timed together share one (shared_clock_ghz).
+  bool power_clocked = false;
 };
+
+/// Sets p.clock_ghz to `ghz` and what follows from it: p.cycles (grid_cycles, or the HBM bound at
+/// that clock when longer, plus the launch), hbm_bound, time_us, tflops and the critical CTA's
+/// timeline clock. predict() ends with it; shared_clock_ghz's callers re-clock with it.
+void set_clock(Prediction& p, const Hardware& hw, double ghz);
+
+/// The clock the chip holds while kernels take turns within the power controller's averaging
+/// window (validate times every kernel of a problem in turns of about 5 ms; the limit acts on power
+/// averaged over about a second): the clock of their mean activity, each weighted by its share of
+/// the time (its cycles). nullopt when any of them is not power_clocked.
+std::optional<double> shared_clock_ghz(const Hardware& hw, const std::vector<const Prediction*>& together);
 
 /// The chip's mean activity over a prediction (Prediction::activity): needs p.critical, p.flops,
 /// p.hbm_bytes, p.cycles (before the launch is added), p.resident_ctas and p.ctas_per_sm.

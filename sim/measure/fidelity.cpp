@@ -27,9 +27,48 @@ Prediction predict_case(const Schedule& schedule, const Hardware& hw, Validation
   c.predicted_us = p.time_us;
   c.predicted_cycles = p.cycles;
   c.predicted_clock_ghz = p.clock_ghz;
+  c.predicted_clock_inputs = {p.activity, p.grid_cycles, p.hbm_bytes, p.flops, p.power_clocked};
   c.predicted_grid_mode = static_cast<int>(p.mode);
   c.predicted_ops = op_means_first_warps(p.critical.timeline);
   return p;
+}
+
+void share_clock(const Hardware& hw, const std::vector<ValidationCase*>& together) {
+  std::vector<Prediction> preds;
+  for (const ValidationCase* c : together) {
+    if (c->predicted_clock_ghz <= 0) return;  // not predicted
+    Prediction p;
+    p.activity = c->predicted_clock_inputs.activity;
+    p.grid_cycles = c->predicted_clock_inputs.grid_cycles;
+    p.hbm_bytes = c->predicted_clock_inputs.hbm_bytes;
+    p.flops = c->predicted_clock_inputs.flops;
+    p.power_clocked = c->predicted_clock_inputs.power_clocked;
+    p.cycles = c->predicted_cycles;
+    preds.push_back(std::move(p));
+  }
+  std::vector<const Prediction*> ptrs;
+  for (const auto& p : preds) ptrs.push_back(&p);
+  const std::optional<double> ghz = shared_clock_ghz(hw, ptrs);
+  if (!ghz) return;
+  for (size_t i = 0; i < together.size(); ++i) {
+    ValidationCase& c = *together[i];
+    set_clock(preds[i], hw, *ghz);
+    const double scale = c.predicted_clock_ghz / *ghz;  // the op spans' cycles at the new clock
+    for (auto& [op, st] : c.predicted_ops) {
+      st.mean_ns *= scale;
+      st.total_ns *= scale;
+    }
+    c.predicted_us = preds[i].time_us;
+    c.predicted_cycles = preds[i].cycles;
+    c.predicted_clock_ghz = *ghz;
+  }
+}
+
+void share_clock_by_problem(const Hardware& hw, std::vector<ValidationCase>& cases) {
+  std::map<std::string, std::vector<ValidationCase*>> by_problem;
+  for (auto& c : cases)
+    if (c.measured) by_problem[c.problem.describe()].push_back(&c);
+  for (auto& [shape, group] : by_problem) share_clock(hw, group);
 }
 
 const std::vector<std::string>& acceptance_compute_ops() {
@@ -556,6 +595,12 @@ ValidationData load_validation_data(const std::string& dir_arg) {
   if (fs::exists(dir / "ops.csv")) {
     d.has_ops = true;
     attach_ops_csv(read_text((dir / "ops.csv").string()), (dir / "ops.csv").string(), d.cases);
+  }
+  if (const fs::path timing = dir / "timing.json"; fs::exists(timing)) {
+    const nlohmann::json j = load_json_file(timing.string());
+    JsonReader r(j, timing.string());
+    // "problem": every kernel of a problem timed in turns; "kernel": each on its own.
+    d.timed_together_by_problem = r.choice_or("timed_together", "kernel", {"problem", "kernel"}) == "problem";
   }
   return d;
 }

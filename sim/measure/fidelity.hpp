@@ -25,6 +25,14 @@ namespace attnsim {
 /// c.predicted_us and c.predicted_ops (the critical CTA's spans) and returns the prediction.
 Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c);
 
+/// Re-clocks the predictions of cases whose kernels were timed together (validate's turns of one
+/// problem) at the clock they share (shared_clock_ghz): predicted_us, predicted_cycles,
+/// predicted_clock_ghz and the predicted op means. Leaves them as they are when any of them is not
+/// power-clocked.
+void share_clock(const Hardware& hw, const std::vector<ValidationCase*>& together);
+/// share_clock over each problem's measured cases (by problem shape).
+void share_clock_by_problem(const Hardware& hw, std::vector<ValidationCase>& cases);
+
 /// A change counts for the sign check when |measured change| exceeds this (percent).
 constexpr double kSignificantChangePct = 3.0;
 /// Per-op acceptance: the compute ops within this of measured (percent)...
@@ -126,14 +134,18 @@ struct ValidationData {
   std::string dir, gpu;  ///< gpu: the name of the folder's parent (configs/validation/<gpu>/...)
   std::vector<ValidationCase> cases;  ///< measured rows only
   bool has_ops = false;               ///< ops.csv was there
+  /// DIR/timing.json says the kernels of each problem were timed together, taking turns
+  /// ("timed_together": "problem"): they shared one SM clock (share_clock_by_problem).
+  bool timed_together_by_problem = false;
 };
 /// Rows of a results.csv (columns found by header name; quoted fields); measured rows only.
 /// Throws InputError naming `origin` and the row.
 std::vector<ValidationCase> parse_results_csv(const std::string& text, const std::string& origin);
 /// Measured mean span durations of an ops.csv, attached to the cases by (schedule, variant, problem).
 void attach_ops_csv(const std::string& text, const std::string& origin, std::vector<ValidationCase>& cases);
-/// Reads DIR/results.csv and DIR/ops.csv (when present). DIR may also be the GPU folder
-/// (configs/validation/<gpu>), then its fa3_sm90_validate/ is read.
+/// Reads DIR/results.csv, DIR/ops.csv and DIR/timing.json (when present). DIR may also be the GPU
+/// folder (configs/validation/<gpu>), then its fa3_sm90_validate/ is read. Throws InputError naming
+/// the file and key on a timing.json whose "timed_together" is neither "problem" nor "kernel".
 ValidationData load_validation_data(const std::string& dir);
 /// Every configs/validation/<gpu>/<folder> under `root` holding a results.csv (a `validate`
 /// output) and its baseline fidelity.json, sorted.

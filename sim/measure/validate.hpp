@@ -9,9 +9,18 @@
 #include <vector>
 
 #include "measure/measured_timeline.hpp"
+#include "model/clock_power.hpp"
 #include "model/problem.hpp"
 
 namespace attnsim {
+
+/// What a case's prediction needs to be turned into time at another clock (Prediction's fields of
+/// the same names; predict_case keeps them, share_clock uses them).
+struct PredictedClockInputs {
+  ChipActivity activity;
+  double grid_cycles = 0, hbm_bytes = 0, flops = 0;
+  bool power_clocked = false;
+};
 
 /// One schedule variant on one problem.
 struct ValidationCase {
@@ -39,6 +48,7 @@ struct ValidationCase {
   double kernel_clock_ghz = 0;
   double predicted_cycles = 0;     ///< the prediction in SM cycles (predicted_us x predicted_clock_ghz)
   double predicted_clock_ghz = 0;  ///< the clock the prediction turned its cycles into time at
+  PredictedClockInputs predicted_clock_inputs;
   /// How the prediction's grid covered the tiles (GridPlan::Mode as int; -1: not predicted), as
   /// the kernel was launched: the same knob set under another tile scheduler is another run.
   int predicted_grid_mode = -1;

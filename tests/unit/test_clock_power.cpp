@@ -6,9 +6,10 @@
 #include <map>
 
 #include "calibrate/clock_power_fit.hpp"
+#include "driver/simulate.hpp"
+#include "lower/schedule.hpp"
 #include "model/clock_power.hpp"
 #include "model/json_reader.hpp"
-#include "lower/schedule.hpp"
 #include "test_support.hpp"
 
 using namespace attnsim;
@@ -158,4 +159,50 @@ TEST_CASE("a prediction's spans turn into time at the prediction's clock and not
   const double launch_us = hw.launch_ns * 1e-3;
   CHECK(r.critical.timeline.to_us(last) <= r.time_us + 1e-9);
   CHECK(r.critical.timeline.to_us(last) >= r.time_us - launch_us - 0.02 * r.time_us);
+}
+
+TEST_CASE("set_clock turns a prediction's cycles into time at a clock, the HBM bound at that clock", "[clock_power]") {
+  Hardware hw = round_hw();
+  hw.hbm_bytes_per_s = 1e12;
+  hw.launch_ns = 1000;
+  Prediction p;
+  p.grid_cycles = 10000;
+  p.hbm_bytes = 6e6;  // 6 us at 1 TB/s
+  p.flops = 7e6;
+  // 1.5 GHz: the HBM bound is 9000 cycles, under the grid's 10000; + 1500 cycles of launch.
+  set_clock(p, hw, 1.5);
+  CHECK_FALSE(p.hbm_bound);
+  CHECK(p.cycles == Approx(11500));
+  CHECK(p.time_us == Approx(11500.0 / 1500));
+  CHECK(p.clock_ghz == 1.5);
+  CHECK(p.critical.timeline.clock_ghz == 1.5);
+  // 2 GHz: 12000 cycles of HBM bound over the grid's 10000; + 2000 of launch: 7 us.
+  set_clock(p, hw, 2.0);
+  CHECK(p.hbm_bound);
+  CHECK(p.cycles == Approx(14000));
+  CHECK(p.time_us == Approx(7.0));
+  CHECK(p.tflops == Approx(7e6 / 7e-6 / 1e12));
+}
+
+TEST_CASE("kernels timed in turns share the clock of their time-weighted mean activity", "[clock_power]") {
+  const Hardware hw = round_hw();
+  Prediction heavy, light;
+  heavy.power_clocked = light.power_clocked = true;
+  heavy.activity.tensor_duty = 1.0;
+  heavy.activity.issue_duty = 0.5;
+  heavy.cycles = 3000;
+  light.activity.tensor_duty = 0.1;
+  light.cycles = 1000;
+  // Weights 3/4 and 1/4: tensor 0.775, issue 0.375; 100 + (f/2)^2 x (100 + 620 + 75) = 700.
+  const auto f = shared_clock_ghz(hw, {&heavy, &light});
+  REQUIRE(f);
+  CHECK(*f == Approx(2 * std::sqrt(600.0 / 795)).epsilon(1e-6));
+  CHECK(*f < hw.clock_ghz_tensor_ceiling);
+  // Alone, each holds its own: the light one the ceiling, the heavy one its power-limit clock.
+  CHECK(*shared_clock_ghz(hw, {&light}) == Approx(1.8));
+  CHECK(*shared_clock_ghz(hw, {&heavy}) == Approx(2 * std::sqrt(0.6)).epsilon(1e-6));
+  // A kernel whose clock does not follow its activity: no shared clock to give.
+  light.power_clocked = false;
+  CHECK_FALSE(shared_clock_ghz(hw, {&heavy, &light}));
+  CHECK_FALSE(shared_clock_ghz(hw, {}));
 }

@@ -1,9 +1,12 @@
 // The fidelity module (sim/measure/fidelity.hpp) on a hand-computable table: MAPE, max error,
 // Spearman, per change, per-op acceptance, the baseline and the regression rule, and reading the
 // committed validation folders.
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "lower/schedule.hpp"
 #include "measure/fidelity.hpp"
@@ -412,4 +415,67 @@ TEST_CASE("fidelity: the pins of a measured fa3_sm90 kernel resolve the schedule
     REQUIRE(k.supported);
     CHECK(describe(k.knobs) == kernel);
   }
+}
+
+TEST_CASE("fidelity: cases timed in turns are re-clocked at the clock they share", "[fidelity]") {
+  // A power model of round numbers: P = 100 + (f / 2)^2 (100 + 800 tensor + 200 issue) W, limit 700.
+  Hardware hw;
+  hw.clock_ghz = 1.6;
+  hw.clock_ghz_max = 2.0;
+  hw.clock_ghz_tensor_ceiling = 1.8;
+  hw.clock_power_limit_w = 700;
+  hw.clock_power_exponent = 2;
+  hw.clock_power_static_w = 100;
+  hw.clock_power_base_w = 100;
+  hw.clock_power_tensor_w = 800;
+  hw.clock_power_issue_w = 200;
+  hw.hbm_bytes_per_s = 1e12;
+  hw.launch_ns = 0;
+  auto predicted = [](double tensor, double issue, double cycles, double ghz) {
+    ValidationCase c = vc("", "P1", 1, cycles / ghz / 1e3);
+    c.predicted_cycles = cycles;
+    c.predicted_clock_ghz = ghz;
+    c.predicted_clock_inputs.activity.tensor_duty = tensor;
+    c.predicted_clock_inputs.activity.issue_duty = issue;
+    c.predicted_clock_inputs.grid_cycles = cycles;
+    c.predicted_clock_inputs.power_clocked = true;
+    c.predicted_ops["mma_qk"] = OpStat{100, 1000, 10};
+    return c;
+  };
+  // Alone: the heavy kernel at its power-limit clock 2 sqrt(0.6), the light one at the ceiling.
+  std::vector<ValidationCase> cases = {predicted(1.0, 0.5, 3000, 2 * std::sqrt(0.6)), predicted(0.1, 0, 1000, 1.8)};
+  cases[1].variant = "light";
+  cases.push_back(vc("", "P2", 1, 5));  // another problem, predicted without clock inputs: left alone
+  cases[2].problem.seqlen_q = cases[2].problem.seqlen_k = 2 * cases[0].problem.seqlen_q;
+  cases[2].predicted_clock_ghz = 1.6;
+  share_clock_by_problem(hw, cases);
+  const double f = 2 * std::sqrt(600.0 / 795);  // tensor 0.775, issue 0.375 (weights 3/4, 1/4)
+  for (int i = 0; i < 2; ++i) {
+    CHECK(cases[i].predicted_clock_ghz == Approx(f).epsilon(1e-6));
+    CHECK(cases[i].predicted_us == Approx(cases[i].predicted_cycles / f / 1e3));
+  }
+  CHECK(cases[0].predicted_cycles == Approx(3000));
+  // The op spans keep their cycles: ns scale with the clock.
+  CHECK(cases[0].predicted_ops.at("mma_qk").mean_ns == Approx(100 * 2 * std::sqrt(0.6) / f));
+  CHECK(cases[1].predicted_ops.at("mma_qk").total_ns == Approx(1000 * 1.8 / f));
+  CHECK(cases[2].predicted_us == 5);  // its clock does not follow activity (power_clocked false)
+  CHECK(cases[2].predicted_clock_ghz == 1.6);
+}
+
+TEST_CASE("fidelity: timing.json says whether a folder's kernels were timed together", "[fidelity]") {
+  const auto dir = std::filesystem::temp_directory_path() / ("attnsim_timing_json_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "results.csv")
+      << "schedule,variant,problem,batch,heads,kv_heads,seqlen_q,seqlen_k,head_dim,causal,kernel,predicted_us,"
+         "measured_us,skipped\n"
+         "fa3_sm90,,hd64 s2k b8,8,16,16,2048,2048,64,0,k,337.0,339.9,\n";
+  CHECK_FALSE(load_validation_data(dir.string()).timed_together_by_problem);  // no timing.json: each on its own
+  std::ofstream(dir / "timing.json") << R"({"description": "d", "timed_together": "problem"})";
+  CHECK(load_validation_data(dir.string()).timed_together_by_problem);
+  std::ofstream(dir / "timing.json") << R"({"timed_together": "kernel"})";
+  CHECK_FALSE(load_validation_data(dir.string()).timed_together_by_problem);
+  std::ofstream(dir / "timing.json") << R"({"timed_together": "variant"})";
+  CHECK_THROWS_WITH(load_validation_data(dir.string()),
+                    Catch::Contains("timing.json") && Catch::Contains("/timed_together") && Catch::Contains("problem"));
+  std::filesystem::remove_all(dir);
 }
