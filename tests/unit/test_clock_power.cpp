@@ -161,7 +161,7 @@ TEST_CASE("a prediction's spans turn into time at the prediction's clock and not
   CHECK(r.critical.timeline.to_us(last) >= r.time_us - launch_us - 0.02 * r.time_us);
 }
 
-TEST_CASE("set_clock turns a prediction's cycles into time at a clock, the HBM bound at that clock", "[clock_power]") {
+TEST_CASE("set_clock turns a prediction's cycles into time at a clock and takes the HBM bound at that clock", "[clock_power]") {
   Hardware hw = round_hw();
   hw.hbm_bytes_per_s = 1e12;
   hw.launch_ns = 1000;
