@@ -32,16 +32,17 @@ def time_ms(fn, warmup=5, reps=20, launches=10, precondition_ms=0.0):
     """Median per-launch time (ms) of `reps` repetitions of `launches` back-to-back calls between one
     CUDA event pair. All repetitions are enqueued without a host sync, behind one untimed call, so
     the GPU runs the kernels back to back and host (Python) gaps stay out of the times. Before
-    them, untimed calls for about `precondition_ms` (their number from the warm-up's time)."""
-    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
+    them, untimed calls for about `precondition_ms` (their number from one timed call)."""
     for _ in range(warmup):
         fn()
-    b.record()
     torch.cuda.synchronize()
     if precondition_ms > 0:
-        per_call = max(a.elapsed_time(b) / max(warmup, 1), 1e-3)
-        for _ in range(int(precondition_ms / per_call) + 1):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        for _ in range(int(precondition_ms / max(a.elapsed_time(b), 1e-3)) + 1):
             fn()
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     fn()
