@@ -5,9 +5,12 @@ Validation data for attnsim: end-to-end timings of another kernel, never used to
 model. Timed as `attnsim run` times ours: after WARMUP calls (5), REPS (20) repetitions of
 LAUNCHES (10) back-to-back calls between one CUDA event pair, enqueued without host syncs; the
 median per-launch time, after PRECONDITION_MS (0) of untimed calls so that the board's power
-controller has settled under the load (it acts on power averaged over about a second). Random
-N(0,1) bf16 inputs, the same buffers every call; writes JSON.
-Usage: python3 scripts/bench_cudnn_sdpa.py OUT.json [SHAPES.json [WARMUP REPS LAUNCHES [PRECONDITION_MS]]]
+controller has settled under the load (it acts on power averaged over about a second), and with
+more repetitions than REPS where they would take less than MIN_TIMED_MS (0; the clock swings with
+a period of about 0.7 s under sustained load). Random N(0,1) bf16 inputs, the same buffers every
+call; writes JSON.
+Usage: python3 scripts/bench_cudnn_sdpa.py OUT.json
+       [SHAPES.json [WARMUP REPS LAUNCHES [PRECONDITION_MS [MIN_TIMED_MS]]]]
 SHAPES.json (written by `attnsim validate --cudnn` and `attnsim bench`): a list of {"batch",
 "heads", "kv_heads" (optional, default heads), "seqlen_q", "seqlen_k", "head_dim", "causal"};
 without it, the built-in SHAPES below. A GQA shape (kv_heads < heads) is timed with K/V of
@@ -16,6 +19,7 @@ result row says which in "kv_heads_timed". A shape cuDNN refuses gets "error" in
 """
 import datetime
 import json
+import math
 import sys
 
 import torch
@@ -28,22 +32,25 @@ SHAPES = [
 ]
 
 
-def time_ms(fn, warmup=5, reps=20, launches=10, precondition_ms=0.0):
-    """Median per-launch time (ms) of `reps` repetitions of `launches` back-to-back calls between one
-    CUDA event pair. All repetitions are enqueued without a host sync, behind one untimed call, so
-    the GPU runs the kernels back to back and host (Python) gaps stay out of the times. Before
-    them, untimed calls for about `precondition_ms` (their number from one timed call)."""
+def time_ms(fn, warmup=5, reps=20, launches=10, precondition_ms=0.0, min_timed_ms=0.0):
+    """Median per-launch time (ms) of `reps` repetitions (more where they would take less than
+    `min_timed_ms`) of `launches` back-to-back calls between one CUDA event pair. All repetitions
+    are enqueued without a host sync, behind one untimed call, so the GPU runs the kernels back to
+    back and host (Python) gaps stay out of the times. Before them, untimed calls for about
+    `precondition_ms`. Both counts come from one timed call."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
-    if precondition_ms > 0:
+    if precondition_ms > 0 or min_timed_ms > 0:
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         fn()
         b.record()
         torch.cuda.synchronize()
-        for _ in range(int(precondition_ms / max(a.elapsed_time(b), 1e-3)) + 1):
+        per_call = max(a.elapsed_time(b), 1e-3)
+        for _ in range(int(precondition_ms / per_call) + 1 if precondition_ms > 0 else 0):
             fn()
+        reps = min(100000, max(reps, math.ceil(min_timed_ms / (launches * per_call))))
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     fn()
     for start, end in events:
@@ -59,12 +66,15 @@ def time_ms(fn, warmup=5, reps=20, launches=10, precondition_ms=0.0):
 def main():
     warmup, reps, launches = (int(x) for x in sys.argv[3:6]) if len(sys.argv) > 5 else (5, 20, 10)
     precondition_ms = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
+    min_timed_ms = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0
     out = {"benchmark": "cudnn_sdpa", "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "cudnn": torch.backends.cudnn.version(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
            "warmup": warmup, "reps": reps, "launches": launches, "precondition_ms": precondition_ms,
+           "min_timed_ms": min_timed_ms,
            "method": "torch.nn.functional.scaled_dot_product_attention under sdpa_kernel(CUDNN_ATTENTION), "
                      f"bf16 N(0,1) inputs (batch, heads, seqlen, head_dim); median over {reps} repetitions of the "
-                     f"per-launch time of {launches} back-to-back calls between one CUDA event pair (enqueued without "
+                     f"per-launch time of {launches} back-to-back calls (more repetitions where they took under "
+                     f"{min_timed_ms:g} ms) between one CUDA event pair (enqueued without "
                      f"host syncs), after {warmup} warm-up calls and {precondition_ms:g} ms of untimed calls; "
                      "same input buffers every call (K/V exceed L2)",
            "results": []}
@@ -84,7 +94,7 @@ def main():
             try:
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                     ms = time_ms(lambda: torch.nn.functional.scaled_dot_product_attention(
-                        q, k, v, is_causal=causal, **extra), warmup, reps, launches, precondition_ms)
+                        q, k, v, is_causal=causal, **extra), warmup, reps, launches, precondition_ms, min_timed_ms)
                 f = 4.0 * b * h * sq * sk * d / (2 if causal else 1)
                 row.update(time_us=ms * 1e3, tflops=f / (ms * 1e-3) / 1e12, kv_heads_timed=kvh)
                 row.pop("error", None)

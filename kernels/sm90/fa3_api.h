@@ -3,6 +3,8 @@
 // call it; everything CUDA stays in the .cu files of this folder.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <stdexcept>
@@ -24,6 +26,17 @@ using attnsim::Shape;
 using attnsim::Tensors;
 using attnsim::TileScheduler;
 using attnsim::TraceBuffers;
+
+/// Repetitions to time: `reps`, or as many more as make reps x launches x launch_ms_sum (the
+/// per-launch times of the series timed together, summed, ms) reach `min_timed_ms`, at most
+/// 100000. Throws std::invalid_argument on reps or launches below 1.
+inline int timed_reps(int reps, int launches, double launch_ms_sum, double min_timed_ms) {
+  if (reps < 1 || launches < 1) throw std::invalid_argument("timed_reps: reps and launches must be >= 1");
+  const double per_rep = launches * launch_ms_sum;
+  if (min_timed_ms <= 0 || per_rep <= 0 || reps * per_rep >= min_timed_ms) return reps;
+  const double need = min_timed_ms / per_rep;
+  return need >= 100000 ? 100000 : std::max(reps, static_cast<int>(std::ceil(need)));
+}
 
 /// Parses --trace-warps: "first", "all", "none" or comma-separated warp indices ("0,4,5").
 /// Throws std::invalid_argument otherwise.
@@ -112,6 +125,11 @@ struct TimingOptions {
   /// throttled), so without it a short run is timed at the unthrottled clock and a long one, or
   /// one right after another load, at the throttled one. 0: none.
   double precondition_ms = 0;
+  /// More repetitions than `reps` where they take less than this, ms (timed_reps): under sustained
+  /// load the power controller moves the clock back and forth (1.42-1.72 GHz with a period of about
+  /// 0.7 s on an H100: kernels/microbench clock_under_load), so a window shorter than that samples
+  /// one phase of it. 0: `reps` only.
+  double min_timed_ms = 0;
   bool traced = false;                      ///< the instrumented kernel (records to a scratch buffer)
   uint32_t trace_warps = kTraceWarpsFirst;  ///< when traced
   uint32_t trace_sample = 1;                ///< when traced: one tile in trace_sample recorded (TraceBuffers::sample)

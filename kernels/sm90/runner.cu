@@ -389,8 +389,11 @@ std::vector<TimingPair> time_interleaved(const std::vector<TimedKernel>& ks, Dev
     size_t series;
     int rep, launches;
   };
+  double launch_ms_sum = 0;
+  for (double ms : launch_ms) launch_ms_sum += ms;
+  const int reps = timed_reps(o.reps, o.launches, launch_ms_sum, o.min_timed_ms);
   std::vector<Turn> turns;
-  for (int r = 0, cycle = 0; r < o.reps; ++r)
+  for (int r = 0, cycle = 0; r < reps; ++r)
     for (int c = 0; c < o.launches; c += per_turn, ++cycle)
       for (size_t y = 0; y < ns; ++y) turns.push_back({(cycle + y) % ns, r, std::min(per_turn, o.launches - c)});
   // Each turn between its own pair of events; behind each, outside them, the clock probe and, for
@@ -439,7 +442,7 @@ std::vector<TimingPair> time_interleaved(const std::vector<TimedKernel>& ks, Dev
   for (const auto& x : series) {
     x.out->launch = x.li;
     x.out->launches = o.launches;
-    x.out->ms.assign(o.reps, 0.0);
+    x.out->ms.assign(reps, 0.0);
     x.out->clock_ghz.clear();
     x.out->kernel_clock_ghz.clear();
   }

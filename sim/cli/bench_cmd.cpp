@@ -49,7 +49,8 @@ struct Bench : Command {
     const sm90::TimingOptions topt{.warmup = timing.warmup,
                                    .reps = timing.reps,
                                    .launches = timing.launches,
-                                   .precondition_ms = timing.precondition_ms};
+                                   .precondition_ms = timing.precondition_ms,
+                                   .min_timed_ms = timing.min_timed_ms};
     std::cout << fmt::format(
         "attnsim bench: {}{} against cuDNN on {} ({} SMs), {} problems of {}; each side: median of {} repetitions of "
         "{} back-to-back launches after {} warm-up launches and {:g} ms of untimed load\n",
@@ -82,7 +83,8 @@ struct Bench : Command {
                                      CudnnTiming{.warmup = timing.warmup,
                                                  .reps = timing.reps,
                                                  .launches = timing.launches,
-                                                 .precondition_ms = timing.precondition_ms});
+                                                 .precondition_ms = timing.precondition_ms,
+                                                 .min_timed_ms = timing.min_timed_ms});
     apply_cudnn(rows, ct);
     std::cout << format_bench_table(rows, bench_summary(rows));
     if (!ct.note.empty()) std::cout << ct.note << "\n";

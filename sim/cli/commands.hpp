@@ -47,6 +47,9 @@ struct TimingFlags {
   /// averaged over about a second (an H100 held its clock until ~0.8 s into our kernel's load), so
   /// 2 s puts every problem, short or long, at the clock it holds under sustained load.
   double precondition_ms = 2000;
+  /// Repetitions are added until the timed turns last about this long, ms: the clock the power
+  /// controller holds under sustained load swings with a period of about 0.7 s (clock_under_load).
+  double min_timed_ms = 2000;
 
   /// Registers --warmup, --reps (at least `min_reps`) and --launches on `app`; the members'
   /// values are the defaults.

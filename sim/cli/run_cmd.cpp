@@ -86,6 +86,7 @@ struct Run : Command {
                                    .reps = timing.reps,
                                    .launches = timing.launches,
                                    .precondition_ms = timing.precondition_ms,
+                                   .min_timed_ms = timing.min_timed_ms,
                                    .trace_warps = warps,
                                    .trace_sample = trace_sample};
     // With --trace, the plain and the traced kernel are timed together, taking turns of about 5 ms.
@@ -101,7 +102,7 @@ struct Run : Command {
         "  measured   {:9.1f} us  {:6.1f} TFLOPS  (median of {} x {} back-to-back launches, min {:.1f} max {:.1f} us; "
         "{} "
         "CTAs)\n",
-        us, problem.flops() / (us * 1e6), timing.reps, timing.launches, t.min_ms * 1e3, t.max_ms * 1e3, t.launch.grid);
+        us, problem.flops() / (us * 1e6), t.ms.size(), timing.launches, t.min_ms * 1e3, t.max_ms * 1e3, t.launch.grid);
     std::cout << fmt::format("  predicted  {:9.1f} us  {:6.1f} TFLOPS  ({}: {:+.1f}%)\n", pred.time_us, pred.tflops,
                              hardware.name, 100 * (pred.time_us - us) / us);
     if (t.median_clock_ghz > 0) {

@@ -165,6 +165,7 @@ struct Validate : Command {
                                    .reps = timing.reps,
                                    .launches = timing.launches,
                                    .precondition_ms = timing.precondition_ms,
+                                   .min_timed_ms = timing.min_timed_ms,
                                    .trace_warps = warps,
                                    .trace_sample = trace_sample};
     int first_measured = -1;
@@ -188,7 +189,7 @@ struct Validate : Command {
         c.measured_max_us = t.max_ms * 1e3;
         c.timed_clock_ghz = t.median_clock_ghz;
         if (!no_ops) c.kernel_clock_ghz = times[g].traced.median_kernel_clock_ghz;
-        c.runs = timing.reps;
+        c.runs = static_cast<int>(t.ms.size());  // --reps, or more (--min-timed-ms)
         for (double ms : t.ms) c.run_us.push_back(ms * 1e3);
         if (!no_ops) {
           const sm90::MeasuredTrace rec = sm90::trace_kernel(*k.kernel, dev, k.sched, cap, warps, trace_sample);
@@ -224,25 +225,26 @@ struct Validate : Command {
     }
     std::vector<ValidationCase> cases;
     for (auto& x : pending) cases.push_back(std::move(x.c));
-    nlohmann::json meta = {{"gpu", gpu.name},
-                           {"sm_count", gpu.sm_count},
-                           {"hardware_config", hardware.name},
-                           {"date", today_utc()},
-                           {"timed_runs", timing.reps},
-                           {"warmup_runs", timing.warmup},
-                           {"precondition_ms", timing.precondition_ms},
-                           {"launches_per_run", timing.launches},
-                           {"trace_warps", trace_warps},
-                           {"trace_sample", trace_sample},
-                           { "method",
-                             "measured: median over --reps repetitions of the per-launch time of --launches "
-                             "back-to-back launches, CUDA events (enqueued without host syncs, after warm-up and "
-                             "--precondition-ms of untimed load), random N(0,1) bf16 inputs, the same buffers every "
-                             "launch; the kernels of one problem (every variant, plain and traced) timed together in "
-                             "turns of about 5 ms, so that all see the same SM clock; traced: the instrumented "
-                             "kernel timed the same way; predicted: attnsim simulate (exact mode) with the hardware "
-                             "config matching the GPU, calibrated from microbenchmarks only, each problem's cases at "
-                             "the clock of their mean activity" }};
+    nlohmann::json meta = {
+        {"gpu", gpu.name},
+        {"sm_count", gpu.sm_count},
+        {"hardware_config", hardware.name},
+        {"date", today_utc()},
+        {"timed_runs", timing.reps},
+        {"warmup_runs", timing.warmup},
+        {"precondition_ms", timing.precondition_ms},
+        {"min_timed_ms", timing.min_timed_ms},
+        {"launches_per_run", timing.launches},
+        {"trace_warps", trace_warps},
+        {"trace_sample", trace_sample},
+        { "method",
+          "measured: median over --reps repetitions (more where they took under --min-timed-ms) of the per-launch "
+          "time of --launches back-to-back launches, CUDA events (enqueued without host syncs, after warm-up and "
+          "--precondition-ms of untimed load), random N(0,1) bf16 inputs, the same buffers every launch; the kernels "
+          "of one problem (every variant, plain and traced) timed together in turns of about 5 ms, so that all see "
+          "the same SM clock; traced: the instrumented kernel timed the same way; predicted: attnsim simulate "
+          "(exact mode) with the hardware config matching the GPU, calibrated from microbenchmarks only, each "
+          "problem's cases at the clock of their mean activity" }};
     if (cudnn) {
       std::vector<Problem> probs;
       std::vector<std::string> labels;
@@ -251,7 +253,8 @@ struct Validate : Command {
           labels.push_back(c.problem_label);
           probs.push_back(c.problem);
         }
-      const CudnnTimes ct = time_cudnn(probs, out_dir, CudnnTiming{.precondition_ms = timing.precondition_ms});
+      const CudnnTimes ct = time_cudnn(
+          probs, out_dir, CudnnTiming{.precondition_ms = timing.precondition_ms, .min_timed_ms = timing.min_timed_ms});
       if (!ct.note.empty()) std::cerr << ct.note << "\n";
       meta["cudnn"] = {{"torch", ct.torch_version}, {"note", ct.note},
                        {"method", "PyTorch SDPA, cuDNN backend (scripts/bench_cudnn_sdpa.py), same process run"}};
@@ -277,6 +280,7 @@ struct Validate : Command {
     timing_meta["warmup_runs"] = timing.warmup;
     timing_meta["precondition_ms"] = timing.precondition_ms;
     timing_meta["timed_runs"] = timing.reps;
+    timing_meta["min_timed_ms"] = timing.min_timed_ms;
     timing_meta["launches_per_run"] = timing.launches;
     std::ofstream(out_dir + "/timing.json") << timing_meta.dump(1) << "\n";
     std::cerr << fmt::format("wrote {0}/results.csv, {0}/ops.csv, {0}/results.json, {0}/timing.json{1}\n", out_dir,

@@ -45,8 +45,8 @@ CudnnTimes time_cudnn(const std::vector<Problem>& problems, const std::string& w
   std::ofstream(shapes) << list.dump(1);
   std::filesystem::remove(out);
   const std::string cmd = fmt::format(
-      "python3 '{}/scripts/bench_cudnn_sdpa.py' '{}' '{}' {} {} {} {} > '{}/cudnn_log.txt' 2>&1", project_root(), out,
-      shapes, timing.warmup, timing.reps, timing.launches, timing.precondition_ms, work_dir);
+      "python3 '{}/scripts/bench_cudnn_sdpa.py' '{}' '{}' {} {} {} {} {} > '{}/cudnn_log.txt' 2>&1", project_root(),
+      out, shapes, timing.warmup, timing.reps, timing.launches, timing.precondition_ms, timing.min_timed_ms, work_dir);
   const int rc = std::system(cmd.c_str());
   std::ifstream in(out);
   if (rc != 0 || !in) {

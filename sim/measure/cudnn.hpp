@@ -16,6 +16,7 @@ namespace attnsim {
 struct CudnnTiming {
   int warmup = 5, reps = 20, launches = 10;
   double precondition_ms = 0;
+  double min_timed_ms = 0;  ///< more repetitions where `reps` would take less than this (sm90::TimingOptions)
 };
 
 /// cuDNN times of a list of problems.
@@ -28,7 +29,8 @@ struct CudnnTimes {
   std::string gpu, torch_version;
 };
 
-/// Runs `python3 scripts/bench_cudnn_sdpa.py OUT SHAPES WARMUP REPS LAUNCHES PRECONDITION_MS` for `problems`,
+/// Runs `python3 scripts/bench_cudnn_sdpa.py OUT SHAPES WARMUP REPS LAUNCHES PRECONDITION_MS MIN_TIMED_MS`
+/// for `problems`,
 /// timed as `timing` says, using `work_dir` for the two JSON files and the script's log. A GQA
 /// problem is timed with K/V of kv_heads heads where SDPA's cuDNN backend takes them, else with
 /// K/V of `heads` heads (kv_heads_timed says which). Never throws for a missing python or torch:

@@ -11,6 +11,7 @@
 #include "measure/bench.hpp"
 #include "measure/cudnn.hpp"
 #include "model/json_reader.hpp"
+#include "sm90/fa3_api.h"
 #include "test_support.hpp"
 
 using namespace attnsim;
@@ -222,12 +223,14 @@ TEST_CASE("time_cudnn without a usable PyTorch GPU says why and times nothing", 
   // Without a GPU the script fails (no torch, or no device) and time_cudnn never throws; the shapes
   // file it hands the script is written either way.
   const auto dir = std::filesystem::temp_directory_path() / ("attnsim_bench_cudnn_" + std::to_string(::getpid()));
-  const CudnnTimes t = time_cudnn({shape(1, 16, 2, 512, 128, true)}, dir.string(), CudnnTiming{.warmup = 1, .reps = 3, .launches = 2, .precondition_ms = 250});
+  const CudnnTimes t =
+      time_cudnn({shape(1, 16, 2, 512, 128, true)}, dir.string(),
+                 CudnnTiming{.warmup = 1, .reps = 3, .launches = 2, .precondition_ms = 250, .min_timed_ms = 40});
   if (t.note.empty()) {  // a machine with PyTorch and a GPU: cuDNN was timed
     CHECK(t.us[0] > 0);
     CHECK((t.kv_heads_timed[0] == 2 || t.kv_heads_timed[0] == 16));
   } else {
-    CHECK_THAT(t.note, Catch::StartsWith("cuDNN not timed: `python3 '") && Catch::Contains("' 1 3 2 250` failed") &&
+    CHECK_THAT(t.note, Catch::StartsWith("cuDNN not timed: `python3 '") && Catch::Contains("' 1 3 2 250 40` failed") &&
                            Catch::Contains("cudnn_log.txt"));
     CHECK(t.us == std::vector<double>{0});
   }
@@ -235,4 +238,15 @@ TEST_CASE("time_cudnn without a usable PyTorch GPU says why and times nothing", 
   CHECK(shapes == nlohmann::json::parse(
                       R"([{"batch": 1, "heads": 16, "kv_heads": 2, "seqlen_q": 512, "seqlen_k": 512, "head_dim": 128, "causal": true}])"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("timed_reps adds repetitions until the timed window reaches --min-timed-ms", "[bench]") {
+  CHECK(sm90::timed_reps(20, 10, 0.1, 0) == 20);          // no minimum
+  CHECK(sm90::timed_reps(20, 10, 0.1, 10) == 20);         // 20 x 10 x 0.1 ms = 20 ms already
+  CHECK(sm90::timed_reps(20, 10, 0.1, 2000) == 2000);     // 2000 ms / (10 x 0.1 ms)
+  CHECK(sm90::timed_reps(20, 10, 0.3, 2000) == 667);      // 666.7, rounded up
+  CHECK(sm90::timed_reps(20, 10, 1e-9, 2000) == 100000);  // capped
+  CHECK(sm90::timed_reps(20, 10, 0, 2000) == 20);         // no time measured: as asked
+  CHECK_THROWS_AS(sm90::timed_reps(0, 10, 0.1, 0), std::invalid_argument);
+  CHECK_THROWS_AS(sm90::timed_reps(20, 0, 0.1, 0), std::invalid_argument);
 }
