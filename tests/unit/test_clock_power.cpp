@@ -14,28 +14,8 @@
 
 using namespace attnsim;
 
-namespace {
-/// A GPU with a power model of round numbers: f_max 2 GHz, ceiling 1.8, limit 700 W,
-/// P = 100 + (f / 2)^2 (100 + 800 t + 200 i) + 20 L2 + 100 HBM.
-Hardware round_hw() {
-  Hardware hw;
-  hw.clock_ghz = 1.6;
-  hw.clock_ghz_max = 2.0;
-  hw.clock_ghz_tensor_ceiling = 1.8;
-  hw.clock_power_limit_w = 700;
-  hw.clock_power_exponent = 2;
-  hw.clock_power_static_w = 100;
-  hw.clock_power_base_w = 100;
-  hw.clock_power_tensor_w = 800;
-  hw.clock_power_issue_w = 200;
-  hw.clock_power_l2_w_per_tbps = 20;
-  hw.clock_power_hbm_w_per_tbps = 100;
-  return hw;
-}
-}  // namespace
-
 TEST_CASE("board power of the model by hand", "[clock_power]") {
-  const Hardware hw = round_hw();
+  const Hardware hw = test::round_power_hw();
   ChipActivity a;
   a.tensor_duty = 0.5;
   a.issue_duty = 0.5;
@@ -46,7 +26,7 @@ TEST_CASE("board power of the model by hand", "[clock_power]") {
 }
 
 TEST_CASE("the clock is the tensor ceiling below the power limit and the limit clock above it", "[clock_power]") {
-  const Hardware hw = round_hw();
+  const Hardware hw = test::round_power_hw();
   ChipActivity light;
   light.tensor_duty = 0.1;
   CHECK(clock_under_activity(hw, light, 1.6) == Approx(1.8));  // 100 + 0.81 x 180 = 246 W < 700
@@ -65,7 +45,7 @@ TEST_CASE("the clock is the tensor ceiling below the power limit and the limit c
 }
 
 TEST_CASE("without a power model the clock is the fallback", "[clock_power]") {
-  Hardware hw = round_hw();
+  Hardware hw = test::round_power_hw();
   hw.clock_power_limit_w = 0;
   ChipActivity a;
   a.tensor_duty = 1;
@@ -74,7 +54,7 @@ TEST_CASE("without a power model the clock is the fallback", "[clock_power]") {
 }
 
 TEST_CASE("fit_clock_power recovers the constants of synthetic mixes", "[clock_power][calibrate]") {
-  const Hardware hw = round_hw();
+  const Hardware hw = test::round_power_hw();
   nlohmann::json doc;
   doc["results"]["max_clock_ghz"] = 2.0;
   int n = 0;
@@ -162,7 +142,7 @@ TEST_CASE("a prediction's spans turn into time at the prediction's clock and not
 }
 
 TEST_CASE("set_clock turns a prediction's cycles into time at a clock and takes the HBM bound at that clock", "[clock_power]") {
-  Hardware hw = round_hw();
+  Hardware hw = test::round_power_hw();
   hw.hbm_bytes_per_s = 1e12;
   hw.launch_ns = 1000;
   Prediction p;
@@ -185,7 +165,7 @@ TEST_CASE("set_clock turns a prediction's cycles into time at a clock and takes 
 }
 
 TEST_CASE("kernels timed in turns share the clock of their time-weighted mean activity", "[clock_power]") {
-  const Hardware hw = round_hw();
+  const Hardware hw = test::round_power_hw();
   Prediction heavy, light;
   heavy.power_clocked = light.power_clocked = true;
   heavy.activity.tensor_duty = 1.0;

@@ -418,17 +418,8 @@ TEST_CASE("fidelity: the pins of a measured fa3_sm90 kernel resolve the schedule
 }
 
 TEST_CASE("fidelity: cases timed in turns are re-clocked at the clock they share", "[fidelity]") {
-  // A power model of round numbers: P = 100 + (f / 2)^2 (100 + 800 tensor + 200 issue) W, limit 700.
-  Hardware hw;
-  hw.clock_ghz = 1.6;
-  hw.clock_ghz_max = 2.0;
-  hw.clock_ghz_tensor_ceiling = 1.8;
-  hw.clock_power_limit_w = 700;
-  hw.clock_power_exponent = 2;
-  hw.clock_power_static_w = 100;
-  hw.clock_power_base_w = 100;
-  hw.clock_power_tensor_w = 800;
-  hw.clock_power_issue_w = 200;
+  // P = 100 + (f / 2)^2 (100 + 800 tensor + 200 issue) W, limit 700 (no L2 or HBM traffic here).
+  Hardware hw = test::round_power_hw();
   hw.hbm_bytes_per_s = 1e12;
   hw.launch_ns = 0;
   auto predicted = [](double tensor, double issue, double cycles, double ghz) {

@@ -26,6 +26,24 @@ inline Hardware without_fixed_costs(Hardware hw) {
   return hw;
 }
 
+/// A GPU with a power model of round numbers: f_max 2 GHz, ceiling 1.8, limit 700 W,
+/// P = 100 + (f / 2)^2 (100 + 800 t + 200 i) + 20 L2 + 100 HBM (W; duties, TB/s).
+inline Hardware round_power_hw() {
+  Hardware hw;
+  hw.clock_ghz = 1.6;
+  hw.clock_ghz_max = 2.0;
+  hw.clock_ghz_tensor_ceiling = 1.8;
+  hw.clock_power_limit_w = 700;
+  hw.clock_power_exponent = 2;
+  hw.clock_power_static_w = 100;
+  hw.clock_power_base_w = 100;
+  hw.clock_power_tensor_w = 800;
+  hw.clock_power_issue_w = 200;
+  hw.clock_power_l2_w_per_tbps = 20;
+  hw.clock_power_hbm_w_per_tbps = 100;
+  return hw;
+}
+
 /// Predicts `schedule_file` (with a variant and overrides) on `hw` for `problem`.
 inline Prediction run(const std::string& schedule_file, const Hardware& hw, const Problem& problem,
                       const std::string& variant = "", const std::vector<std::string>& sets = {}) {
