@@ -18,7 +18,8 @@ namespace attnsim::sm90 {
 /// warpgroups take turns issuing GEMMs (named barriers); kOverlap: the PV wgmma of block j+1
 /// is issued with the QK of block j, in one pingpong turn (both finish before block j's softmax);
 /// kRegConsumer/kRegProducer: setmaxnreg budgets; kTrace: the warps selected at run time (Params::trace_warps) record
-/// their spans; kDynamic: the dynamic LPT tile scheduler (next_tile, the tile slot), else tiles are c, c + grid, ...;
+/// their spans; kDynamic: the dynamic LPT tile scheduler (take_next_tile, the tile slot),
+/// else tiles are c, c + grid, ...;
 /// kOwnO: O is staged in a buffer of its own (Q is released after the tile's last QK);
 /// kL2SectionMiB: the L2 budget of the longest-first tile orders' sections (0: one section).
 template <int kHeadDim_, int kMBlock_, int kNBlock_, int kKvStage_, bool kPingpong_, bool kOverlap_, int kRegConsumer_,
@@ -152,17 +153,22 @@ __device__ __forceinline__ Tile read_tile_copy(const Tile* copy) {
 }
 
 /// The dynamic tile scheduler's next tile for this CTA: the next untaken one of the global
-/// counter (a CTA's first tile is blockIdx.x). Lane 0 of the load warp calls it once per tile.
-/// The counter returns to 0 for the next launch: the last CTA to find the tiles exhausted resets
-/// it (every CTA has then made its last increment), so back-to-back launches on one stream need no
-/// memset; two launches sharing the counter must not run concurrently.
-__device__ __forceinline__ int next_tile(const Params& p) {
-  const int next = static_cast<int>(gridDim.x) + atomicAdd(&p.tile_counter[0], 1);
+/// counter (a CTA's first tile is blockIdx.x). Lane 0 of the load warp takes one per tile, as it
+/// starts the loads of the tile's last KV block (kNextTileAtBlock, structure.h), and calls
+/// release_counter with it once that tile's loads are issued: the atomic's result is not waited
+/// for in between.
+__device__ __forceinline__ int take_next_tile(const Params& p) {
+  return static_cast<int>(gridDim.x) + atomicAdd(&p.tile_counter[0], 1);
+}
+/// The counter returns to 0 for the next launch: the last CTA to find the tiles exhausted (`next`
+/// from take_next_tile) resets it (every CTA has then made its last increment), so back-to-back
+/// launches on one stream need no memset; two launches sharing the counter must not run
+/// concurrently.
+__device__ __forceinline__ void release_counter(const Params& p, int next) {
   if (next >= p.num_tiles && atomicAdd(&p.tile_counter[1], 1) == static_cast<int>(gridDim.x) - 1) {
     atomicExch(&p.tile_counter[0], 0);
     atomicExch(&p.tile_counter[1], 0);
   }
-  return next;
 }
 
 /// Traced builds: which work tiles are recorded, one in p.trace_sample (1: all). Recording costs

@@ -110,6 +110,19 @@ inline std::string warp_role_name(int warp, bool warp_specialization = true) {
 inline constexpr int kFullArrivals = 1;
 /// Arrivals per phase on an empty barrier: every consumer warp.
 ATTNSIM_HD constexpr int empty_arrivals(int consumers) { return kWarpsPerWarpgroup * consumers; }
+/// The dynamic tile scheduler: the load warp takes the CTA's next tile from the global counter as
+/// it starts the loads of block kNextTileAtBlock of its current tile (blocks are loaded n-1 .. 0;
+/// a tile of fewer blocks takes it at its first), and waits for the atomic's result only once the
+/// tile's last loads are issued: two blocks' loads later, under which the atomic returns (it took
+/// the load warp 850-2200 cycles in traces of the H100). Taken as the tile started, a CTA was bound
+/// to its next tile a whole tile ahead, which undid the balance of the longest-first order wherever
+/// an L2 section's longest tiles follow the previous section's shortest (H100, hd128 s16k b1
+/// causal: the CTAs ended 1615-1904 us; kernels/sm90/README.md). Taken at block 0, the atomic's
+/// wait showed at seqlen 512 (2% slower).
+inline constexpr int kNextTileAtBlock = 2;
+/// KV blocks of its current tile a CTA still has to compute (at most) when its load warp takes
+/// the next tile: blocks kNextTileAtBlock .. 0, and the kv_stage loaded before them (in the rings).
+ATTNSIM_HD constexpr int next_tile_lead_blocks(int kv_stage) { return kNextTileAtBlock + 1 + kv_stage; }
 /// Stages of pipeline_q.
 inline constexpr int kQStages = 1;
 /// mbarriers in SMEM, in this order: q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S].

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/pipe_sharing.hpp"
+#include "plan/tile_scheduler.hpp"
 
 namespace attnsim {
 
@@ -250,26 +251,27 @@ Prediction predict(const Schedule& schedule, const Hardware& hw_in, const Proble
     }
     p.cycles = makespan;
   } else if (plan.mode == GridPlan::Mode::DynamicLpt) {
-    // Each resident CTA takes the next tile (launch order: longest first) when it is done with
-    // its current one. Who asks first is decided by list scheduling with each tile's cost alone
-    // (a CTA of that one tile, less the prologue every CTA pays once); then the kDynamicCtasSimulated
-    // CTAs whose lists finish last are simulated as persistent CTAs running their lists, and the
-    // latest is the time. (The atomic that fetches a tile runs under the previous tile's loads and
-    // is not modelled.)
-    using Slot = std::pair<double, size_t>;  // (free at, CTA)
-    std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> free_at;
+    // Each resident CTA takes the next tile (launch order: longest first) when
+    // plan.next_tile_lead_blocks KV blocks of its current one are left to compute, and starts it
+    // when that one is done. Who asks first is decided by list scheduling with each tile's cost
+    // alone (a CTA of that one tile, less the prologue every CTA pays once; its last blocks a
+    // share of it by count); then the kDynamicCtasSimulated CTAs whose lists finish last are
+    // simulated as persistent CTAs running their lists, and the latest is the time. (The atomic
+    // that fetches a tile runs under those last blocks and is not modelled.)
     const size_t ctas = static_cast<size_t>(std::max(1, plan.resident_ctas / plan.cta_group));
-    for (size_t i = 0; i < ctas; ++i) free_at.push({0.0, i});
-    std::vector<std::vector<TileWork>> lists(ctas);
-    std::vector<double> est(ctas, hw.cta_prologue_cycles);
+    std::vector<double> cost;
+    std::vector<int> n_blocks;
     for (const auto& one : plan.cta_tiles) {
-      auto [at, c] = free_at.top();
-      free_at.pop();
-      lists[c].push_back(one.front());
-      est[c] = at + (opt.extrapolate || opt.exact_every_cta ? runner.program_cycles(one, opt.extrapolate)
+      cost.push_back(opt.extrapolate || opt.exact_every_cta ? runner.program_cycles(one, opt.extrapolate)
                                                             : runner.steady_cycles(one) - hw.cta_prologue_cycles);
-      free_at.push({est[c], c});
+      n_blocks.push_back(one.front().n_blocks);
     }
+    std::vector<double> est;  // when each CTA is done with its list
+    const auto picks =
+        assign_dynamic_tiles(cost, n_blocks, ctas, plan.next_tile_lead_blocks, hw.cta_prologue_cycles, &est);
+    std::vector<std::vector<TileWork>> lists(ctas);
+    for (size_t c = 0; c < ctas; ++c)
+      for (size_t i : picks[c]) lists[c].push_back(plan.cta_tiles[i].front());
     std::vector<size_t> order(ctas);
     for (size_t i = 0; i < ctas; ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return est[a] > est[b]; });

@@ -19,7 +19,7 @@ struct TileWork {
 struct GridPlan {
   /// Single: one CTA. StaticPersistent: CTAs loop over tiles. LptSingleTile: one CTA per tile,
   /// longest first. DynamicLpt: resident CTAs loop over the tiles in LPT order, each taking the
-  /// next when it has loaded its current one. PerHead: one CTA per (batch, head) walking its Q
+  /// next when next_tile_lead_blocks of its current one are left. PerHead: one CTA per (batch, head) walking its Q
   /// tiles (FA2 style).
   enum class Mode { Single, StaticPersistent, LptSingleTile, DynamicLpt, PerHead } mode = Mode::Single;
   int cta_group = 1;      ///< CTAs per cluster (2 for 2-CTA MMA)
@@ -28,6 +28,9 @@ struct GridPlan {
   /// CTAs of the first wave per distinct (batch, KV head): how many CTAs stream each K/V tile at
   /// about the same time, which sets how much of their TMA traffic L2 serves (engine).
   double kv_sharing = 1;
+  /// DynamicLpt: KV blocks of its current tile a CTA has left to compute, at most, when it takes
+  /// the next (TilingSpec::next_tile_lead_blocks).
+  int next_tile_lead_blocks = 0;
   /// Tiles of the whole problem. When they are more than the planner was allowed (max_tiles),
   /// the plan holds only this count: cta_tiles stays empty and `over_budget` is set.
   long long tiles = 1;

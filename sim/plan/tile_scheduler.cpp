@@ -1,7 +1,9 @@
 #include "plan/tile_scheduler.hpp"
 
 #include <algorithm>
+#include <queue>
 #include <set>
+#include <stdexcept>
 
 #include "common/tile_order.h"
 
@@ -17,6 +19,31 @@ TileWork tile_at(const Problem& p, const TilingSpec& spec, int m) {
   t.masked_blocks = t.n_blocks - attnsim_first_masked_block(row0, spec.n_block, t.n_blocks, p.seqlen_q, p.seqlen_k,
                                                               p.causal);
   return t;
+}
+
+std::vector<std::vector<size_t>> assign_dynamic_tiles(const std::vector<double>& cost, const std::vector<int>& n_blocks,
+                                                      size_t ctas, int lead_blocks, double start,
+                                                      std::vector<double>* done_at) {
+  if (cost.size() != n_blocks.size())
+    throw std::invalid_argument("assign_dynamic_tiles: a cost and a block count per tile");
+  if (ctas == 0) throw std::invalid_argument("assign_dynamic_tiles: no CTA");
+  using Ask = std::pair<double, size_t>;  // (asks at, CTA)
+  std::priority_queue<Ask, std::vector<Ask>, std::greater<Ask>> asks;
+  std::vector<std::vector<size_t>> lists(ctas);
+  std::vector<double> done(ctas, start);
+  for (size_t i = 0; i < cost.size(); ++i) {
+    size_t c = i;  // CTA c's first tile is tile c (the kernel's blockIdx.x)
+    if (i >= ctas) {
+      c = asks.top().second;
+      asks.pop();
+    }
+    lists[c].push_back(i);
+    done[c] += cost[i];
+    const int n = std::max(1, n_blocks[i]);
+    asks.push({done[c] - cost[i] * std::min(n, std::max(0, lead_blocks)) / n, c});
+  }
+  if (done_at) *done_at = std::move(done);
+  return lists;
 }
 
 namespace {
@@ -81,6 +108,7 @@ GridPlan plan_tiles(const Hardware& hw, const Problem& p, const TilingSpec& spec
     // within L2 sections of spec.l2_section heads.
     const bool dynamic = spec.scheduler == TileScheduler::DynamicLpt;
     g.mode = dynamic ? GridPlan::Mode::DynamicLpt : GridPlan::Mode::LptSingleTile;
+    g.next_tile_lead_blocks = dynamic ? spec.next_tile_lead_blocks : 0;
     const long long slots = static_cast<long long>(clusters) * (dynamic ? 1 : spec.ctas_per_sm);
     g.resident_ctas = static_cast<int>(std::min(slots, tiles) * spec.cta_group);
     for (long long t = 0; t < tiles; ++t) {

@@ -124,3 +124,42 @@ TEST_CASE("dynamic LPT pays a CTA's fixed costs once - not once per tile", "[til
   // Deterministic: the same plan and the same simulated CTAs every time.
   CHECK(run(fa3(), hw, p, "dynamic_lpt").cycles == dyn.cycles);
 }
+
+TEST_CASE("dynamic LPT assignment: a CTA that asks for its next tile as it starts one is bound a tile ahead",
+          "[tile_scheduler]") {
+  // Two CTAs, tiles of 4, 1, 4 and 1 blocks at 1 cycle per block, in that order.
+  const std::vector<double> cost = {4, 1, 4, 1};
+  const std::vector<int> blocks = {4, 1, 4, 1};
+  std::vector<double> done;
+  // Asking when done (lead 0) or with one block left: CTA 1, done with tile 1 at 1, takes tile 2
+  // (done at 5); CTA 0 asks at 4 (or 3) and takes tile 3: both done at 5.
+  for (int lead : {0, 1}) {
+    const auto lists = assign_dynamic_tiles(cost, blocks, 2, lead, 0, &done);
+    CHECK(lists == std::vector<std::vector<size_t>>{{0, 3}, {1, 2}});
+    CHECK(done == std::vector<double>{5, 5});
+  }
+  // Asking at a tile's start (lead >= its blocks): both ask at 0, CTA 0 first, and it is bound to
+  // the second long tile while it runs the first: done at 8 and 2.
+  const auto ahead = assign_dynamic_tiles(cost, blocks, 2, 4, 0, &done);
+  CHECK(ahead == std::vector<std::vector<size_t>>{{0, 2}, {1, 3}});
+  CHECK(done == std::vector<double>{8, 2});
+  // A start offset shifts every time alike.
+  assign_dynamic_tiles(cost, blocks, 2, 0, 10, &done);
+  CHECK(done == std::vector<double>{15, 15});
+  CHECK_THROWS_AS(assign_dynamic_tiles(cost, {4, 1}, 2, 0, 0), std::invalid_argument);
+  CHECK_THROWS_AS(assign_dynamic_tiles(cost, blocks, 0, 0, 0), std::invalid_argument);
+}
+
+TEST_CASE(
+    "fa3_sm90 dynamic grid takes the next tile kv_stage + 3 blocks before the end of a tile - as the load warp does",
+    "[tile_scheduler][fa3]") {
+  const Hardware hw = h100();
+  const Problem p = causal(4, 16, 2048, 128);
+  const auto s = load_schedule(fa3());
+  const GridPlan g = s->plan_grid(hw, p, 1 << 20);
+  REQUIRE(g.mode == GridPlan::Mode::DynamicLpt);
+  CHECK(g.next_tile_lead_blocks == 5);  // blocks 2, 1, 0 and kv_stage 2 (schedules/fa3_sm90.json)
+  Problem nc = p;
+  nc.causal = false;  // static persistent: tiles are not asked for
+  CHECK(s->plan_grid(hw, nc, 1 << 20).next_tile_lead_blocks == 0);
+}

@@ -193,6 +193,7 @@ GridPlan Fa3Schedule::plan_grid(const Hardware& hw, const Problem& p, long long 
   t.n_block = k.n_block;
   t.scheduler = k.scheduler;
   t.l2_section = k.l2_section;
+  t.next_tile_lead_blocks = sm90::next_tile_lead_blocks(k.kv_stage);  // the load warp (kernels/sm90/load.cuh)
   return plan_tiles(hw, p, t, max_tiles);
 }
 
