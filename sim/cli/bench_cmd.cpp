@@ -52,10 +52,11 @@ struct Bench : Command {
                                    .precondition_ms = timing.precondition_ms,
                                    .min_timed_ms = timing.min_timed_ms};
     std::cout << fmt::format(
-        "attnsim bench: {}{} against cuDNN on {} ({} SMs), {} problems of {}; each side: median of {} repetitions of "
-        "{} back-to-back launches after {} warm-up launches and {:g} ms of untimed load\n",
+        "attnsim bench: {}{} against cuDNN on {} ({} SMs), {} problems of {}; each side: median of {} repetitions "
+        "(more where they would take under {:g} ms) of {} back-to-back launches after {} warm-up launches and {:g} ms "
+        "of untimed load\n",
         s->name(), variant.empty() ? "" : ":" + variant, gpu.name, gpu.sm_count, rows.size(), set_file, timing.reps,
-        timing.launches, timing.warmup, timing.precondition_ms);
+        timing.min_timed_ms, timing.launches, timing.warmup, timing.precondition_ms);
     for (size_t i = 0; i < rows.size(); ++i) {
       BenchRow& r = rows[i];
       TileScheduler sched = TileScheduler::Lpt;
@@ -93,13 +94,13 @@ struct Bench : Command {
           .device = gpu.name,
           .date = today_utc(),
           .method = fmt::format(
-              "median over {} repetitions of the per-launch time of {} back-to-back launches between one CUDA event "
-              "pair, enqueued without host syncs, after {} warm-up launches and {:g} ms of untimed load (each side "
-              "its own); random N(0,1) bf16 inputs, the same buffers every launch; ours: attnsim sm90::time_kernel "
-              "({}{}); cuDNN: PyTorch {} SDPA, cuDNN backend (scripts/bench_cudnn_sdpa.py), same run",
-              timing.reps, timing.launches, timing.warmup, timing.precondition_ms, s->name(),
-              variant.empty() ? "" : ":" + variant,
-              ct.torch_version.empty() ? "(not run)" : ct.torch_version)};
+              "median over {} repetitions (more where they would take under {:g} ms) of the per-launch time of {} "
+              "back-to-back launches between one CUDA event pair, enqueued without host syncs, after {} warm-up "
+              "launches and {:g} ms of untimed load (each side its own); random N(0,1) bf16 inputs, the same buffers "
+              "every launch; ours: attnsim sm90::time_kernel ({}{}); cuDNN: PyTorch {} SDPA, cuDNN backend "
+              "(scripts/bench_cudnn_sdpa.py), same run",
+              timing.reps, timing.min_timed_ms, timing.launches, timing.warmup, timing.precondition_ms, s->name(),
+              variant.empty() ? "" : ":" + variant, ct.torch_version.empty() ? "(not run)" : ct.torch_version)};
       const auto parent = std::filesystem::path(csv).parent_path();
       if (!parent.empty()) std::filesystem::create_directories(parent);
       std::ofstream f(csv);
