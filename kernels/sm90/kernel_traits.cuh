@@ -154,7 +154,7 @@ __device__ __forceinline__ Tile read_tile_copy(const Tile* copy) {
 
 /// The dynamic tile scheduler's next tile for this CTA: the next untaken one of the global
 /// counter (a CTA's first tile is blockIdx.x). Lane 0 of the load warp takes one per tile, as it
-/// starts the loads of the tile's last KV block (kNextTileAtBlock, structure.h), and calls
+/// starts the loads of block kNextTileAtBlock of the tile (structure.h), and calls
 /// release_counter with it once that tile's loads are issued: the atomic's result is not waited
 /// for in between.
 __device__ __forceinline__ int take_next_tile(const Params& p) {

@@ -117,8 +117,7 @@ ATTNSIM_HD constexpr int empty_arrivals(int consumers) { return kWarpsPerWarpgro
 /// the load warp 850-2200 cycles in traces of the H100). Taken as the tile started, a CTA was bound
 /// to its next tile a whole tile ahead, which undid the balance of the longest-first order wherever
 /// an L2 section's longest tiles follow the previous section's shortest (H100, hd128 s16k b1
-/// causal: the CTAs ended 1615-1904 us; kernels/sm90/README.md). Taken at block 0, the atomic's
-/// wait showed at seqlen 512 (2% slower).
+/// causal: the CTAs ended 1615-1904 us; kernels/sm90/README.md, which has the A/B runs).
 inline constexpr int kNextTileAtBlock = 2;
 /// KV blocks of its current tile a CTA still has to compute (at most) when its load warp takes
 /// the next tile: blocks kNextTileAtBlock .. 0, and the kv_stage loaded before them (in the rings).

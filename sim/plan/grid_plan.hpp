@@ -19,8 +19,8 @@ struct TileWork {
 struct GridPlan {
   /// Single: one CTA. StaticPersistent: CTAs loop over tiles. LptSingleTile: one CTA per tile,
   /// longest first. DynamicLpt: resident CTAs loop over the tiles in LPT order, each taking the
-  /// next when next_tile_lead_blocks of its current one are left. PerHead: one CTA per (batch, head) walking its Q
-  /// tiles (FA2 style).
+  /// next when next_tile_lead_blocks of its current one are left. PerHead: one CTA per (batch,
+  /// head) walking its Q tiles (FA2 style).
   enum class Mode { Single, StaticPersistent, LptSingleTile, DynamicLpt, PerHead } mode = Mode::Single;
   int cta_group = 1;      ///< CTAs per cluster (2 for 2-CTA MMA)
   int resident_ctas = 1;  ///< CTAs running at once on the whole GPU
