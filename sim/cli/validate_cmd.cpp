@@ -225,16 +225,18 @@ struct Validate : Command {
     }
     std::vector<ValidationCase> cases;
     for (auto& x : pending) cases.push_back(std::move(x.c));
+    // How the kernels were timed: in results.json's meta and in timing.json, which fidelity reads.
+    nlohmann::json timing_fields;
+    timing_fields["timed_runs"] = timing.reps;
+    timing_fields["warmup_runs"] = timing.warmup;
+    timing_fields["precondition_ms"] = timing.precondition_ms;
+    timing_fields["min_timed_ms"] = timing.min_timed_ms;
+    timing_fields["launches_per_run"] = timing.launches;
     nlohmann::json meta = {
         {"gpu", gpu.name},
         {"sm_count", gpu.sm_count},
         {"hardware_config", hardware.name},
         {"date", today_utc()},
-        {"timed_runs", timing.reps},
-        {"warmup_runs", timing.warmup},
-        {"precondition_ms", timing.precondition_ms},
-        {"min_timed_ms", timing.min_timed_ms},
-        {"launches_per_run", timing.launches},
         {"trace_warps", trace_warps},
         {"trace_sample", trace_sample},
         { "method",
@@ -245,6 +247,7 @@ struct Validate : Command {
           "the same SM clock; traced: the instrumented kernel timed the same way; predicted: attnsim simulate "
           "(exact mode) with the hardware config matching the GPU, calibrated from microbenchmarks only, each "
           "problem's cases at the clock of their mean activity" }};
+    meta.update(timing_fields);
     if (cudnn) {
       std::vector<Problem> probs;
       std::vector<std::string> labels;
@@ -272,16 +275,11 @@ struct Validate : Command {
     std::ofstream(out_dir + "/results.csv") << validation_csv(cases);
     std::ofstream(out_dir + "/ops.csv") << validation_ops_csv(cases);
     std::ofstream(out_dir + "/results.json") << j.dump(2) << "\n";
-    nlohmann::json timing_meta;
+    nlohmann::json timing_meta = timing_fields;
     timing_meta["description"] =
         "How attnsim validate timed this folder's kernels; `attnsim fidelity` reads timed_together (problem: the "
         "kernels of each problem took turns of about 5 ms, so they shared one SM clock)";
     timing_meta["timed_together"] = "problem";
-    timing_meta["warmup_runs"] = timing.warmup;
-    timing_meta["precondition_ms"] = timing.precondition_ms;
-    timing_meta["timed_runs"] = timing.reps;
-    timing_meta["min_timed_ms"] = timing.min_timed_ms;
-    timing_meta["launches_per_run"] = timing.launches;
     std::ofstream(out_dir + "/timing.json") << timing_meta.dump(1) << "\n";
     std::cerr << fmt::format("wrote {0}/results.csv, {0}/ops.csv, {0}/results.json, {0}/timing.json{1}\n", out_dir,
                              no_ops ? "" : fmt::format(", {0}/trace_measured.json, {0}/trace_predicted.json", out_dir));
