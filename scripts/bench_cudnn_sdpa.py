@@ -21,6 +21,7 @@ import datetime
 import json
 import math
 import sys
+import time
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -36,20 +37,28 @@ def time_ms(fn, warmup=5, reps=20, launches=10, precondition_ms=0.0, min_timed_m
     """Median per-launch time (ms) of `reps` repetitions (more where they would take less than
     `min_timed_ms`) of `launches` back-to-back calls between one CUDA event pair. All repetitions
     are enqueued without a host sync, behind one untimed call, so the GPU runs the kernels back to
-    back and host (Python) gaps stay out of the times. Before them, untimed calls for about
-    `precondition_ms`. Both counts come from one timed call."""
+    back and host (Python) gaps stay out of the times. Before them, untimed calls for
+    `precondition_ms` of wall-clock time. The repetition count comes from `launches` back-to-back
+    calls timed once (one call timed alone would include the host's launch latency)."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     if precondition_ms > 0 or min_timed_ms > 0:
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        fn()
+        for _ in range(launches):
+            fn()
         b.record()
         torch.cuda.synchronize()
-        per_call = max(a.elapsed_time(b), 1e-3)
-        for _ in range(int(precondition_ms / per_call) + 1 if precondition_ms > 0 else 0):
-            fn()
+        per_call = max(a.elapsed_time(b) / launches, 1e-3)
+        # By the wall clock, in chunks of about 50 ms of calls: a count from a per-call estimate
+        # fell short wherever the estimate was long.
+        chunk = max(1, int(50.0 / per_call))
+        end = time.perf_counter() + precondition_ms / 1e3
+        while time.perf_counter() < end:
+            for _ in range(chunk):
+                fn()
+            torch.cuda.synchronize()
         reps = min(100000, max(reps, math.ceil(min_timed_ms / (launches * per_call))))
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     fn()
