@@ -225,7 +225,7 @@ void bench_softmax_block(Report& rep) {
   require_sm90(rep);
   rep.set_method(
       "kernels/sm90/softmax.cuh's row_max, exp_scores, and rescale + pack_p on the fragments of "
-      "the kernel's tile shapes (hd64: n_block 128 and 176, hd128: n_block 128, hd256: n_block 80), one "
+      "the kernel's tile shapes (hd64: n_block 128 and 176, hd128: n_block 128, hd256: n_block 64 and 80), one "
       "warp per SMSP (warpgroup 1), fresh scores each block; cycles between 32-bit clock reads "
       "around each span, as the traced kernel reads them; mean over the blocks, median over the 4 "
       "warps, median over 9 launches whose softmax warps start 4000 + 97 i cycles in. Alone "
@@ -246,6 +246,8 @@ void bench_softmax_block(Report& rep) {
   shape<128, 64, 128>(rep, shapes["hd64 n_block 128"], iters, launches);
   shape<176, 64, 128>(rep, shapes["hd64 n_block 176"], iters, launches);
   const auto hd128 = shape<128, 128, 128>(rep, shapes["hd128 n_block 128"], iters, launches);
+  // hd256 runs 64-wide K/V blocks on short sequences (fa3::kShortSeqlenK), 80 wide otherwise.
+  shape<64, 256, 128>(rep, shapes["hd256 n_block 64"], iters, launches);
   shape<80, 256, 128>(rep, shapes["hd256 n_block 80"], iters, launches);
   res["softmax_exp_alone_cycles"] = hd128[0];
   res["softmax_exp_beside_wgmma_cycles"] = hd128[1];

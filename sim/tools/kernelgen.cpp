@@ -6,7 +6,7 @@
 // (compiled_kernels()), a manifest of what was and was not compiled, and sm90_limits.h (the
 // hardware config's SMEM and register limits, for the kernels' static_asserts). fa3_sm90
 // schedules are resolved for causal and non-causal problems (their auto tile scheduler, and so
-// their kernel, differs). fa4_sm100 schedules (resolved with --hw-sm100, head_dim 64 and 128,
+// their kernel, differs), at seqlen 8192 and 512 (the auto tile differs: fa3::kShortSeqlenK). fa4_sm100 schedules (resolved with --hw-sm100, head_dim 64 and 128,
 // causal and not) get kernels/sm100 instances in their own files (sm100_instances_N.cu, built for
 // sm_100a) and sm100_limits.h. blackflash kernels go to instances_blackflash_0.cu, which the
 // build compiles for sm_90a and sm_120a. Files are rewritten only when their content changes, so
@@ -24,6 +24,7 @@
 #include <sstream>
 
 #include "explore/sweep.hpp"
+#include "lower/fa3/fa3_schedule.hpp"
 #include "lower/schedule.hpp"
 #include "model/json_reader.hpp"
 
@@ -186,19 +187,26 @@ int main(int argc, char** argv) {
         }
         if (schedule->family() != "fa3_sm90" && schedule->family() != "fa2_sm80" && schedule->family() != "blackflash")
           break;  // no real kernel
-        // fa3_sm90's auto tile scheduler (and with it the kernel) differs for causal problems.
-        const bool by_causal = schedule->family() == "fa3_sm90";
+        // fa3_sm90's auto tile scheduler (and with it the kernel) differs for causal problems, and
+        // its auto tile for short sequences (fa3::kShortSeqlenK).
+        const bool fa3 = schedule->family() == "fa3_sm90";
         for (int hd : {64, 128, 256})
-          for (bool causal : {false, true}) {
-            if (causal && !by_causal) continue;
-            Problem p;
-            p.head_dim = p.head_dim_v = hd;
-            p.causal = causal;
-            consider(
-                *schedule, p,
-                fmt::format("{} {} hd{}{}", rel, variant.empty() ? "(base)" : variant, hd, causal ? " causal" : ""),
-                {{"schedule", rel}, {"variant", variant}, {"head_dim", hd}, {"causal", causal}});
-          }
+          for (bool causal : {false, true})
+            for (bool short_kv : {false, true}) {
+              if ((causal || short_kv) && !fa3) continue;
+              Problem p;
+              p.head_dim = p.head_dim_v = hd;
+              p.causal = causal;
+              if (short_kv) p.seqlen_q = p.seqlen_k = fa3::kShortSeqlenK;
+              consider(*schedule, p,
+                       fmt::format("{} {} hd{}{}{}", rel, variant.empty() ? "(base)" : variant, hd,
+                                   causal ? " causal" : "", short_kv ? fmt::format(" seqlen {}", p.seqlen_k) : ""),
+                       {{"schedule", rel},
+                        {"variant", variant},
+                        {"head_dim", hd},
+                        {"causal", causal},
+                        {"seqlen_k", p.seqlen_k}});
+            }
       }
     }
     // Sweep files: every admitted candidate, for each of the sweep's problems (for `validate --sweep`).

@@ -4,6 +4,7 @@
 
 #include <sstream>
 
+#include "lower/fa3/fa3_schedule.hpp"
 #include "lower/schedule.hpp"
 #include "measure/fidelity.hpp"
 #include "measure/measured_timeline.hpp"
@@ -15,7 +16,7 @@ using namespace attnsim;
 
 namespace {
 
-std::string fa3() { return test::root() + "/schedules/fa3_sm90.json"; }
+std::string fa3_file() { return test::root() + "/schedules/fa3_sm90.json"; }
 Hardware h100() { return load_hardware(test::root() + "/configs/hw/h100_sxm.json"); }
 Problem hd(int d) {
   Problem p;
@@ -62,8 +63,46 @@ sm90::MeasuredTrace two_ctas() {
 
 }  // namespace
 
+TEST_CASE("fa3_sm90 auto tile takes the narrower K/V blocks on short or badly padded sequences", "[measure]") {
+  const auto s = load_schedule(fa3_file());
+  auto n_block = [&](int head_dim, int seqlen_k, bool causal) {
+    Problem p = hd(head_dim);
+    p.seqlen_q = p.seqlen_k = seqlen_k;
+    p.causal = causal;
+    const KernelChoice k = s->real_kernel(h100(), p);
+    REQUIRE(k.supported);
+    return std::get<sm90::KernelKnobs>(k.knobs).n_block;
+  };
+  // seqlen_k <= 512: hd64 128 wide (not three 176-wide blocks over 528 keys), hd256 64 wide (not
+  // seven 80-wide blocks over 560); one key more and the long-sequence tiles are back.
+  CHECK(n_block(64, fa3::kShortSeqlenK, false) == 128);
+  CHECK(n_block(64, fa3::kShortSeqlenK + 1, false) == 176);
+  CHECK(n_block(64, fa3::kShortSeqlenK + 1, true) == 128);  // causal hd64 is 128 wide at every seqlen
+  CHECK(n_block(128, 256, false) == 128);
+  CHECK(n_block(256, fa3::kShortSeqlenK, false) == 64);
+  CHECK(n_block(256, fa3::kShortSeqlenK, true) == 64);
+  CHECK(n_block(256, fa3::kShortSeqlenK + 1, true) == 80);
+  // Past it, the narrower blocks where the wider ones would read 10% more keys or more: hd64 at
+  // seqlen 768 (176-wide blocks read 880 keys: 1.146x), not at 1024 (1056: 1.031x); hd256 at 576
+  // (80-wide: 640 against 576, 1.111x), not at 768 (800: 1.042x).
+  CHECK(n_block(64, 768, false) == 128);
+  CHECK(n_block(64, 1024, false) == 176);
+  CHECK(n_block(256, 576, false) == 64);
+  CHECK(n_block(256, 768, false) == 80);
+  CHECK(n_block(256, 8192, false) == 80);
+  // seqlen_k decides, not seqlen_q (the blocks tile the keys).
+  Problem p = hd(256);
+  p.seqlen_q = 8192;
+  p.seqlen_k = 512;
+  CHECK(std::get<sm90::KernelKnobs>(s->real_kernel(h100(), p).knobs).n_block == 64);
+  // A tile written in the schedule is kept at any seqlen.
+  p.seqlen_q = p.seqlen_k = 512;
+  const auto pinned = load_schedule(fa3_file(), {R"(/tile={"m_block":128,"n_block":80})"});
+  CHECK(std::get<sm90::KernelKnobs>(pinned->real_kernel(h100(), p).knobs).n_block == 80);
+}
+
 TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[measure]") {
-  const auto s = load_schedule(fa3());
+  const auto s = load_schedule(fa3_file());
   const KernelChoice k64 = s->real_kernel(h100(), hd(64));
   const KernelChoice k128 = s->real_kernel(h100(), hd(128));
   const KernelChoice k256 = s->real_kernel(h100(), hd(256));
@@ -89,27 +128,27 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
         AnyKernelKnobs{sm90::KernelKnobs{64, 128, 128, 2, true, true, 240, 24, true, true, 8}});
   c.head_dim = c.head_dim_v = 256;
   CHECK(s->real_kernel(h100(), c).scheduler == TileScheduler::Lpt);
-  CHECK(load_schedule(fa3(), {}, "lpt_single_tile")->real_kernel(h100(), hd(128)).scheduler == TileScheduler::Lpt);
+  CHECK(load_schedule(fa3_file(), {}, "lpt_single_tile")->real_kernel(h100(), hd(128)).scheduler == TileScheduler::Lpt);
   // hd256: O's own 64 KB beside Q 64 KB and two K/V stages of 80 x 256 overflow SMEM: asked for,
   // the schedule is rejected with the reason.
   try {
-    load_schedule(fa3(), {"/o_staging=own_buffer"})->check(h100(), hd(256));
+    load_schedule(fa3_file(), {"/o_staging=own_buffer"})->check(h100(), hd(256));
     FAIL("expected an SMEM overflow");
   } catch (const InputError& e) {
     CHECK(e.path() == "/o_staging");
     CHECK_THAT(e.what(), Catch::Contains("SMEM overflow: Q 65536 + O 65536"));
   }
-  CHECK(std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "kv_stage_3")->real_kernel(h100(), hd(128)).knobs)
+  CHECK(std::get<sm90::KernelKnobs>(load_schedule(fa3_file(), {}, "kv_stage_3")->real_kernel(h100(), hd(128)).knobs)
             .kv_stage == 3);
-  CHECK_FALSE(std::get<sm90::KernelKnobs>(load_schedule(fa3(), {}, "no_pingpong")->real_kernel(h100(), hd(128)).knobs)
+  CHECK_FALSE(std::get<sm90::KernelKnobs>(load_schedule(fa3_file(), {}, "no_pingpong")->real_kernel(h100(), hd(128)).knobs)
                   .pingpong);
 }
 
 TEST_CASE("schedules without a real kernel say why", "[measure]") {
-  const KernelChoice ws = load_schedule(fa3(), {}, "no_warp_specialization")->real_kernel(h100(), hd(128));
+  const KernelChoice ws = load_schedule(fa3_file(), {}, "no_warp_specialization")->real_kernel(h100(), hd(128));
   CHECK_FALSE(ws.supported);
   CHECK_THAT(ws.why_not, Catch::Contains("warp_specialization false"));
-  CHECK_THAT(load_schedule(fa3())->real_kernel(h100(), hd(96)).why_not, Catch::Contains("head_dim 96"));
+  CHECK_THAT(load_schedule(fa3_file())->real_kernel(h100(), hd(96)).why_not, Catch::Contains("head_dim 96"));
   // fa4_sm100 with 2-CTA MMA at head_dim 64: kernels/sm100 builds it for head_dim 128 only.
   CHECK_THAT(load_schedule(test::fa4(), {"/cta_group=2"})->real_kernel(test::b200(), hd(64)).why_not,
              Catch::Contains("cta_group 2") && Catch::Contains("for head_dim 128 only"));
@@ -259,7 +298,7 @@ TEST_CASE("predicted and measured traces share track and span names", "[measure]
   const auto parsed = nlohmann::json::parse(s);
   CHECK(parsed["traceEvents"].size() > 8);
   // The simulator's trace of the same schedule names the consumer tracks the same way.
-  const Prediction p = test::run(fa3(), h100(), hd(128));
+  const Prediction p = test::run(fa3_file(), h100(), hd(128));
   std::ostringstream pred;
   write_chrome_trace(p.critical.timeline, TraceOptions{}, pred);
   CHECK_THAT(pred.str(), Catch::Contains("\"name\":\"consumer0 w4\""));

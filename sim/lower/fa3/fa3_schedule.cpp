@@ -66,10 +66,12 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // 2026-11-24): causal at 128 x 128 (-9% to -15% at seqlen 512-1k, -5% at 4k: the diagonal
   // wastes less of a 128-row tile), non-causal at 128 x 176 (-7% at 4k, -2% at 1k, +3% at
   // 512: fewer, longer KV blocks, as FA3 takes for hd128 non-causal). hd128 stays at 128 wide:
-  // at 176 its O no longer fits a buffer of its own (+17-24% at seqlen 512-1k).
-  const std::pair<int, int> tile = knobs_.tile.value_or(p.head_dim <= 64    ? std::pair{128, p.causal ? 128 : 176}
-                                                        : p.head_dim <= 128 ? std::pair{128, 128}
-                                                                            : std::pair{128, 80});
+  // at 176 its O no longer fits a buffer of its own (+17-24% at seqlen 512-1k). hd64 and hd256
+  // take the narrower of their two widths (128 / 64) where it is faster (narrower_kv_blocks).
+  const std::pair<int, int> tile = knobs_.tile.value_or(
+      p.head_dim <= 64    ? std::pair{128, p.causal || narrower_kv_blocks(p.seqlen_k, 176, 128) ? 128 : 176}
+      : p.head_dim <= 128 ? std::pair{128, 128}
+                          : std::pair{128, narrower_kv_blocks(p.seqlen_k, 80, 64) ? 64 : 80});
   k.m_block = tile.first;
   k.n_block = tile.second;
   k.consumers = sm90::consumer_warpgroups(k.m_block);

@@ -19,6 +19,25 @@
 
 namespace attnsim::fa3 {
 
+/// Longest seqlen_k for which the auto tile takes the narrower of its two K/V block widths (hd64:
+/// 128 instead of 176, hd256: 64 instead of 80): with a few blocks per tile, the tile's first QK and
+/// last PV, which nothing overlaps and which grow with the block's width, weigh more than the
+/// wider blocks' fewer, more efficient steps. Measured on an H100 (kernels/sm90/README.md, "Short
+/// sequences"): at seqlen 512 narrower is 2-4% faster, at 1k 0.5-2.6% slower but for hd256 causal.
+inline constexpr int kShortSeqlenK = 512;
+/// Padding that makes the narrower K/V blocks the auto tile's choice at any seqlen_k: the wider
+/// blocks would read this many times the keys the narrower ones read, or more (the last block's
+/// keys past seqlen_k are loaded, multiplied and masked all the same). H100: hd64 seqlen 768,
+/// 880 keys in 176-wide blocks against 768 in 128-wide ones (1.146x): narrower 7.4% faster.
+inline constexpr double kMaxPaddedKeysRatio = 1.1;
+
+/// Whether the auto tile takes K/V blocks `narrow` wide rather than `wide` for seqlen_k keys
+/// (kShortSeqlenK, kMaxPaddedKeysRatio).
+inline bool narrower_kv_blocks(int seqlen_k, int wide, int narrow) {
+  const auto padded = [&](int n) { return static_cast<double>((seqlen_k + n - 1) / n) * n; };
+  return seqlen_k <= kShortSeqlenK || padded(wide) >= kMaxPaddedKeysRatio * padded(narrow);
+}
+
 /// Knobs as written.
 struct Knobs {
   std::optional<std::pair<int, int>> tile;  ///< m_block, n_block; unset = auto
