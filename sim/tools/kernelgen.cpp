@@ -6,8 +6,9 @@
 // (compiled_kernels()), a manifest of what was and was not compiled, and sm90_limits.h (the
 // hardware config's SMEM and register limits, for the kernels' static_asserts). fa3_sm90
 // schedules are resolved for causal and non-causal problems (their auto tile scheduler, and so
-// their kernel, differs), at seqlen 8192 and 512 (the auto tile differs: fa3::kShortSeqlenK). fa4_sm100 schedules (resolved with --hw-sm100, head_dim 64 and 128,
-// causal and not) get kernels/sm100 instances in their own files (sm100_instances_N.cu, built for
+// their kernel, differs), at seqlen 8192 and 512 (the auto tile differs: fa3::kShortSeqlenK).
+// fa4_sm100 schedules (resolved with --hw-sm100, head_dim 64 and 128, causal and not) get
+// kernels/sm100 instances in their own files (sm100_instances_N.cu, built for
 // sm_100a) and sm100_limits.h. blackflash kernels go to instances_blackflash_0.cu, which the
 // build compiles for sm_90a and sm_120a. Files are rewritten only when their content changes, so
 // unchanged shards are not rebuilt.

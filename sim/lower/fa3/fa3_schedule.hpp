@@ -20,10 +20,11 @@
 namespace attnsim::fa3 {
 
 /// Longest seqlen_k for which the auto tile takes the narrower of its two K/V block widths (hd64:
-/// 128 instead of 176, hd256: 64 instead of 80): with a few blocks per tile, the tile's first QK and
-/// last PV, which nothing overlaps and which grow with the block's width, weigh more than the
-/// wider blocks' fewer, more efficient steps. Measured on an H100 (kernels/sm90/README.md, "Short
-/// sequences"): at seqlen 512 narrower is 2-4% faster, at 1k 0.5-2.6% slower but for hd256 causal.
+/// 128 instead of 176, hd256: 64 instead of 80). Our reading: with few blocks per tile, the tile's
+/// first QK and last PV (which nothing overlaps, and which grow with the block's width) and the
+/// last block's padding weigh more than the wider blocks' fewer, more efficient steps. Measured on
+/// an H100 (kernels/sm90/README.md, "Short sequences"): at seqlen 512 narrower is 2-4% faster; at
+/// 1k 1.5-2.6% slower (hd256 causal: 0.5% faster).
 inline constexpr int kShortSeqlenK = 512;
 /// Padding that makes the narrower K/V blocks the auto tile's choice at any seqlen_k: the wider
 /// blocks would read this many times the keys the narrower ones read, or more (the last block's
