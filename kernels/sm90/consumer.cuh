@@ -257,6 +257,15 @@ struct Consumer {
   /// One work tile, its Q in SMEM: the KV loop and the epilogue.
   __device__ __forceinline__ void run_tile(const Tile& c, int local) {
     const int n = c.n_blocks;
+    // Between tiles the K and V read positions are equal (both advance once per KV block).
+    // Taken afresh from V's here, K's does not carry from tile to tile: carried, ptxas kept it
+    // in vector registers in the dynamic scheduler's kernels (whose tiles come from shared
+    // memory), rebuilt each K stage's wgmma descriptors on the ALU and moved them to uniform
+    // registers (R2UR) before every QK wgmma. The static kernels' SASS is the same either way;
+    // at head_dim 64 the dynamic kernel's wait for PV(j+1) then moved deeper into the
+    // exponentials and its KV loop ran 1-3% slower, so it keeps the carried position there
+    // (H100, 2026-11-28, kernels/sm90/README.md).
+    if constexpr (D >= 128) k_read = v_read;
     // This thread's first row (r0) in the sequence.
     const int row0 = c.m * T::kMBlock + group * 64 + 16 * warp + lane / 4;
     RowStats st;
