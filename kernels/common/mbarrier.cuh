@@ -68,6 +68,12 @@ __device__ __forceinline__ void tma_load(const void* tmap, void* dst, int c0, in
   const int32_t coords[4] = {c0, c1, c2, c3};
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, dst, tmap, coords, bar);
 }
+/// TMA: fetches the tensor map `tmap` (a __grid_constant__ kernel parameter) into the TMA unit's
+/// descriptor cache, so that the first load or store through it does not wait for the fetch
+/// (PTX ISA, prefetch.tensormap; FlashAttention-3 does it at its producer's start).
+__device__ __forceinline__ void tma_prefetch_descriptor(const void* tmap) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<uint64_t>(tmap)) : "memory");
+}
 /// TMA: stores a 4D box from `src` to `coords` (rows outside the tensor are clipped).
 __device__ __forceinline__ void tma_store(const void* tmap, const void* src, int c0, int c1, int c2, int c3) {
   const int32_t coords[4] = {c0, c1, c2, c3};

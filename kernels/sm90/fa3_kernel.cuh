@@ -18,6 +18,12 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
   const Smem<T> s(smem_raw);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
+    // The load warp's lane 0 (thread 0) issues every TMA load, warp 0 of each consumer
+    // warpgroup the O stores: their tensor maps are fetched under the prologue.
+    tma_prefetch_descriptor(&p.tm_q);
+    tma_prefetch_descriptor(&p.tm_k);
+    tma_prefetch_descriptor(&p.tm_v);
+    tma_prefetch_descriptor(&p.tm_o);
     cuda::ptx::mbarrier_init(s.q_full, kFullArrivals);
     cuda::ptx::mbarrier_init(s.q_empty, T::kConsumerWarps);
     for (int i = 0; i < T::kKvStage; ++i) {
