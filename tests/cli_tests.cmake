@@ -204,11 +204,11 @@ endif()
 # fidelity: the committed validation measurements (configs/validation/<gpu>/<folder> with a fidelity.json)
 # re-predicted with the current model and checked against the baseline committed beside them
 # (fidelity.json): fails when MAPE or max |error| grows by more than 0.05 points or Spearman drops
-# by more than 0.005. No GPU; about 160 s for the 33 folders on a 2-core machine (2026-11-28), so
-# the limit leaves room for more folders. A model change that moves the figures on purpose
+# by more than 0.005. No GPU; 145 s for the 33 folders in CI
+# (2026-11-28, a 2-core machine). A model change that moves the figures on purpose
 # runs `attnsim fidelity --update` and commits the new fidelity.json files with it.
 add_test(NAME fidelity.regression COMMAND ${ATTNSIM_BIN} fidelity)
-set_tests_properties(fidelity.regression PROPERTIES TIMEOUT 600)
+set_tests_properties(fidelity.regression PROPERTIES TIMEOUT 300)
 # A baseline no model reaches (tests/fidelity/): the regression is reported, by figure, and exits 1.
 attnsim_cli_test(fidelity_regression_detected 1
   "\"figure\": \"MAPE\".*\"ok\": false.*MAPE regressed: baseline 0.0000%, now [0-9.]+% \\(grew by"
