@@ -201,6 +201,18 @@ if(ATTNSIM_HAVE_CUDA)
     FILE ${OUTDIR}/bench_gpu/bench.csv)
 endif()
 
+# kernels/sm90/sanitize_all.py (compute-sanitizer over every compiled sm_90a kernel, on a GPU
+# machine): without a GPU its --dry-run still checks that the problem it derives for each kernel
+# selects that kernel (fails with WRONG KERNEL otherwise).
+find_program(ATTNSIM_PYTHON3 python3)
+if(ATTNSIM_HAVE_CUDA AND ATTNSIM_PYTHON3)
+  add_test(NAME kernels.sanitize_all_selection
+           COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/sanitize_all.py --attnsim ${ATTNSIM_BIN} --dry-run
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(kernels.sanitize_all_selection PROPERTIES
+                       PASS_REGULAR_EXPRESSION "[1-9][0-9]* kernels, 0 sanitizer runs, 0 failures")
+endif()
+
 # fidelity: the committed validation measurements (configs/validation/<gpu>/<folder> with a fidelity.json)
 # re-predicted with the current model and checked against the baseline committed beside them
 # (fidelity.json): fails when MAPE or max |error| grows by more than 0.05 points or Spearman drops

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""compute-sanitizer on a small problem of every kernel compiled into an attnsim build.
+
+Lists the kernels (`attnsim run --list`), and for each one this GPU can run (sm_90a: kernels/sm90,
+kernels/fa2, kernels/blackflash) derives a problem that selects it from the first schedule it was
+compiled for (schedule, variant, head_dim, causal, short or long seqlen_k), checks that `attnsim
+run` does pick that kernel, then runs `attnsim run ... --check` under each compute-sanitizer tool,
+plain and traced (`--trace`, every tile recorded). Prints one line per run and a summary; exits 1
+if any run reports an error, a hazard or a failed check, or picks another kernel than intended.
+
+Problems: batch 4, 16 heads (8 K/V heads: GQA), seqlen_q 700 (384 tiles of 128 rows: a persistent
+CTA runs two or three, and the last m-block is a tail) against seqlen_k 500 for kernels compiled
+for short sequences (fa3::kShortSeqlenK = 512; causal, 200 rows then see no key) and 1408 for the
+others (the wide K/V blocks, 176, 128 or 80 keys, pad it by less than 10%, so the auto tile keeps
+them). Without a GPU, `--dry-run` only checks that each problem selects its kernel.
+
+Usage (on a GPU machine, from the repository root):
+  kernels/sm90/sanitize_all.py [--attnsim build/attnsim] [--tools memcheck,racecheck,synccheck]
+      [--no-traced] [--filter TEXT] [--shard I/N] [--timeout S] [--dry-run]
+"""
+import argparse
+import re
+import subprocess
+import sys
+
+FAMILY_SCHEDULES = ("fa3_sm90", "fa2_sm80", "blackflash")
+
+
+def kernels(attnsim):
+    """(knobs, first 'schedules/X.json variant hdD [causal] [seqlen 512]') of each sm_90a kernel."""
+    out = subprocess.run([attnsim, "run", "schedules/fa3_sm90.json", "--list"], capture_output=True, text=True,
+                         check=True).stdout
+    found = []
+    for line in out.splitlines()[1:]:
+        m = re.match(r"\s+(\S.*?)\s{2,}needs (sm_\d+a)\s+(.*)$", line)
+        if not m or m.group(2) != "sm_90a":
+            continue
+        found.append((m.group(1), m.group(3).split("; ")[0]))
+    return found
+
+
+def problem(desc):
+    """attnsim run arguments that select the kernel compiled for `desc`."""
+    m = re.match(r"(schedules/\S+\.json) (\(base\)|\S+) hd(\d+)( causal)?( non-causal)?( seqlen 512)?$", desc)
+    if not m:
+        raise ValueError(f"cannot read the kernel's schedule entry: {desc!r}")
+    args = [m.group(1)]
+    if m.group(2) != "(base)":
+        args += ["--variant", m.group(2)]
+    args += ["--head-dim", m.group(3), "--causal" if m.group(4) else "--non-causal"]
+    args += ["--batch", "4", "--heads", "16", "--kv-heads", "8", "--seqlen", "700"]
+    args += ["--seqlen-k", "500" if m.group(6) else "1408"]
+    return args
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--attnsim", default="build/attnsim")
+    ap.add_argument("--tools", default="memcheck,racecheck,synccheck")
+    ap.add_argument("--no-traced", action="store_true", help="only the plain kernels")
+    ap.add_argument("--filter", default="", help="only kernels whose knobs contain this text")
+    ap.add_argument("--shard", default="1/1", help="I/N: the I-th of N equal shares of the kernels")
+    ap.add_argument("--timeout", type=float, default=120, help="seconds per run")
+    ap.add_argument("--dry-run", action="store_true", help="check the kernel selection only (no GPU needed)")
+    a = ap.parse_args()
+    shard, shards = (int(x) for x in a.shard.split("/"))
+    todo = [k for k in kernels(a.attnsim) if a.filter in k[0]]
+    todo = todo[shard - 1::shards]
+    fixed = ["--reps", "1", "--launches", "1", "--warmup", "0", "--precondition-ms", "0", "--min-timed-ms", "0"]
+    failures, runs = 0, 0
+    for knobs, desc in todo:
+        args = problem(desc)
+        # The kernel `run` picks for this problem (printed before it runs, or in its SKIPPED line).
+        probe = subprocess.run([a.attnsim, "run", *args, "--reps", "1", "--launches", "1", "--warmup", "0",
+                                "--precondition-ms", "0", "--min-timed-ms", "0"], capture_output=True, text=True)
+        picked = re.search(r"\[([^\]]+)\]", probe.stdout)
+        if not picked or picked.group(1) != knobs:
+            print(f"WRONG KERNEL [{knobs}] <- {' '.join(args)}: picked [{picked.group(1) if picked else '?'}]")
+            failures += 1
+            continue
+        if a.dry_run:
+            print(f"ok   [{knobs}] <- {' '.join(args)}")
+            continue
+        for tool in a.tools.split(","):
+            for traced in ([False] if a.no_traced else [False, True]):
+                cmd = ["compute-sanitizer", "--tool", tool, "--error-exitcode", "3", a.attnsim, "run", *args, "--check",
+                       *fixed]
+                if traced:
+                    cmd += ["--trace", "/tmp/sanitize_all_trace.json", "--trace-sample", "1"]
+                runs += 1
+                try:
+                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+                    text = r.stdout + r.stderr
+                    check = re.search(r"correctness \([^)]*\): (pass|FAIL)", text)
+                    summary = f"check {check.group(1) if check else 'not run'}; " + " ".join(
+                        re.findall(r"(?:ERROR|RACECHECK) SUMMARY: [^\n]*", text))
+                    ok = r.returncode == 0 and check is not None and check.group(1) == "pass"
+                except subprocess.TimeoutExpired:
+                    summary, ok = f"timed out after {a.timeout:g} s", False
+                failures += not ok
+                print(f"{'ok  ' if ok else 'FAIL'} {tool:9s} {'traced' if traced else 'plain ':6s} [{knobs}]: {summary}",
+                      flush=True)
+    print(f"{len(todo)} kernels, {runs} sanitizer runs, {failures} failures")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
