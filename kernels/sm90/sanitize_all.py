@@ -71,8 +71,7 @@ def main():
     for knobs, desc in todo:
         args = problem(desc)
         # The kernel `run` picks for this problem (printed before it runs, or in its SKIPPED line).
-        probe = subprocess.run([a.attnsim, "run", *args, "--reps", "1", "--launches", "1", "--warmup", "0",
-                                "--precondition-ms", "0", "--min-timed-ms", "0"], capture_output=True, text=True)
+        probe = subprocess.run([a.attnsim, "run", *args, *fixed], capture_output=True, text=True)
         picked = re.search(r"\[([^\]]+)\]", probe.stdout)
         if not picked or picked.group(1) != knobs:
             print(f"WRONG KERNEL [{knobs}] <- {' '.join(args)}: picked [{picked.group(1) if picked else '?'}]")
