@@ -23,8 +23,6 @@ import re
 import subprocess
 import sys
 
-FAMILY_SCHEDULES = ("fa3_sm90", "fa2_sm80", "blackflash")
-
 
 def kernels(attnsim):
     """(knobs, first 'schedules/X.json variant hdD [causal] [seqlen 512]') of each sm_90a kernel."""
