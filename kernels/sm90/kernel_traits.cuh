@@ -18,7 +18,7 @@ namespace attnsim::sm90 {
 /// warpgroups take turns issuing GEMMs (named barriers); kOverlap: the PV wgmma of block j+1
 /// is issued with the QK of block j, in one pingpong turn (both finish before block j's softmax);
 /// kRegConsumer/kRegProducer: setmaxnreg budgets; kTrace: the warps selected at run time (Params::trace_warps) record
-/// their spans; kDynamic: the dynamic LPT tile scheduler (take_next_tile, the tile slot),
+/// their spans; kDynamic: the dynamic LPT tile scheduler (take_next_ticket, the tile slot),
 /// else tiles are c, c + grid, ...;
 /// kOwnO: O is staged in a buffer of its own (Q is released after the tile's last QK);
 /// kL2SectionMiB: the L2 budget of the longest-first tile orders' sections (0: one section).
@@ -121,7 +121,7 @@ __device__ __forceinline__ void publish_tile(Tile* slot, const Tile& c) {
   const int v[6] = {c.index, c.m, c.head, c.batch, c.n_blocks, c.first_masked};
 #pragma unroll
   for (int i = 0; i < 6; ++i) {
-    int old;
+    [[maybe_unused]] int old;
     asm volatile("atom.shared.exch.b32 %0, [%1], %2;" : "=r"(old) : "r"(a + 4 * i), "r"(v[i]) : "memory");
   }
 }
@@ -152,16 +152,20 @@ __device__ __forceinline__ Tile read_tile_copy(const Tile* copy) {
   return Tile{v[0], v[1], v[2], v[3], v[4], v[5]};
 }
 
-/// The dynamic tile scheduler's next tile for this CTA: the next untaken one of the global
-/// counter (a CTA's first tile is blockIdx.x). Lane 0 of the load warp takes one per tile, as it
-/// starts the loads of block kNextTileAtBlock of the tile (structure.h), and calls
-/// release_counter with it once that tile's loads are issued: the atomic's result is not waited
-/// for in between.
-__device__ __forceinline__ int take_next_tile(const Params& p) {
-  return static_cast<int>(gridDim.x) + atomicAdd(&p.tile_counter[0], 1);
+/// The dynamic tile scheduler's ticket for this CTA's next tile: the next tile is
+/// gridDim.x + ticket (a CTA's first tile is blockIdx.x). Lane 0 of the load warp takes one per
+/// tile, as it starts the loads of block kNextTileAtBlock of the tile (structure.h), and first
+/// reads it once that tile's loads are issued, so the atomic's round trip (850-2200 cycles in H100
+/// traces) is hidden under those loads' barrier waits.
+/// An atomicInc whose limit no launch reaches (fewer than 2^31 tiles), not an atomicAdd: ptxas
+/// aggregates an atomicAdd over the warp (VOTEU.ANY, FLO, POPC, ATOM.ADD, then a SHFL.IDX of the
+/// result right behind it), so the warp waits for the round trip at once; it leaves ATOM.INC alone
+/// (SASS of the sm_90a kernels, CUDA 13.0; kernels/sm90/README.md).
+__device__ __forceinline__ unsigned take_next_ticket(const Params& p) {
+  return atomicInc(reinterpret_cast<unsigned*>(&p.tile_counter[0]), 0x7fffffffu);
 }
 /// The counter returns to 0 for the next launch: the last CTA to find the tiles exhausted (`next`
-/// from take_next_tile) resets it (every CTA has then made its last increment), so back-to-back
+/// from take_next_ticket) resets it (every CTA has then made its last increment), so back-to-back
 /// launches on one stream need no memset; two launches sharing the counter must not run
 /// concurrently.
 __device__ __forceinline__ void release_counter(const Params& p, int next) {

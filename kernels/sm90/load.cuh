@@ -1,7 +1,7 @@
 // Load role: lane 0 of the load warp (warp 0 of the producer warpgroup) issues the TMA loads of Q
 // (once per tile) and of K_j, V_j for j = n-1 .. 0 into the kv_stage-deep rings, each after the
 // consumer warps freed the stage. With the dynamic tile scheduler it also picks the CTA's tiles
-// (take_next_tile, as the loads of a tile's third-last block start), hands each to the consumers
+// (take_next_ticket, as the loads of a tile's third-last block start), hands each to the consumers
 // in the tile slot, and from the second tile on loads K_n-1 before Q. Mirrors sim/lower/fa3/load.cpp.
 #pragma once
 
@@ -19,6 +19,7 @@ __device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, Trac
   // Write positions: every stage starts free, so the first pass through each ring does not wait.
   PipelineState q_write = PipelineState::producer_start(kQStages), kv_write = PipelineState::producer_start(T::kKvStage);
   int local = 0, next = 0;
+  unsigned ticket = 0;  // the dynamic scheduler's: next = gridDim.x + ticket, read after the tile's loads
   for (int t = blockIdx.x; t < p.num_tiles; t = T::kDynamic ? next : t + gridDim.x, ++local) {
     const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
     const int kv_head = c.head / p.group;
@@ -57,15 +58,18 @@ __device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, Trac
     q_write.advance();
     for (int j = c.n_blocks - 1; j >= 0; --j) {
       // The next tile, taken late (kNextTileAtBlock) so that the CTA is bound to it only about
-      // next_tile_lead_blocks blocks ahead; the atomic's result is waited for after the loop.
+      // next_tile_lead_blocks blocks ahead; the atomic's result is first read after the loop.
       if constexpr (T::kDynamic)
-        if (j == (c.n_blocks - 1 < kNextTileAtBlock ? c.n_blocks - 1 : kNextTileAtBlock)) next = take_next_tile(p);
+        if (j == (c.n_blocks - 1 < kNextTileAtBlock ? c.n_blocks - 1 : kNextTileAtBlock)) ticket = take_next_ticket(p);
       if (!k_first || j < c.n_blocks - 1)
         load_tile(&p.tm_k, s.k(kv_write.index), s.k_full, s.k_empty, ATTNSIM_WAIT_K_EMPTY, ATTNSIM_OP_LOAD_K, j);
       load_tile(&p.tm_v, s.v(kv_write.index), s.v_full, s.v_empty, ATTNSIM_WAIT_V_EMPTY, ATTNSIM_OP_LOAD_V, j);
       kv_write.advance();  // K and V rings advance together
     }
-    if constexpr (T::kDynamic) release_counter(p, next);
+    if constexpr (T::kDynamic) {
+      next = static_cast<int>(gridDim.x + ticket);
+      release_counter(p, next);
+    }
   }
   if constexpr (T::kDynamic) {
     // No more tiles: an index past the last one, published like a tile but with no Q bytes.

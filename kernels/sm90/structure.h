@@ -112,11 +112,10 @@ inline constexpr int kFullArrivals = 1;
 ATTNSIM_HD constexpr int empty_arrivals(int consumers) { return kWarpsPerWarpgroup * consumers; }
 /// The dynamic tile scheduler: the load warp takes the CTA's next tile from the global counter as
 /// it starts the loads of block kNextTileAtBlock of its current tile (blocks are loaded n-1 .. 0; a
-/// tile of fewer blocks takes it at its first), and is meant to wait for the atomic's result only
-/// once the tile's last loads are issued: two blocks' loads later, under which the atomic returns
-/// (it took the load warp 850-2200 cycles in traces of the H100). In the SASS it waits at once:
-/// ptxas aggregates the atomic over the warp and broadcasts its result with a shuffle right behind
-/// it (kernels/sm90/README.md, "When a CTA takes its next tile"). Taken as the tile started, a CTA
+/// tile of fewer blocks takes it at its first), and waits for the atomic's result only once the
+/// tile's last loads are issued: two blocks' loads later, under which the atomic returns (it took
+/// the load warp 850-2200 cycles in traces of the H100; kernels/sm90/README.md, "When a CTA takes
+/// its next tile", has why the atomic is an atomicInc). Taken as the tile started, a CTA
 /// was bound to its next tile a whole tile ahead, which undid the balance of the longest-first
 /// order wherever an L2 section's longest tiles follow the previous section's shortest (H100, hd128
 /// s16k b1 causal: the CTAs ended 1615-1904 us; kernels/sm90/README.md, which has the A/B runs).
