@@ -115,6 +115,8 @@ const Expect kExpect[] = {
     {"ldg_load", "/results/ldg_latency_all_sms_loading_cycles", 50, 5000},
     {"tma_under_load", "/results/latency_hit_alone_cycles", 50, 1e5},
     {"tma_under_load", "/results/latency_miss_alone_cycles", 50, 1e5},
+    {"tma_issue", "/results/first_box_issue_cycles", 1, 1e4},
+    {"tma_issue", "/results/issue_cycles_per_box", 1, 1e4},
 };
 
 void usage() {

@@ -214,12 +214,201 @@ void bench_tma_under_load(Report& rep) {
   res["latency_miss_alone_cycles"] = res["modes"]["probe_miss_background_hbm"]["alone"]["latency_cycles"];
 }
 
+
+// --- tma_issue: how long the issuing thread spends on a burst of TMA loads -----------------------
+//
+// Why: a kernel's load warp issues each K or V tile as head_dim/64 boxes back to back; if the SM's
+// TMA unit takes a new box only once it has room, the issuing thread stalls there (the kernel's
+// load_k/load_v spans), and the simulator must charge that stall to the load warp, not to its
+// waits on the rings.
+
+constexpr int kIssueBoxRows = 128;                      // 64 columns x 128 rows bf16: FA3's hd128 K box
+constexpr int kIssueBoxBytes = kIssueBoxRows * 128;     // 16 KB
+constexpr int kIssueMaxBoxes = 12;                      // SMEM: 12 x 16 KB
+constexpr int kIssueReps = 24;                          // bursts per launch (the first 4 dropped)
+constexpr int kIssueTensorBoxes = 256;                  // boxes of the tensor's first 64 columns (8 MB, L2-resident)
+
+/// One thread per CTA issues kIssueReps bursts of B 16 KB tensor2d loads (one arrive.expect_tx for
+/// the burst, then the B copies into B SMEM slots), clock64 before the burst and after each issue
+/// and after the mbarrier completes; out[((cta * kIssueReps) + rep) * (B + 1) + i]: cycles from the
+/// burst's start to the end of issue i (i < B) and to completion (i = B). Bursts start 4000 cycles
+/// after the previous one completed, so each meets an idle TMA unit (when `all_sms`, every SM's
+/// unit at about the same time: the chip's L2 shared as in the kernel's bursts).
+/// Warps 4 and 8 of a `busy` launch share SMSP 0 with the issuing thread's warp 0 (warp w runs on
+/// SMSP w % 4) and issue independent FFMAs, 8 chains deep (every cycle they can), until it is done.
+__device__ __forceinline__ void keep_smsp_busy(volatile int* stop, float* sink) {
+  float a[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) a[i] = threadIdx.x + i;
+  const float m = 0.999f, c = 0.5f;
+  while (*stop == 0) {
+#pragma unroll
+    for (int k = 0; k < 16; ++k)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) a[i] = fmaf(a[i], m, c);
+  }
+  float t = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) t += a[i];
+  if (t == 1.2345f) *sink = t;  // keeps the chains alive
+}
+
+/// One thread per CTA issues kIssueReps bursts of B 16 KB tensor2d loads (one arrive.expect_tx for
+/// the burst, then the B copies into B SMEM slots), clock64 before the burst and after each issue
+/// and after the mbarrier completes; out[((cta * kIssueReps) + rep) * (B + 1) + i]: cycles from the
+/// burst's start to the end of issue i (i < B) and to completion (i = B). Bursts start 4000 cycles
+/// after the previous one completed, so each meets an idle TMA unit (when every SM runs a CTA, each
+/// SM's unit at about the same time: the chip's L2 shared as in the kernel's bursts). A launch of
+/// 12 warps keeps the issuing warp's SMSP busy (keep_smsp_busy) meanwhile.
+template <int B>
+__global__ void tma_issue_kernel(const __grid_constant__ CUtensorMap m, long long* out, BlockClock* clk, float* sink,
+                                 int* err) {
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ uint64_t bar;
+  __shared__ volatile int stop;
+  uint8_t* buf = align1k(smem_raw);
+  if (threadIdx.x == 0) {
+    cuda::ptx::mbarrier_init(&bar, 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    stop = 0;
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32;
+  if (warp == 4 || warp == 8) {
+    keep_smsp_busy(&stop, sink);
+    return;
+  }
+  if (threadIdx.x != 0) return;
+  if (blockDim.x > 32) spin(2000);  // the busy warps are running
+  const unsigned long long ns0 = globaltimer();
+  const long long c0 = clock64();
+  uint32_t phase = 0;
+  for (int rep = 0; rep < kIssueReps; ++rep) {
+    long long t[B + 1];
+    const int first = (blockIdx.x * 7 + rep * B) % kIssueTensorBoxes;
+    const long long t0 = clock64();
+    cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cta, cuda::ptx::space_shared, &bar,
+                                         B * kIssueBoxBytes);
+#pragma unroll
+    for (int i = 0; i < B; ++i) {
+      const int32_t c[2] = {0, ((first + i) % kIssueTensorBoxes) * kIssueBoxRows};
+      cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_cluster, cuda::ptx::space_global, buf + i * kIssueBoxBytes, &m,
+                                      c, &bar);
+      t[i] = clock64();
+    }
+    if (!wait_parity(&bar, phase)) {
+      atomicExch(err, 1);
+      break;
+    }
+    t[B] = clock64();
+    phase ^= 1;
+    long long* o = out + (static_cast<long long>(blockIdx.x) * kIssueReps + rep) * (B + 1);
+#pragma unroll
+    for (int i = 0; i <= B; ++i) o[i] = t[i] - t0;
+    spin(4000);
+  }
+  clk[blockIdx.x] = BlockClock{c0, clock64(), ns0, globaltimer(), smid(), 0};
+  stop = 1;
+}
+
+void bench_tma_issue(Report& rep) {
+  rep.set_method(
+      "One thread per CTA (one CTA on one SM, or one per SM at once) issues bursts of B TMA loads "
+      "of 16 KB (bf16 boxes of 64 columns x 128 rows, 128B swizzle: FA3's hd128 K/V box) from an "
+      "8 MB L2-resident tensor (warmed first), one arrive.expect_tx for the burst then the B copies "
+      "into B SMEM slots; clock64 before the burst, after each copy's issue, and after the mbarrier "
+      "completes. 24 bursts per launch 4000 cycles apart (the first 4 dropped), 3 launches; medians "
+      "over bursts (and CTAs). first_box_issue_cycles: the issue end at B = 1 (arrive.expect_tx and "
+      "one copy); issue_cycles_per_box: (issue end of copy 7 - of copy 0) / 7 at B = 8; "
+      "boxes_before_stall: copies of the B = 12 burst issued before the first whose issue took over "
+      "1.5 x issue_cycles_per_box (the TMA unit's queue full). Modes: one_sm (one 32-thread CTA), "
+      "all_sms (one per SM at once), one_sm_busy_smsp (one CTA of 12 warps: warps 4 and 8, on the "
+      "issuing warp's SMSP, issue independent FFMAs throughout, as a kernel's consumer warps beside "
+      "its load warp).");
+  const DeviceInfo& dev = rep.dev();
+  const int sms = dev.sm_count;
+  // make_tmap's rows are 128 columns (256 B) wide; the boxes read their first 64 columns.
+  const unsigned long long rows = static_cast<unsigned long long>(kIssueTensorBoxes) * kIssueBoxRows;
+  DeviceBuffer<uint8_t> data(static_cast<size_t>(rows) * 256);
+  MB_CHECK(cudaMemset(data.get(), 0x3c, data.size()));
+  const CUtensorMap m = make_tmap(data.get(), rows, kIssueBoxRows);
+  const int smem = kIssueMaxBoxes * kIssueBoxBytes + 1024;
+  DeviceBuffer<long long> out(static_cast<size_t>(sms) * kIssueReps * (kIssueMaxBoxes + 1));
+  DeviceBuffer<int> err(1);
+  Json& res = rep.results();
+  res["box_bytes"] = kIssueBoxBytes;
+  // Per B: medians over (CTA, rep >= 4) of each copy's issue end and of the completion.
+  DeviceBuffer<float> sink(1);
+  DeviceBuffer<BlockClock> clk(sms);
+  auto run = [&](auto kernel, int b, int ctas, int threads) {
+    allow_smem(kernel, smem);
+    std::vector<std::vector<double>> v(b + 1);
+    for (int launch = 0; launch < 4; ++launch) {  // launch 0 warms L2 and is dropped
+      err.zero();
+      kernel<<<ctas, threads, smem>>>(m, out.get(), clk.get(), sink.get(), err.get());
+      MB_CHECK_LAUNCH("tma_issue_kernel");
+      check_err(err, "tma_issue_kernel");
+      if (launch == 0) continue;
+      auto cl = clk.to_host();
+      rep.clock().add(std::vector<BlockClock>(cl.begin(), cl.begin() + ctas));
+      const auto o = out.to_host();
+      for (int c = 0; c < ctas; ++c)
+        for (int r = 4; r < kIssueReps; ++r)
+          for (int i = 0; i <= b; ++i) v[i].push_back(static_cast<double>(o[(static_cast<size_t>(c) * kIssueReps + r) * (b + 1) + i]));
+    }
+    std::vector<double> ends;
+    for (int i = 0; i < b; ++i) ends.push_back(median(v[i]));
+    return std::pair{ends, median(v[b])};
+  };
+  struct Mode {
+    const char* name;
+    int ctas, threads;
+  };
+  for (const Mode& md_ : {Mode{"one_sm", 1, 32}, Mode{"all_sms", sms, 32}, Mode{"one_sm_busy_smsp", 1, 384}}) {
+    const char* mode = md_.name;
+    Json md = Json::object();
+    std::vector<std::vector<double>> ends(kIssueMaxBoxes + 1);
+    auto point = [&](auto kernel, int b) {
+      const auto [e, done] = run(kernel, b, md_.ctas, md_.threads);
+      ends[b] = e;
+      Json j = Json::object();
+      Json a = Json::array();
+      for (double x : e) a.push_back(x);
+      j["issue_end_cycles"] = a;  // after copy 0, 1, ..., b-1
+      j["done_cycles"] = done;
+      md["b" + std::to_string(b)] = j;
+    };
+    point(tma_issue_kernel<1>, 1);
+    point(tma_issue_kernel<2>, 2);
+    point(tma_issue_kernel<4>, 4);
+    point(tma_issue_kernel<8>, 8);
+    point(tma_issue_kernel<12>, 12);
+    const double per_box = (ends[8][7] - ends[8][0]) / 7;
+    int before_stall = kIssueMaxBoxes;
+    for (int i = 1; i < kIssueMaxBoxes; ++i)
+      if (ends[12][i] - ends[12][i - 1] > 1.5 * per_box) {
+        before_stall = i;
+        break;
+      }
+    md["first_box_issue_cycles"] = ends[1][0];
+    md["issue_cycles_per_box"] = per_box;
+    md["boxes_before_stall"] = before_stall;
+    res["modes"][mode] = md;
+  }
+  // The model's constants: one SM's, its SMSP otherwise idle (the all-SM runs show the same).
+  res["first_box_issue_cycles"] = res["modes"]["one_sm"]["first_box_issue_cycles"];
+  res["issue_cycles_per_box"] = res["modes"]["one_sm"]["issue_cycles_per_box"];
+  res["boxes_before_stall"] = res["modes"]["one_sm"]["boxes_before_stall"];
+}
+
 }  // namespace
 
 std::vector<Benchmark> tma_load_benchmarks() {
   return {{"tma_under_load",
            "one SM's 16 KB TMA load latency (L2 hit, HBM miss) while the other SMs stream tiles at a chosen rate",
-           bench_tma_under_load}};
+           bench_tma_under_load},
+          {"tma_issue", "cycles the issuing thread spends on a burst of 1-12 16 KB TMA loads (one SM, all SMs)",
+           bench_tma_issue}};
 }
 
 }  // namespace mb
