@@ -10,9 +10,10 @@ if any run reports an error, a hazard or a failed check, or picks another kernel
 
 Problems: batch 4, 16 heads (8 K/V heads: GQA), seqlen_q 700 (384 tiles of 128 rows: a persistent
 CTA runs two or three, and the last m-block is a tail) against seqlen_k 500 for kernels compiled
-for short sequences (fa3::kShortSeqlenK = 512; causal, 200 rows then see no key) and 1408 for the
-others (the wide K/V blocks, 176, 128 or 80 keys, pad it by less than 10%, so the auto tile keeps
-them). Without a GPU, `--dry-run` only checks that each problem selects its kernel.
+for short sequences (fa3::kShortSeqlenK = 512; causal ones 500 against 500, since a causal
+problem needs seqlen_q <= seqlen_k) and 1408 for the others (the wide K/V blocks, 176, 128 or 80
+keys, pad it by less than 10%, so the auto tile keeps them). Without a GPU, `--dry-run` only
+checks that each problem selects its kernel.
 
 Usage (on a GPU machine, from the repository root):
   kernels/sm90/sanitize_all.py [--attnsim build/attnsim] [--tools memcheck,racecheck,synccheck]
@@ -46,8 +47,10 @@ def problem(desc):
     if m.group(2) != "(base)":
         args += ["--variant", m.group(2)]
     args += ["--head-dim", m.group(3), "--causal" if m.group(4) else "--non-causal"]
-    args += ["--batch", "4", "--heads", "16", "--kv-heads", "8", "--seqlen", "700"]
-    args += ["--seqlen-k", "500" if m.group(6) else "1408"]
+    # Short-sequence kernels need seqlen_k <= 512; a causal problem needs seqlen_q <= seqlen_k.
+    seqlen_k = "500" if m.group(6) else "1408"
+    seqlen_q = seqlen_k if m.group(6) and m.group(4) else "700"
+    args += ["--batch", "4", "--heads", "16", "--kv-heads", "8", "--seqlen", seqlen_q, "--seqlen-k", seqlen_k]
     return args
 
 

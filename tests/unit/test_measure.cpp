@@ -116,8 +116,7 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   CHECK(k128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24, false, true, 8}});
   CHECK(k256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, true, true, 240, 24, false, false, 8}});
   CHECK(k128.scheduler == TileScheduler::StaticPersistent);  // non-causal: as the simulator's grid
-  // Causal: the dynamic scheduler where O has its own buffer (its next Q loads under the tile's
-  // end), else one CTA per tile.
+  // Causal: the dynamic scheduler, O in its own buffer where it fits, else in Q's (hd256).
   Problem c = hd(128);
   c.causal = true;
   const KernelChoice c128 = s->real_kernel(h100(), c);
@@ -127,7 +126,9 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   CHECK(s->real_kernel(h100(), c).knobs ==
         AnyKernelKnobs{sm90::KernelKnobs{64, 128, 128, 2, true, true, 240, 24, true, true, 8}});
   c.head_dim = c.head_dim_v = 256;
-  CHECK(s->real_kernel(h100(), c).scheduler == TileScheduler::Lpt);
+  const KernelChoice c256 = s->real_kernel(h100(), c);
+  CHECK(c256.scheduler == TileScheduler::DynamicLpt);
+  CHECK(c256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, true, true, 240, 24, true, false, 8}});
   CHECK(load_schedule(fa3_file(), {}, "lpt_single_tile")->real_kernel(h100(), hd(128)).scheduler == TileScheduler::Lpt);
   // hd256: O's own 64 KB beside Q 64 KB and two K/V stages of 80 x 256 overflow SMEM: asked for,
   // the schedule is rejected with the reason.
