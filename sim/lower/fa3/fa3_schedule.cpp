@@ -96,9 +96,9 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // auto: non-causal tiles are alike, so a static persistent grid (m-blocks fastest: the CTAs
   // running together share their heads' K/V in L2). Causal tiles differ up to seqlen / m_block
   // fold: longest first, from the dynamic scheduler's counter. Also where O shares Q's buffer
-  // (hd256), so that the CTA's next Q waits for its epilogue's store: at hd256 causal s512-s16k
-  // the simulator predicts 0.977-0.998x of one CTA per tile and an H100 measured 0.978-1.005x
-  // (kernels/sm90/README.md, 2026-11-28).
+  // (hd256), although the CTA's next Q then waits for its epilogue's store: at hd256 causal
+  // s512-s16k the simulator predicts 0.977-0.998x of one CTA per tile and an H100 measured
+  // 0.978-1.005x (kernels/sm90/README.md, 2026-11-28).
   k.scheduler = knobs_.tile_scheduler == "static_persistent" ? TileScheduler::StaticPersistent
                 : knobs_.tile_scheduler == "lpt"             ? TileScheduler::Lpt
                 : knobs_.tile_scheduler == "dynamic_lpt"     ? TileScheduler::DynamicLpt
