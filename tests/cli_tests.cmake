@@ -211,6 +211,14 @@ if(ATTNSIM_HAVE_CUDA AND ATTNSIM_PYTHON3)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(kernels.sanitize_all_selection PROPERTIES
                        PASS_REGULAR_EXPRESSION "[1-9][0-9]* kernels, 0 sanitizer runs, 0 failures")
+  # --skip-ok reads the committed outputs and counts what a GPU run would still have to do.
+  file(GLOB ATTNSIM_SANITIZER_LOGS ${PROJECT_SOURCE_DIR}/configs/validation/h100_sxm/sanitize_all/*.txt)
+  add_test(NAME kernels.sanitize_all_resume
+           COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/sanitize_all.py --attnsim ${ATTNSIM_BIN} --dry-run
+                   --skip-ok ${ATTNSIM_SANITIZER_LOGS}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(kernels.sanitize_all_resume PROPERTIES
+                       PASS_REGULAR_EXPRESSION "[1-9][0-9]* kernels, 0 sanitizer runs, 0 failures, [0-9]+ runs to go after --skip-ok")
 endif()
 
 # fidelity: the committed validation measurements (configs/validation/<gpu>/<folder> with a fidelity.json)

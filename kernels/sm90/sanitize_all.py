@@ -17,7 +17,10 @@ checks that each problem selects its kernel.
 
 Usage (on a GPU machine, from the repository root):
   kernels/sm90/sanitize_all.py [--attnsim build/attnsim] [--tools memcheck,racecheck,synccheck]
-      [--no-traced] [--filter TEXT] [--shard I/N] [--timeout S] [--dry-run]
+      [--no-traced] [--filter TEXT] [--shard I/N] [--timeout S] [--skip-ok LOG ...] [--dry-run]
+--skip-ok leaves out the runs an earlier output (LOG, this script's stdout) reports as passed, so
+that a coverage cut short by a machine's time goes on where it stopped; only logs of the same
+kernels' code count (configs/validation/<gpu>/sanitize_all keeps them with their commits).
 """
 import argparse
 import re
@@ -36,6 +39,18 @@ def kernels(attnsim):
             continue
         found.append((m.group(1), m.group(3).split("; ")[0]))
     return found
+
+
+def passed_runs(logs):
+    """(tool, 'plain'|'traced', knobs) of every run the logs report as passed."""
+    done = set()
+    for path in logs:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                m = re.match(r"ok\s+(\w+)\s+(plain|traced)\s+\[(.*?)\]:", line)
+                if m:
+                    done.add((m.group(1), m.group(2), m.group(3)))
+    return done
 
 
 def problem(desc):
@@ -62,13 +77,16 @@ def main():
     ap.add_argument("--filter", default="", help="only kernels whose knobs contain this text")
     ap.add_argument("--shard", default="1/1", help="I/N: the I-th of N equal shares of the kernels")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per run")
+    ap.add_argument("--skip-ok", nargs="*", default=[], metavar="LOG",
+                    help="leave out the runs these earlier outputs report as passed")
     ap.add_argument("--dry-run", action="store_true", help="check the kernel selection only (no GPU needed)")
     a = ap.parse_args()
     shard, shards = (int(x) for x in a.shard.split("/"))
     todo = [k for k in kernels(a.attnsim) if a.filter in k[0]]
     todo = todo[shard - 1::shards]
     fixed = ["--reps", "1", "--launches", "1", "--warmup", "0", "--precondition-ms", "0", "--min-timed-ms", "0"]
-    failures, runs = 0, 0
+    done = passed_runs(a.skip_ok)
+    failures, runs, to_go = 0, 0, 0
     for knobs, desc in todo:
         args = problem(desc)
         # The kernel `run` picks for this problem (printed before it runs, or in its SKIPPED line).
@@ -78,29 +96,33 @@ def main():
             print(f"WRONG KERNEL [{knobs}] <- {' '.join(args)}: picked [{picked.group(1) if picked else '?'}]")
             failures += 1
             continue
+        plan = [(tool, traced) for tool in a.tools.split(",") for traced in ([False] if a.no_traced else [False, True])
+                if (tool, "traced" if traced else "plain", knobs) not in done]
         if a.dry_run:
-            print(f"ok   [{knobs}] <- {' '.join(args)}")
+            left = f" ({len(plan)} runs to go)" if a.skip_ok else ""
+            print(f"ok   [{knobs}] <- {' '.join(args)}{left}")
+            to_go += len(plan)
             continue
-        for tool in a.tools.split(","):
-            for traced in ([False] if a.no_traced else [False, True]):
-                cmd = ["compute-sanitizer", "--tool", tool, "--error-exitcode", "3", a.attnsim, "run", *args, "--check",
-                       *fixed]
-                if traced:
-                    cmd += ["--trace", "/tmp/sanitize_all_trace.json", "--trace-sample", "1"]
-                runs += 1
-                try:
-                    r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
-                    text = r.stdout + r.stderr
-                    check = re.search(r"correctness \([^)]*\): (pass|FAIL)", text)
-                    summary = f"check {check.group(1) if check else 'not run'}; " + " ".join(
-                        re.findall(r"(?:ERROR|RACECHECK) SUMMARY: [^\n]*", text))
-                    ok = r.returncode == 0 and check is not None and check.group(1) == "pass"
-                except subprocess.TimeoutExpired:
-                    summary, ok = f"timed out after {a.timeout:g} s", False
-                failures += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} {tool:9s} {'traced' if traced else 'plain ':6s} [{knobs}]: {summary}",
-                      flush=True)
-    print(f"{len(todo)} kernels, {runs} sanitizer runs, {failures} failures")
+        for tool, traced in plan:
+            cmd = ["compute-sanitizer", "--tool", tool, "--error-exitcode", "3", a.attnsim, "run", *args, "--check",
+                   *fixed]
+            if traced:
+                cmd += ["--trace", "/tmp/sanitize_all_trace.json", "--trace-sample", "1"]
+            runs += 1
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=a.timeout)
+                text = r.stdout + r.stderr
+                check = re.search(r"correctness \([^)]*\): (pass|FAIL)", text)
+                summary = f"check {check.group(1) if check else 'not run'}; " + " ".join(
+                    re.findall(r"(?:ERROR|RACECHECK) SUMMARY: [^\n]*", text))
+                ok = r.returncode == 0 and check is not None and check.group(1) == "pass"
+            except subprocess.TimeoutExpired:
+                summary, ok = f"timed out after {a.timeout:g} s", False
+            failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {tool:9s} {'traced' if traced else 'plain ':6s} [{knobs}]: {summary}",
+                  flush=True)
+    left = f", {to_go} runs to go after --skip-ok" if a.dry_run and a.skip_ok else ""
+    print(f"{len(todo)} kernels, {runs} sanitizer runs, {failures} failures{left}")
     return 1 if failures else 0
 
 
