@@ -214,28 +214,20 @@ void bench_tma_under_load(Report& rep) {
   res["latency_miss_alone_cycles"] = res["modes"]["probe_miss_background_hbm"]["alone"]["latency_cycles"];
 }
 
-
 // --- tma_issue: how long the issuing thread spends on a burst of TMA loads -----------------------
 //
-// Why: a kernel's load warp issues each K or V tile as head_dim/64 boxes back to back; if the SM's
-// TMA unit takes a new box only once it has room, the issuing thread stalls there (the kernel's
-// load_k/load_v spans), and the simulator must charge that stall to the load warp, not to its
-// waits on the rings.
+// Why: a kernel's load warp issues each K or V tile as head_dim/64 boxes back to back, beside the
+// consumer warps on its SMSP. The time its thread spends issuing (not waiting) is its load_k and
+// load_v spans; the simulator must charge it to the load warp, not to its waits on the rings.
 
-constexpr int kIssueBoxRows = 128;                      // 64 columns x 128 rows bf16: FA3's hd128 K box
-constexpr int kIssueBoxBytes = kIssueBoxRows * 128;     // 16 KB
-constexpr int kIssueMaxBoxes = 12;                      // SMEM: 12 x 16 KB
-constexpr int kIssueReps = 24;                          // bursts per launch (the first 4 dropped)
-constexpr int kIssueTensorBoxes = 256;                  // boxes of the tensor's first 64 columns (8 MB, L2-resident)
+constexpr int kIssueBoxRows = 128;                   // 64 columns x 128 rows bf16: FA3's hd128 K box
+constexpr int kIssueBoxBytes = kIssueBoxRows * 128;  // 16 KB
+constexpr int kIssueMaxBoxes = 12;                   // SMEM: 12 x 16 KB
+constexpr int kIssueReps = 24;                       // bursts per launch (the first 4 dropped)
+constexpr int kIssueTensorBoxes = 256;               // boxes of the tensor's first 64 columns (8 MB, L2-resident)
 
-/// One thread per CTA issues kIssueReps bursts of B 16 KB tensor2d loads (one arrive.expect_tx for
-/// the burst, then the B copies into B SMEM slots), clock64 before the burst and after each issue
-/// and after the mbarrier completes; out[((cta * kIssueReps) + rep) * (B + 1) + i]: cycles from the
-/// burst's start to the end of issue i (i < B) and to completion (i = B). Bursts start 4000 cycles
-/// after the previous one completed, so each meets an idle TMA unit (when `all_sms`, every SM's
-/// unit at about the same time: the chip's L2 shared as in the kernel's bursts).
 /// Warps 4 and 8 of a `busy` launch share SMSP 0 with the issuing thread's warp 0 (warp w runs on
-/// SMSP w % 4) and issue independent FFMAs, 8 chains deep (every cycle they can), until it is done.
+/// SMSP w % 4) and issue independent FFMAs, 8 chains deep (every cycle they can), until `stop`.
 __device__ __forceinline__ void keep_smsp_busy(volatile int* stop, float* sink) {
   float a[8];
 #pragma unroll
@@ -354,7 +346,8 @@ void bench_tma_issue(Report& rep) {
       const auto o = out.to_host();
       for (int c = 0; c < ctas; ++c)
         for (int r = 4; r < kIssueReps; ++r)
-          for (int i = 0; i <= b; ++i) v[i].push_back(static_cast<double>(o[(static_cast<size_t>(c) * kIssueReps + r) * (b + 1) + i]));
+          for (int i = 0; i <= b; ++i)
+            v[i].push_back(static_cast<double>(o[(static_cast<size_t>(c) * kIssueReps + r) * (b + 1) + i]));
     }
     std::vector<double> ends;
     for (int i = 0; i < b; ++i) ends.push_back(median(v[i]));
