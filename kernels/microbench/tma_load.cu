@@ -357,12 +357,11 @@ void bench_tma_issue(Report& rep) {
     const char* name;
     int ctas, threads;
   };
-  for (const Mode& md_ : {Mode{"one_sm", 1, 32}, Mode{"all_sms", sms, 32}, Mode{"one_sm_busy_smsp", 1, 384}}) {
-    const char* mode = md_.name;
+  for (const Mode& mode : {Mode{"one_sm", 1, 32}, Mode{"all_sms", sms, 32}, Mode{"one_sm_busy_smsp", 1, 384}}) {
     Json md = Json::object();
     std::vector<std::vector<double>> ends(kIssueMaxBoxes + 1);
     auto point = [&](auto kernel, int b) {
-      const auto [e, done] = run(kernel, b, md_.ctas, md_.threads);
+      const auto [e, done] = run(kernel, b, mode.ctas, mode.threads);
       ends[b] = e;
       Json j = Json::object();
       Json a = Json::array();
@@ -386,9 +385,9 @@ void bench_tma_issue(Report& rep) {
     md["first_box_issue_cycles"] = ends[1][0];
     md["issue_cycles_per_box"] = per_box;
     md["boxes_before_stall"] = before_stall;
-    res["modes"][mode] = md;
+    res["modes"][mode.name] = md;
   }
-  // The model's constants: one SM's, its SMSP otherwise idle (the all-SM runs show the same).
+  // Headline figures: one SM's, its SMSP otherwise idle (the all-SM runs show the same).
   res["first_box_issue_cycles"] = res["modes"]["one_sm"]["first_box_issue_cycles"];
   res["issue_cycles_per_box"] = res["modes"]["one_sm"]["issue_cycles_per_box"];
   res["boxes_before_stall"] = res["modes"]["one_sm"]["boxes_before_stall"];
