@@ -104,7 +104,7 @@ __device__ __forceinline__ void consumer_warp(const Params& p, const Smem<T>& s,
       if (q4 == 0) s.row_max[half * kTile + r0 + g + 8 * h] = mx[h];
     }
     tr.span(ATTNSIM_OP_SOFTMAX_MAX, t_max, tr.now(), j, 0);
-    const uint32_t t_exp = consumers_sync(tr, j, s.row_max);
+    const uint32_t t_exp = consumers_sync(tr, j, s.trace);
     // ---- New row max (both halves), P = exp2(S - max), this half's row sum, P to SMEM.
     float alpha[2], sum[2], base[2];
 #pragma unroll
@@ -136,7 +136,7 @@ __device__ __forceinline__ void consumer_warp(const Params& p, const Smem<T>& s,
       if (q4 == 0) s.row_sum[half * kTile + r0 + g + 8 * h] = sum[h];
     }
     tr.span(ATTNSIM_OP_SOFTMAX_EXP, t_exp, tr.now(), j, 0);
-    const uint32_t t_rescale = consumers_sync(tr, j, s.row_max);
+    const uint32_t t_rescale = consumers_sync(tr, j, s.trace);
     // ---- Row sums of both halves; O rescaled (nothing to rescale on the first block).
 #pragma unroll
     for (int h = 0; h < 2; ++h) l_run[h] = l_run[h] * alpha[h] + sum[h] + s.row_sum[other * kTile + r0 + g + 8 * h];

@@ -38,7 +38,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, cons
           l_run[h] > 0.f ? (m_run[h] + log2f(l_run[h])) * 0.6931471805599453f : -INFINITY;
   }
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, 0);
-  consumers_sync(tr, -1, s.row_max);
+  consumers_sync(tr, -1, s.trace);
   // 8 KB = 1024 pieces of 8 bytes (fragments.h's out_piece), 4 per thread.
   const uint32_t t1 = tr.now();
   const int t = 32 * consumer + lane;

@@ -100,7 +100,11 @@ __device__ __forceinline__ Tile cta_tile(const Params& p) {
 }
 
 /// bar.sync 1, 256 among the consumer threads, recorded as a wait on the simulator's
-/// "bar.consumers" named barrier; `smem_word`: any shared address (TraceRecorder::now_after_barrier).
+/// "bar.consumers" named barrier; `smem_word`: a shared word no thread writes after the CTA's first
+/// barrier (TraceRecorder::now_after_barrier reads it). The recorders' slots (Smem::trace) are
+/// such words; the row maxima were not: a consumer writing the next block's maximum while another
+/// still read it behind the same barrier was a hazard (compute-sanitizer racecheck, 5 hazards on
+/// the traced kernel, H200, 2026-11-28).
 template <bool kOn>
 __device__ __forceinline__ uint32_t consumers_sync(TraceRecorder<kOn>& tr, int block, const void* smem_word) {
   const uint32_t t0 = tr.now();

@@ -165,8 +165,10 @@ struct TraceRecorder {
   /// right after it. Measured on an H100 (2026-11-23): with all 8 blackflash consumer warps
   /// traced, every one of them saw a 1.2 ns wait at its bar.sync, impossible for a barrier that
   /// blocked there, and the wait showed up in the span after it. ncu charges the barrier stall to
-  /// the first memory instruction after the BAR, so a volatile shared load of `smem_word` (any
-  /// shared address of the CTA) goes first and the clock read after it sees the release.
+  /// the first memory instruction after the BAR, so a volatile shared load of `smem_word` goes
+  /// first and the clock read after it sees the release. `smem_word` must be a shared word no
+  /// thread writes after the CTA's first barrier (the recorders' slots): a word others write right
+  /// after the same barrier (a K tile, the row maxima) makes the read a hazard for racecheck.
   /// Traced builds only; 0 when tracing is compiled out.
   __device__ __forceinline__ uint32_t now_after_barrier(const void* smem_word) const {
     if constexpr (kOn) {

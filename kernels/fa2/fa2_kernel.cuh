@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const Fa2Params p) {
       }
       const uint32_t t0 = tr.now();
       __syncthreads();
-      const uint32_t t1 = tr.now_after_barrier(sk);
+      const uint32_t t1 = tr.now_after_barrier(slots);
       tr.span(ATTNSIM_OP_WAIT, t0, t1, j, m, ATTNSIM_WAIT_SYNCTHREADS);
       // S = Q K^T for this warp's rows, scaled into the exp2 domain.
 #pragma unroll 4
@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(kThreads) fa2_forward(const Fa2Params p) {
       const uint32_t t6 = tr.now();
       tr.span(ATTNSIM_OP_MMA_PV, t5, t6, j, m);
       __syncthreads();  // the K/V tiles may be overwritten
-      tr.span(ATTNSIM_OP_WAIT, t6, tr.now_after_barrier(sk), j, m, ATTNSIM_WAIT_SYNCTHREADS);
+      tr.span(ATTNSIM_OP_WAIT, t6, tr.now_after_barrier(slots), j, m, ATTNSIM_WAIT_SYNCTHREADS);
     }
     // O / row_sum to bf16; LSE (natural log). A row that saw no key: O = 0, LSE = -inf.
     if constexpr (T::kTrace) {
