@@ -17,7 +17,7 @@ checks that each problem selects its kernel.
 
 Usage (on a GPU machine, from the repository root):
   kernels/sm90/sanitize_all.py [--attnsim build/attnsim] [--tools memcheck,racecheck,synccheck]
-      [--no-traced] [--filter TEXT] [--shard I/N] [--timeout S] [--skip-ok LOG ...] [--dry-run]
+      [--no-traced] [--filter TEXT] [--exclude TEXT] [--shard I/N] [--timeout S] [--skip-ok LOG ...] [--dry-run]
 --skip-ok leaves out the runs an earlier output (LOG, this script's stdout) reports as passed, so
 that a coverage cut short by a machine's time goes on where it stopped; only logs of the same
 kernels' code count (configs/validation/<gpu>/sanitize_all keeps them with their commits).
@@ -75,6 +75,7 @@ def main():
     ap.add_argument("--tools", default="memcheck,racecheck,synccheck")
     ap.add_argument("--no-traced", action="store_true", help="only the plain kernels")
     ap.add_argument("--filter", default="", help="only kernels whose knobs contain this text")
+    ap.add_argument("--exclude", default="", help="leave out kernels whose knobs contain this text")
     ap.add_argument("--shard", default="1/1", help="I/N: the I-th of N equal shares of the kernels")
     ap.add_argument("--timeout", type=float, default=120, help="seconds per run")
     ap.add_argument("--skip-ok", nargs="*", default=[], metavar="LOG",
@@ -82,7 +83,7 @@ def main():
     ap.add_argument("--dry-run", action="store_true", help="check the kernel selection only (no GPU needed)")
     a = ap.parse_args()
     shard, shards = (int(x) for x in a.shard.split("/"))
-    todo = [k for k in kernels(a.attnsim) if a.filter in k[0]]
+    todo = [k for k in kernels(a.attnsim) if a.filter in k[0] and not (a.exclude and a.exclude in k[0])]
     todo = todo[shard - 1::shards]
     fixed = ["--reps", "1", "--launches", "1", "--warmup", "0", "--precondition-ms", "0", "--min-timed-ms", "0"]
     done = passed_runs(a.skip_ok)
