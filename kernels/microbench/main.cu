@@ -3,13 +3,13 @@
 //   attnsim_microbench list
 //   attnsim_microbench NAME [--out DIR] [--quick] [--device N]
 //   attnsim_microbench all  [--out DIR] [--quick] [--device N] [--timeout S]
-//   attnsim_microbench check DIR
+//   attnsim_microbench check DIR [FALLBACK_DIR...]
 //
 // NAME runs one benchmark and writes DIR/NAME.json. `all` runs every benchmark, each in a child
 // process of its own: a kernel fault poisons its CUDA context, and a hang must not take the
 // others with it, so each child gets a timeout. `check` validates the JSON files of a results
-// folder (no GPU needed). Without a CUDA GPU, NAME and `all` print
-// "SKIPPED: no CUDA GPU on this machine" and exit 77.
+// folder, taking a benchmark missing there from the fallback folders (no GPU needed). Without a
+// CUDA GPU, NAME and `all` print "SKIPPED: no CUDA GPU on this machine" and exit 77.
 #include "microbench.cuh"
 
 #include <nlohmann/json.hpp>
@@ -39,7 +39,8 @@ std::vector<Benchmark> registry() {
   std::vector<Benchmark> all;
   for (auto part : {pipe_benchmarks(), mma_benchmarks(), clock_mix_benchmarks(), memory_benchmarks(), sync_benchmarks(),
                     latency_benchmarks(), launch_benchmarks(), operand_benchmarks(), mma_queue_benchmarks(),
-                    softmax_block_benchmarks(), ifetch_benchmarks(), ldg_load_benchmarks(), tma_load_benchmarks()})
+                    softmax_block_benchmarks(), ifetch_benchmarks(), ldg_load_benchmarks(), tma_load_benchmarks(),
+                    mma_issue_beside_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -117,16 +118,21 @@ const Expect kExpect[] = {
     {"tma_under_load", "/results/latency_miss_alone_cycles", 50, 1e5},
     {"tma_issue", "/results/first_box_issue_cycles", 1, 1e4},
     {"tma_issue", "/results/issue_cycles_per_box", 1, 1e4},
+    {"mma_issue_beside", "/results/ss_n128_idle_cycles_per_wgmma", 1, 1e4},
+    {"mma_issue_beside", "/results/ss_n128_beside_softmax_cycles_per_wgmma", 1, 1e4},
+    {"mma_issue_beside", "/results/ss_dispatch_cycles_per_n", 0, 10},
+    {"mma_issue_beside", "/results/rs_dispatch_cycles_per_n", 0, 10},
 };
 
 void usage() {
   std::printf(
       "usage: attnsim_microbench list\n"
       "       attnsim_microbench NAME|all [--out DIR] [--quick] [--device N] [--timeout S]\n"
-      "       attnsim_microbench check DIR\n"
+      "       attnsim_microbench check DIR [FALLBACK_DIR...]\n"
       "NAME runs one benchmark and writes DIR/NAME.json (DIR defaults to .); all runs every\n"
       "benchmark, each in its own process with a timeout (S seconds, default 150); --quick\n"
-      "cuts iterations ~10x (smoke test). check validates a results folder. Exit 77 when\n"
+      "cuts iterations ~10x (smoke test). check validates a results folder (a benchmark it\n"
+      "lacks is taken from the first fallback folder that has it). Exit 77 when\n"
       "there is no CUDA GPU.\n");
 }
 
@@ -232,9 +238,11 @@ int run_all(const Options& opt, double timeout_s) {
   return failed ? 1 : 0;
 }
 
-/// Validates every benchmark's JSON in `dir`: common fields present and typed, key results
-/// finite and inside generous sanity ranges (or an explicit "skipped" reason).
-int check_dir(const std::string& dir) {
+/// Validates every benchmark's JSON: each is taken from the first of `dirs` that has it (a GPU's
+/// folder first, then folders of GPUs with the same SM, e.g. a benchmark measured so far on an
+/// H200 only). Common fields present and typed, key results finite and inside generous sanity
+/// ranges (or an explicit "skipped" reason); a benchmark in none of the folders fails.
+int check_dirs(const std::vector<std::string>& dirs) {
   int bad = 0;
   auto fail = [&](const std::string& file, const std::string& msg) {
     std::printf("%s: %s\n", file.c_str(), msg.c_str());
@@ -242,7 +250,14 @@ int check_dir(const std::string& dir) {
   };
   const std::regex iso(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)");
   for (const Benchmark& b : registry()) {
-    const std::string file = (std::filesystem::path(dir) / (std::string(b.name) + ".json")).string();
+    std::string file = (std::filesystem::path(dirs.front()) / (std::string(b.name) + ".json")).string();
+    for (const std::string& dir : dirs) {
+      const std::string f = (std::filesystem::path(dir) / (std::string(b.name) + ".json")).string();
+      if (std::filesystem::exists(f)) {
+        file = f;
+        break;
+      }
+    }
     std::ifstream f(file);
     if (!f) { fail(file, "missing"); continue; }
     nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
@@ -269,7 +284,9 @@ int check_dir(const std::string& dir) {
       }
     }
   }
-  if (bad == 0) std::printf("ok: %zu results files in %s are complete and sane\n", registry().size(), dir.c_str());
+  std::string where;
+  for (const std::string& dir : dirs) where += (where.empty() ? "" : ", ") + dir;
+  if (bad == 0) std::printf("ok: %zu results files in %s are complete and sane\n", registry().size(), where.c_str());
   return bad ? 1 : 0;
 }
 
@@ -288,8 +305,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "check") {
-    if (argc != 3) { usage(); return 2; }
-    return check_dir(argv[2]);
+    if (argc < 3) { usage(); return 2; }
+    return check_dirs(std::vector<std::string>(argv + 2, argv + argc));
   }
   Options opt;
   double timeout_s = 150;

@@ -10,16 +10,11 @@
 
 #include "microbench.cuh"
 #include "sm90/softmax.cuh"
+#include "softmax_operands.cuh"
 #include "wgmma_tiles.cuh"
 
 namespace mb {
 namespace {
-
-__device__ __forceinline__ uint32_t clock32() {
-  uint32_t t;
-  asm volatile("mov.u32 %0, %%clock;" : "=r"(t));
-  return t;
-}
 
 /// Warpgroup 0 (kMma 1: back-to-back wgmma m64n128k16 SS until the softmax warps are done; 2: RS,
 /// A from registers, as the PV GEMM; 0: idle); warpgroups 1..kGroups, one warp per SMSP each, run
@@ -46,10 +41,7 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
   const int lane = threadIdx.x % 32;
   float s[kN / 2], o[kD / 2];
   uint32_t p[kN / 4];
-#pragma unroll
-  for (int i = 0; i < kN / 2; ++i) s[i] = static_cast<float>(hash32(i * 32 + lane) & 0xFFFF) * (1.0f / 8192.0f);
-#pragma unroll
-  for (int i = 0; i < kD / 2; ++i) o[i] = 1.0f;
+  softmax_operands<kN, kD>(s, o, lane);
   attnsim::sm90::RowStats st;
   long long acc[3] = {0, 0, 0};
   if (threadIdx.x == 128) *clk = BlockClock{clock64(), 0, globaltimer(), 0, smid(), 0};
