@@ -40,7 +40,8 @@ constexpr int kFfmaPerPoll = 128;  // FFMAs between two polls of the stop flag, 
 /// Warpgroup 0 issues `groups` groups of kGroupWgmmas wgmma m64n{kN}k16 (kRs: A from registers,
 /// else SS on the k-step descriptors), each from an idle tensor core (wait_group 0 and
 /// kIdleGapCycles between groups), and adds the cycles from before wgmma.fence to after
-/// commit_group into out[warp]. Warpgroup 1 meanwhile runs kNeighbour's loop until warpgroup 0
+/// commit_group into out[warp] (kN = 0: no wgmma, only the clock reads and the gaps, so that
+/// the neighbours run alone). Warpgroup 1 meanwhile runs kNeighbour's loop until warpgroup 0
 /// is done: the kernel's hd128 softmax (row_max, exp_scores, rescale + pack_p on fresh scores) or
 /// kNeighbour FFMA chains; each neighbour warp writes its loop iterations and cycles into
 /// busy[warp - 4] (FFMA: kFfmaPerPoll FFMAs per iteration).
@@ -188,7 +189,9 @@ void bench_mma_issue_beside(Report& rep) {
       "warps, median over the launches. Warpgroup 1 meanwhile idles, runs kernels/sm90/softmax.cuh's "
       "hd128 row_max, exp_scores, rescale and pack_p on fresh scores in a loop, or issues FFMAs in "
       "1, 2, 4 or 8 independent chains (N = 128 only; 128 FFMAs between polls of a shared-memory stop flag), from "
-      "4000 cycles before the first group. *_cycles_per_wgmma: the group's time / 8; "
+      "4000 cycles before the first group; no_mma_*: the same neighbours with no wgmma beside them. "
+      "*_cycles_per_wgmma: the group's time / 8; {ss,rs}_dispatch_*: least-squares line of the idle "
+      "cycles per wgmma against N (RS without N = 256, where ptxas serialises the HGMMAs); "
       "neighbour_issue_fraction: FFMAs per cycle of a neighbour warp (its loop's iterations x 128 / "
       "its cycles, median over its warps and launches), the share of its SMSP's issue slots it took.");
   const int groups = rep.opt().quick ? 50 : 400, launches = rep.opt().quick ? 1 : 5;
