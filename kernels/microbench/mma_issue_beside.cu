@@ -13,8 +13,8 @@
 #include <numeric>
 
 #include "microbench.cuh"
+#include "neighbour_work.cuh"
 #include "sm90/softmax.cuh"
-#include "softmax_operands.cuh"
 #include "wgmma_ops.cuh"
 #include "wgmma_tiles.cuh"
 
@@ -32,10 +32,8 @@ constexpr int kIdleGapCycles = 1500;  // after each group: the tensor core drain
 constexpr int kDelayCycles = 4000;    // the neighbours' loop is running before the first group
 
 /// What warpgroup 1 (one warp per SMSP, beside warpgroup 0's warps) does meanwhile: nothing, the
-/// kernel's softmax, or FFMA in kNeighbour > 0 independent chains (FFMA's dependent-issue latency
-/// is 4 cycles, so 1, 2 and 4 chains ask for 1/4, 1/2 and all of the SMSP's issue slots).
+/// kernel's softmax, or FFMA in kNeighbour > 0 independent chains (ffma_chains_until).
 constexpr int kIdle = 0, kSoftmax = -1;
-constexpr int kFfmaPerPoll = 128;  // FFMAs between two polls of the stop flag, at every chain count
 
 /// Warpgroup 0 issues `groups` groups of kGroupWgmmas wgmma m64n{kN}k16 (kRs: A from registers,
 /// else SS on the k-step descriptors), each from an idle tensor core (wait_group 0 and
@@ -80,19 +78,7 @@ __global__ void __launch_bounds__(256, 1)
       for (int i = 0; i < kD / 2; ++i) x += o[i];
       if (x == 1234567.0f) sink[threadIdx.x] = x;
     } else if constexpr (kNeighbour > 0) {
-      float a[kNeighbour];
-#pragma unroll
-      for (int i = 0; i < kNeighbour; ++i) a[i] = threadIdx.x + i;
-      for (; stop == 0; ++iters) {
-#pragma unroll
-        for (int k = 0; k < kFfmaPerPoll / kNeighbour; ++k)
-#pragma unroll
-          for (int i = 0; i < kNeighbour; ++i) a[i] = fmaf(a[i], 0.999f, 0.5f);
-      }
-      float x = 0;
-#pragma unroll
-      for (int i = 0; i < kNeighbour; ++i) x += a[i];
-      if (x == 1234567.0f) sink[threadIdx.x] = x;
+      iters = ffma_chains_until<kNeighbour>(&stop, &sink[threadIdx.x]);
     }
     if (lane == 0) busy[warp - 4] = make_longlong2(iters, clock64() - b0);
     return;

@@ -9,8 +9,8 @@
 #include <cuda/ptx>
 
 #include "microbench.cuh"
+#include "neighbour_work.cuh"
 #include "sm90/softmax.cuh"
-#include "softmax_operands.cuh"
 #include "wgmma_tiles.cuh"
 
 namespace mb {

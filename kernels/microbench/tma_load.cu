@@ -11,6 +11,7 @@
 #include <cuda/ptx>
 
 #include "microbench.cuh"
+#include "neighbour_work.cuh"
 
 namespace mb {
 namespace {
@@ -226,32 +227,15 @@ constexpr int kIssueMaxBoxes = 12;                   // SMEM: 12 x 16 KB
 constexpr int kIssueReps = 24;                       // bursts per launch (the first 4 dropped)
 constexpr int kIssueTensorBoxes = 256;               // boxes of the tensor's first 64 columns (8 MB, L2-resident)
 
-/// Warps 4 and 8 of a `busy` launch share SMSP 0 with the issuing thread's warp 0 (warp w runs on
-/// SMSP w % 4) and issue independent FFMAs, 8 chains deep (every cycle they can), until `stop`.
-__device__ __forceinline__ void keep_smsp_busy(volatile int* stop, float* sink) {
-  float a[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) a[i] = threadIdx.x + i;
-  const float m = 0.999f, c = 0.5f;
-  while (*stop == 0) {
-#pragma unroll
-    for (int k = 0; k < 16; ++k)
-#pragma unroll
-      for (int i = 0; i < 8; ++i) a[i] = fmaf(a[i], m, c);
-  }
-  float t = 0;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) t += a[i];
-  if (t == 1.2345f) *sink = t;  // keeps the chains alive
-}
-
 /// One thread per CTA issues kIssueReps bursts of B 16 KB tensor2d loads (one arrive.expect_tx for
 /// the burst, then the B copies into B SMEM slots), clock64 before the burst and after each issue
 /// and after the mbarrier completes; out[((cta * kIssueReps) + rep) * (B + 1) + i]: cycles from the
 /// burst's start to the end of issue i (i < B) and to completion (i = B). Bursts start 4000 cycles
 /// after the previous one completed, so each meets an idle TMA unit (when every SM runs a CTA, each
 /// SM's unit at about the same time: the chip's L2 shared as in the kernel's bursts). A launch of
-/// 12 warps keeps the issuing warp's SMSP busy (keep_smsp_busy) meanwhile.
+/// 12 warps keeps the issuing warp's SMSP busy meanwhile: its warps 4 and 8 share SMSP 0 with the
+/// issuing thread's warp 0 (warp w runs on SMSP w % 4) and issue FFMAs in 8 chains (every cycle
+/// they can) until the bursts are done.
 template <int B>
 __global__ void tma_issue_kernel(const __grid_constant__ CUtensorMap m, long long* out, BlockClock* clk, float* sink,
                                  int* err) {
@@ -267,7 +251,7 @@ __global__ void tma_issue_kernel(const __grid_constant__ CUtensorMap m, long lon
   __syncthreads();
   const int warp = threadIdx.x / 32;
   if (warp == 4 || warp == 8) {
-    keep_smsp_busy(&stop, sink);
+    ffma_chains_until<8>(&stop, sink);
     return;
   }
   if (threadIdx.x != 0) return;
