@@ -110,16 +110,19 @@ struct Consumer {
       if (j == 0) release(s.q_empty, 0);
   }
   /// Online softmax of block j; kMask: the block is at or past the tile's first_masked, so its
-  /// scores are masked (mask_scores: a limit column per row, exact for every row).
+  /// scores are masked (mask_scores: a limit column per row, exact for every row). Returns whether
+  /// O must be rescaled (always, unless the kernel rescales conditionally: row_max).
   template <bool kMask>
-  __device__ void softmax(int j, int tile, int row0, RowStats& st, float (&alpha)[2]) {
+  __device__ bool softmax(int j, int tile, int row0, RowStats& st, float (&alpha)[2]) {
     uint32_t t0 = tr.now();
     if constexpr (kMask) mask_scores<N>(sacc, j, row0, p);
-    row_max<N>(sacc, st, p.scale_log2, alpha);
+    const bool rescale_o =
+        row_max<N, T::kConditionalRescale>(sacc, st, p.scale_log2, alpha, T::kRescaleThresholdLog2);
     uint32_t t1 = tr.now();
     tr.span(ATTNSIM_OP_SOFTMAX_MAX, t0, t1, j, tile);
     exp_scores<N>(sacc, st, p.scale_log2, alpha);
     tr.span(ATTNSIM_OP_SOFTMAX_EXP, t1, tr.now(), j, tile);
+    return rescale_o;
   }
   /// O *= alpha and P to bf16 (after the PV that read the previous P has completed).
   __device__ void rescale_and_pack(int j, int tile, const float (&alpha)[2], bool rescale_o) {
@@ -151,8 +154,8 @@ struct Consumer {
     wait_mma<0>(j, local);  // its P registers and V stage are free
     release(s.v_empty, v_read.index);
     v_read.advance();
-    softmax<kMask>(j, local, row0, st, alpha);
-    rescale_and_pack(j, local, alpha, true);
+    const bool rescale_o = softmax<kMask>(j, local, row0, st, alpha);
+    rescale_and_pack(j, local, alpha, rescale_o);
   }
   /// One KV block j without overlap: QK(j), softmax, PV(j), each waited for.
   template <bool kMask>
@@ -164,8 +167,8 @@ struct Consumer {
     release(s.k_empty, k_read.index);
     k_read.advance();
     release_q_after_qk(j);
-    softmax<kMask>(j, local, row0, st, alpha);
-    rescale_and_pack(j, local, alpha, j < n - 1);
+    const bool rescale_o = softmax<kMask>(j, local, row0, st, alpha);
+    rescale_and_pack(j, local, alpha, j < n - 1 && rescale_o);
     turn_start(j, local);
     issue_pv(j, local, j < n - 1);
     turn_end();

@@ -88,10 +88,12 @@ GpuInfo gpu_info();
 /// 9.0, the sm_100a FA4-style kernels 10.0, e.g. a B200).
 std::string kernel_unrunnable(const AnyKernelKnobs& k, const GpuInfo& gpu);
 
-/// Random N(0,1) bf16 inputs of a shape on the device, with O and LSE outputs (RAII).
+/// Random N(0,1) bf16 inputs of a shape on the device, with O and LSE outputs (RAII). `q_scale`
+/// multiplies Q: scores spread that much wider, so that the rows' running maxima keep growing by
+/// more than a conditional rescale's threshold from block to block (kernel tests).
 class DeviceProblem {
  public:
-  DeviceProblem(const Shape& s, uint64_t seed);
+  DeviceProblem(const Shape& s, uint64_t seed, float q_scale = 1.f);
   ~DeviceProblem();
   DeviceProblem(const DeviceProblem&) = delete;
   DeviceProblem& operator=(const DeviceProblem&) = delete;

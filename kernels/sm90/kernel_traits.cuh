@@ -21,14 +21,19 @@ namespace attnsim::sm90 {
 /// their spans; kDynamic: the dynamic LPT tile scheduler (take_next_ticket, the tile slot),
 /// else tiles are c, c + grid, ...;
 /// kOwnO: O is staged in a buffer of its own (Q is released after the tile's last QK);
-/// kL2SectionMiB: the L2 budget of the longest-first tile orders' sections (0: one section).
+/// kL2SectionMiB: the L2 budget of the longest-first tile orders' sections (0: one section);
+/// kRescaleMilli: conditional O rescale threshold in log2 units x 1000, -1: rescale every block
+/// (KernelKnobs::rescale_threshold_milli).
 template <int kHeadDim_, int kMBlock_, int kNBlock_, int kKvStage_, bool kPingpong_, bool kOverlap_, int kRegConsumer_,
-          int kRegProducer_, bool kTrace_, bool kDynamic_ = false, bool kOwnO_ = false, int kL2SectionMiB_ = 0>
+          int kRegProducer_, bool kTrace_, bool kDynamic_ = false, bool kOwnO_ = false, int kL2SectionMiB_ = 0,
+          int kRescaleMilli_ = -1>
 struct Traits {
   static constexpr int kHeadDim = kHeadDim_, kMBlock = kMBlock_, kNBlock = kNBlock_, kKvStage = kKvStage_;
   static constexpr bool kPingpong = kPingpong_, kOverlap = kOverlap_, kTrace = kTrace_, kDynamic = kDynamic_;
   static constexpr bool kOwnO = kOwnO_;
   static constexpr int kL2SectionMiB = kL2SectionMiB_;
+  static constexpr bool kConditionalRescale = kRescaleMilli_ >= 0;
+  static constexpr float kRescaleThresholdLog2 = kRescaleMilli_ / 1000.0f;
   static constexpr int kRegConsumer = kRegConsumer_, kRegProducer = kRegProducer_;
   static constexpr int kConsumers = consumer_warpgroups(kMBlock);
   static constexpr int kWarps = cta_warps(kConsumers);

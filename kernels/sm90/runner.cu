@@ -108,7 +108,7 @@ std::string kernel_unrunnable(const AnyKernelKnobs& k, const GpuInfo& gpu) {
 namespace {
 
 /// Fills `n` bf16 values with N(0,1) samples (Box-Muller on a counter hash).
-__global__ void fill_normal(__nv_bfloat16* x, size_t n, uint64_t seed) {
+__global__ void fill_normal(__nv_bfloat16* x, size_t n, uint64_t seed, float scale) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     uint64_t h = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
@@ -119,7 +119,7 @@ __global__ void fill_normal(__nv_bfloat16* x, size_t n, uint64_t seed) {
     h ^= h >> 33;
     const float u1 = (static_cast<float>(h & 0xFFFFFF) + 1.f) / 16777217.f;
     const float u2 = static_cast<float>((h >> 24) & 0xFFFFFF) / 16777216.f;
-    x[i] = __float2bfloat16(sqrtf(-2.f * logf(u1)) * cospif(2.f * u2));
+    x[i] = __float2bfloat16(scale * sqrtf(-2.f * logf(u1)) * cospif(2.f * u2));
   }
 }
 
@@ -282,15 +282,15 @@ void rebase_stamps(MeasuredTrace& m) {
 
 }  // namespace
 
-DeviceProblem::DeviceProblem(const Shape& s, uint64_t seed) : shape_(s) {
+DeviceProblem::DeviceProblem(const Shape& s, uint64_t seed, float q_scale) : shape_(s) {
   cuda_check(cudaMalloc(&q_, q_elems(s) * 2), "cudaMalloc Q");
   cuda_check(cudaMalloc(&k_, kv_elems(s) * 2), "cudaMalloc K");
   cuda_check(cudaMalloc(&v_, kv_elems(s) * 2), "cudaMalloc V");
   cuda_check(cudaMalloc(&o_, q_elems(s) * 2), "cudaMalloc O");
   cuda_check(cudaMalloc(&lse_, static_cast<size_t>(s.batch) * s.heads * s.seqlen_q * 4), "cudaMalloc LSE");
-  fill_normal<<<1024, 256>>>(static_cast<__nv_bfloat16*>(q_), q_elems(s), seed * 3 + 1);
-  fill_normal<<<1024, 256>>>(static_cast<__nv_bfloat16*>(k_), kv_elems(s), seed * 3 + 2);
-  fill_normal<<<1024, 256>>>(static_cast<__nv_bfloat16*>(v_), kv_elems(s), seed * 3 + 3);
+  fill_normal<<<1024, 256>>>(static_cast<__nv_bfloat16*>(q_), q_elems(s), seed * 3 + 1, q_scale);
+  fill_normal<<<1024, 256>>>(static_cast<__nv_bfloat16*>(k_), kv_elems(s), seed * 3 + 2, 1.f);
+  fill_normal<<<1024, 256>>>(static_cast<__nv_bfloat16*>(v_), kv_elems(s), seed * 3 + 3, 1.f);
   cuda_check(cudaMemset(o_, 0, q_elems(s) * 2), "cudaMemset O");
   cuda_check(cudaDeviceSynchronize(), "filling inputs");
 }

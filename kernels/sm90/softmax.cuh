@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "common/softmax_math.h"  // needs_rescale
 #include "device.cuh"
 
 namespace attnsim::sm90 {
@@ -41,10 +42,16 @@ __device__ __forceinline__ void mask_scores(float (&s)[N / 2], int j, int row0, 
   for (int i = 0; i < N / 2; ++i) s[i] = 8 * (i / 4) + (i % 2) < limit[(i / 2) % 2] ? s[i] : -INFINITY;
 }
 
-/// Row max over this block, reduced across the quad; returns the factor exp2((old - new) *
-/// scale_log2) by which O and the sums must be rescaled (0 before the first finite max).
-template <int N>
-__device__ __forceinline__ void row_max(const float (&s)[N / 2], RowStats& st, float scale_log2, float (&alpha)[2]) {
+/// Row max over this block, reduced across the quad; sets alpha, the factor exp2((old - new) *
+/// scale_log2) by which O and the sums must be rescaled (1 before the first finite max), and
+/// returns whether O must be rescaled. kConditional (FA4's conditional rescale, needs_rescale of
+/// kernels/common/softmax_math.h): the warp keeps every row's old max (alpha 1, no O rescale)
+/// unless some row's max grew by more than `threshold_log2` in log2 units; one vote per warp, so
+/// that its rescale branch stays uniform. Exact either way: P and the row sums are formed against
+/// the max kept, which the final 1/row_sum cancels; P stays below 2^threshold_log2.
+template <int N, bool kConditional = false>
+__device__ __forceinline__ bool row_max(const float (&s)[N / 2], RowStats& st, float scale_log2, float (&alpha)[2],
+                                        float threshold_log2 = 0.f) {
   // Four independent partial maxima per row: a single running max would be a chain of N/4
   // dependent FMNMX (their latency, not their issue, would set the time of this step).
   float part[2][4];
@@ -63,9 +70,17 @@ __device__ __forceinline__ void row_max(const float (&s)[N / 2], RowStats& st, f
     m[r] = fmaxf(fmaxf(part[r][0], part[r][1]), fmaxf(part[r][2], part[r][3]));
     m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 1));
     m[r] = fmaxf(m[r], __shfl_xor_sync(0xffffffffu, m[r], 2));
-    alpha[r] = m[r] == -INFINITY ? 1.f : exp2_mufu((st.max[r] - m[r]) * scale_log2);
-    st.max[r] = m[r];
   }
+  bool rescale_o = true;
+  if constexpr (kConditional)
+    rescale_o = __any_sync(0xffffffffu, needs_rescale(st.max[0] * scale_log2, m[0] * scale_log2, threshold_log2) ||
+                                            needs_rescale(st.max[1] * scale_log2, m[1] * scale_log2, threshold_log2));
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    alpha[r] = m[r] == -INFINITY || !rescale_o ? 1.f : exp2_mufu((st.max[r] - m[r]) * scale_log2);
+    if (rescale_o) st.max[r] = m[r];
+  }
+  return rescale_o;
 }
 
 /// P = exp2(S * scale_log2 - max * scale_log2) in place (ex2 on the MUFU), and the partial row

@@ -36,9 +36,14 @@ struct KernelKnobs {
   /// K and V fit in this many MiB of L2, m-blocks in reverse within a section; 0: one section
   /// (heads fastest over all of them). kernels/common/tile_order.h.
   int l2_section_mib = 0;
+  /// Conditional O rescale (FA4's, kernels/common/softmax_math.h needs_rescale): a warp keeps its
+  /// rows' running max, and skips the O rescale, unless some row's max grew by more than this
+  /// threshold in log2 units, x 1000 (8000: P stays <= 256). -1: every block rescales (FA3).
+  int rescale_threshold_milli = -1;
 
   bool operator==(const KernelKnobs&) const = default;
-  /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24" (+ " dynamic", " own_o", " l2 32MiB").
+  /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24" (+ " dynamic", " own_o", " l2 32MiB",
+  /// " rescale>8").
   std::string describe() const {
     char b[192];
     std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d%s%s", head_dim, m_block, n_block, kv_stage,
@@ -46,6 +51,10 @@ struct KernelKnobs {
                   dynamic ? " dynamic" : "", own_o_buffer ? " own_o" : "");
     std::string out = b;
     if (l2_section_mib > 0) out += " l2 " + std::to_string(l2_section_mib) + "MiB";
+    if (rescale_threshold_milli >= 0) {
+      std::snprintf(b, sizeof b, " rescale>%g", rescale_threshold_milli / 1000.0);
+      out += b;
+    }
     return out;
   }
 };

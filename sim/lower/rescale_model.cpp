@@ -28,7 +28,7 @@ double RescaleMask::rate() const {
 }
 
 namespace {
-using Key = std::tuple<int, int, int, int, double>;
+using Key = std::tuple<int, int, int, int, double, int>;
 std::mutex mu;
 std::map<Key, RescaleMask> cache;
 }  // namespace
@@ -38,14 +38,15 @@ void clear_rescale_cache() {
   cache.clear();
 }
 
-RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, int warps, double threshold_log2) {
-  const Key key{head_dim, seqlen_k, n_block, warps, threshold_log2};
+RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, int warps, double threshold_log2,
+                                       int rows_per_warp) {
+  const Key key{head_dim, seqlen_k, n_block, warps, threshold_log2, rows_per_warp};
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
   }
-  const int rows = 32 * warps;
+  const int rows = rows_per_warp * warps;
   std::mt19937_64 rng(0x5eed2026);
   std::normal_distribution<float> normal(0.f, 1.f);
   Eigen::MatrixXf q(rows, head_dim), k(seqlen_k, head_dim);
@@ -65,16 +66,16 @@ RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, 
     const int c0 = blk * n_block, cols = std::min(n_block, seqlen_k - c0);
     for (int w = 0; w < warps; ++w) {
       bool rescale = false;
-      std::vector<float> blk_max(32);
-      for (int r = 0; r < 32; ++r) {
-        const int row = w * 32 + r;
+      std::vector<float> blk_max(static_cast<size_t>(rows_per_warp));
+      for (int r = 0; r < rows_per_warp; ++r) {
+        const int row = w * rows_per_warp + r;
         blk_max[r] = s.row(row).segment(c0, cols).maxCoeff();
         // acc_scale_log2 = m_old - m_new; below -threshold the warp must rescale.
         if (it > 0 && needs_rescale(row_max[row], blk_max[r], static_cast<float>(threshold_log2))) rescale = true;
       }
       // The decision is per warp: either every row takes its new max, or every row keeps the old one.
-      for (int r = 0; r < 32; ++r) {
-        const int row = w * 32 + r;
+      for (int r = 0; r < rows_per_warp; ++r) {
+        const int row = w * rows_per_warp + r;
         if (it == 0 || rescale) row_max[row] = std::max(row_max[row], blk_max[r]);
       }
       m.need[static_cast<size_t>(it) * warps + w] = rescale ? 1 : 0;

@@ -22,8 +22,11 @@ struct RescaleMask {
 
 /// From the scores of random N(0,1) Q (rows x head_dim) and K (seqlen_k x head_dim), softmax
 /// scale 1/sqrt(head_dim), KV blocks of `n_block` visited in descending order (FA4's order).
-/// Deterministic (fixed seed). Rows = 32 * warps. Results are cached per argument set.
-RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, int warps, double threshold_log2);
+/// Deterministic (fixed seed). Rows = rows_per_warp * warps (FA4's softmax warps own 32 rows, one
+/// per thread; an SM90 consumer warp 16, its quarter of a wgmma m64 fragment). Results are cached
+/// per argument set.
+RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, int warps, double threshold_log2,
+                                       int rows_per_warp = 32);
 
 /// Forgets cached masks (benchmarks use it to time the cold path, as one CLI run sees it).
 void clear_rescale_cache();

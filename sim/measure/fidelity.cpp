@@ -633,6 +633,14 @@ std::vector<std::string> measured_kernel_pins(const std::string& kernel) {
   const size_t at = kernel.find(" m");
   if (at != std::string::npos && std::sscanf(kernel.c_str() + at, " m%d n%d", &m, &n) == 2)
     pins.push_back(fmt::format("/tile={{\"m_block\":{},\"n_block\":{}}}", m, n));
+  // Whether it rescaled O conditionally, and at which threshold (" rescale>8"; every block
+  // before the knob, 2026-11-28).
+  double threshold = 0;
+  const size_t rs = kernel.find(" rescale>");
+  if (rs != std::string::npos && std::sscanf(kernel.c_str() + rs, " rescale>%lf", &threshold) == 1)
+    pins.push_back(fmt::format("/rescale={{\"conditional\":true,\"threshold_log2\":{}}}", threshold));
+  else
+    pins.push_back("/rescale/conditional=false");
   return pins;
 }
 

@@ -395,16 +395,21 @@ TEST_CASE("fidelity: the pins of a measured fa3_sm90 kernel resolve the schedule
   // without pingpong, O staged in Q's buffer, no L2 sections) and one of today's.
   using Pins = std::vector<std::string>;
   CHECK(measured_kernel_pins("fa3_sm90 hd64 m192 n128 kv2 overlap reg 160/32 own_o l2 8MiB") ==
-        Pins{"/pingpong=false", "/tile={\"m_block\":192,\"n_block\":128}"});
+        Pins{"/pingpong=false", "/tile={\"m_block\":192,\"n_block\":128}", "/rescale/conditional=false"});
   CHECK(measured_kernel_pins("fa3_sm90 hd256 m128 n80 kv2 overlap reg 240/24") ==
-        Pins{"/o_staging=q_buffer", "/l2_section_mib=0", "/pingpong=false", "/tile={\"m_block\":128,\"n_block\":80}"});
+        Pins{"/o_staging=q_buffer", "/l2_section_mib=0", "/pingpong=false", "/tile={\"m_block\":128,\"n_block\":80}",
+             "/rescale/conditional=false"});
+  CHECK(measured_kernel_pins("fa3_sm90 hd256 m128 n80 kv2 pingpong overlap reg 240/24 l2 8MiB rescale>8").back() ==
+        "/rescale={\"conditional\":true,\"threshold_log2\":8}");
   CHECK(measured_kernel_pins("fa2_sm80 hd64 br64 bc64 fma").empty());
   const Hardware hw = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
   for (const auto& [kernel, head_dim] : std::vector<std::pair<std::string, int>>{
            {"fa3_sm90 hd64 m192 n128 kv2 overlap reg 160/32 own_o l2 8MiB", 64},
            {"fa3_sm90 hd256 m128 n80 kv2 overlap reg 240/24 l2 8MiB", 256},
            {"fa3_sm90 hd128 m128 n128 kv2 pingpong overlap reg 240/24 own_o l2 8MiB", 128},
-           {"fa3_sm90 hd64 m128 n176 kv2 pingpong overlap reg 240/24 own_o l2 8MiB", 64}}) {
+           {"fa3_sm90 hd64 m128 n176 kv2 pingpong overlap reg 240/24 own_o l2 8MiB", 64},
+           {"fa3_sm90 hd256 m128 n80 kv2 pingpong overlap reg 240/24 l2 8MiB rescale>8", 256},
+           {"fa3_sm90 hd64 m128 n176 kv2 pingpong overlap reg 240/24 own_o l2 8MiB rescale>8", 64}}) {
     Problem p;
     p.batch = 2;
     p.heads = p.kv_heads = 16;

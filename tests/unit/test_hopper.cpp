@@ -1,6 +1,8 @@
 // SM90 semantics and the bundled schedules on H100: wgmma.wait_group, cp.async, per-tile
 // budgets computed by hand, and the FA3 design choices.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <optional>
 #include <set>
 
 #include "lower/builder.hpp"
@@ -323,4 +325,55 @@ TEST_CASE("causal one-tile grids: long CTAs from their steady state agree with e
     CHECK(a.cycles == Approx(b.cycles).epsilon(0.002));
     CHECK(a.ctas_simulated < b.ctas_simulated);
   }
+}
+
+TEST_CASE("fa3_sm90 conditional rescale: a warp rescales O only at the steps its rows' maxima call for",
+          "[hopper][fa3][rescale]") {
+  const Hardware hw = h100();
+  const std::string cond = "/rescale={\"conditional\":true,\"threshold_log2\":8}";
+  Problem p = shape(256, 8192);
+  const int blocks = 6, warps = 8;  // 2 consumer warpgroups of 4 warps, 16 rows each
+  // The issue-slot work of every rescale_o span of one tile, in program order.
+  auto rescale_ops = [&](const std::vector<std::string>& sets, std::optional<double> rate) {
+    Problem q = p;
+    q.rescale_rate = rate;
+    std::vector<double> issue;
+    for (const auto& w : load_schedule(schedule("fa3_sm90"), sets)->lower(hw, q, {TileWork{0, 128, blocks, 0}}).warps)
+      for (const auto& op : w.ops)
+        if (op.name == ATTNSIM_OP_RESCALE_O) issue.push_back(op.work.issue);
+    return issue;
+  };
+  const std::vector<double> always = rescale_ops({"/rescale/conditional=false"}, std::nullopt);
+  REQUIRE(always.size() == static_cast<size_t>(warps * blocks));
+  // Every step rescaling: the program of FA3's unconditional rescale, op for op.
+  CHECK(rescale_ops({cond}, 1.0) == always);
+  // No step rescaling: every span packs P only, as the tile's first block does.
+  const double pack_only = always.front();
+  const std::vector<double> never = rescale_ops({cond}, 0.0);
+  CHECK(std::count(never.begin(), never.end(), pack_only) == warps * blocks);
+  // Half the (warp, block >= 1) steps rescale: that many spans carry the O multiplies.
+  const std::vector<double> half = rescale_ops({cond}, 0.5);
+  CHECK(std::count_if(half.begin(), half.end(), [&](double x) { return x > pack_only; }) == warps * (blocks - 1) / 2);
+  // Random N(0,1) scores at threshold 2^8: after the first block, no warp of 16 rows rescales.
+  const std::vector<double> random = rescale_ops({cond}, std::nullopt);
+  CHECK(std::count(random.begin(), random.end(), pack_only) == warps * blocks);
+  // Skipping the O multiplies (128 per thread per block at hd256) shortens the tile.
+  CHECK(test::run(schedule("fa3_sm90"), hw, p, "", {cond}).time_us <
+        test::run(schedule("fa3_sm90"), hw, p, "", {"/rescale/conditional=false"}).time_us);
+
+  // The kernel: threshold 8 -> 8000 (log2 units x 1000); -1 where every block rescales. The base
+  // schedule's "auto": conditional at head_dim 256 only.
+  const auto knobs = [&](const std::vector<std::string>& sets, int hd = 256) {
+    return std::get<sm90::KernelKnobs>(load_schedule(schedule("fa3_sm90"), sets)->real_kernel(hw, shape(hd, 8192)).knobs);
+  };
+  CHECK(knobs({"/rescale/conditional=false"}).rescale_threshold_milli == -1);
+  CHECK(knobs({}).rescale_threshold_milli == 8000);
+  CHECK(knobs({}, 128).rescale_threshold_milli == -1);
+  CHECK(knobs({}, 64).rescale_threshold_milli == -1);
+  CHECK(knobs({cond}, 64).rescale_threshold_milli == 8000);
+  CHECK_THAT(knobs({cond}).describe(), Catch::EndsWith(" rescale>8"));
+  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/rescale={\"conditional\":true,\"threshold_log2\":200}"}),
+                    Catch::Contains("/rescale/threshold_log2"));
+  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/rescale={\"conditional\":1,\"threshold_log2\":8}"}),
+                    Catch::Contains("/rescale/conditional"));
 }

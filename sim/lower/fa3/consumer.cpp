@@ -55,6 +55,16 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const LoopControl lc = c.costs.loop_control(d, k.pingpong, k.overlap, k.scheduler == TileScheduler::DynamicLpt);
   const Work lc_work = alu_instructions(lc.instructions);
   const MeasuredTiming lc_timing{lc.issue_cycles};
+  // The rescale_o span at KV iteration `it` (0: the tile's first block): O *= alpha and P packed,
+  // or P packed only where nothing is rescaled (the first block; with the conditional rescale,
+  // the steps where no row of this warp grew its max past the threshold).
+  const int row_warp = group * sm90::kWarpsPerWarpgroup + warp_in_group;
+  auto rescale_and_pack = [&](int it) {
+    if (c.rescale_at(row_warp, it))
+      w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain, rescale_measured);
+    else
+      w.compute(ATTNSIM_OP_RESCALE_O, pack_work, 0, rescale_chain);
+  };
   auto loop_control = [&]() {
     if (lc.instructions > 0) w.compute(ATTNSIM_OP_LOOP_CONTROL, lc_work, 0, 0, lc_timing);
   };
@@ -155,7 +165,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
       w.consumer_release(c.k_pipe.ids, k_rel, release);
       if (n == 1) release_q();
       softmax(n - 1, tile, n - 1 >= first_masked);
-      w.compute(ATTNSIM_OP_RESCALE_O, pack_work, 0, rescale_chain);  // first block: nothing to rescale, P packed
+      rescale_and_pack(0);
       loop_control();
       if (loader && n > 1) load_kv(n - 2, tile);
       for (int j = n - 2; j >= 0; --j) {
@@ -174,7 +184,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         if (loader && j > 0) load_kv(j - 1, tile);  // the stages of block j+1 are free now
         if (!pv_under_max) softmax_max(j, tile, j >= first_masked);
         softmax_exp(j, tile);
-        w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain, rescale_measured);
+        rescale_and_pack(n - 1 - j);
         loop_control();
       }
       turn_start();
@@ -192,10 +202,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         w.consumer_release(c.k_pipe.ids, k_rel, release);
         if (j == 0) release_q();
         softmax(j, tile, j >= first_masked);
-        if (j < n - 1)
-          w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain, rescale_measured);
-        else  // first block: nothing to rescale, P packed
-          w.compute(ATTNSIM_OP_RESCALE_O, pack_work, 0, rescale_chain);
+        rescale_and_pack(n - 1 - j);
         turn_start();
         pv(j, tile);
         turn_end();

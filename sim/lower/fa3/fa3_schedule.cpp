@@ -52,6 +52,14 @@ Fa3Schedule::Fa3Schedule(JsonReader& r) {
   knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt", "dynamic_lpt"});
   knobs_.o_staging = r.choice_or("o_staging", "auto", {"auto", "q_buffer", "own_buffer"});
   knobs_.l2_section_mib = static_cast<int>(r.integer_or("l2_section_mib", 8, 0, 1 << 20));
+  if (r.optional_raw("rescale")) {
+    JsonReader rs = r.object("rescale");
+    const auto& v = rs.raw("conditional");
+    knobs_.conditional_rescale =
+        v.is_string() && v.get<std::string>() == "auto" ? std::nullopt : std::optional<bool>(rs.boolean("conditional"));
+    knobs_.rescale_threshold_log2 = rs.number("threshold_log2", 0, 126);
+    rs.finish();
+  }
   costs_ = CostModel::from_schedule(r);
 }
 
@@ -121,6 +129,13 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.own_o_buffer = own_o_fits(k.scheduler);
   k.smem_bytes = smem_bytes(k.scheduler, k.own_o_buffer);
   k.l2_section_mib = knobs_.l2_section_mib;
+  // auto: conditional at head_dim 256 only. H200, 2026-11-28 (configs/sweeps/
+  // fa3_conditional_rescale.json, the two kernels taking turns): hd256 4-12% faster (s1k causal to
+  // s16k), where O's rescale is 128 multiplies per thread per block; hd64 5-10% and hd128 0.3-1.9%
+  // slower, where it is 32 and 64 (why has not been looked for in their SASS; the simulator
+  // predicts 0.2-3% faster there).
+  k.conditional_rescale = knobs_.conditional_rescale.value_or(p.head_dim_v >= 256);
+  k.rescale_threshold_log2 = knobs_.rescale_threshold_log2;
   k.l2_section = attnsim_l2_section_heads(k.l2_section_mib, p.seqlen_k, p.head_dim, p.head_dim_v,
                                           static_cast<int>(p.elem_bytes()), p.heads, p.kv_heads);
   // Who arrives on the pipelines, and how often per phase: the kernel's structure.
@@ -204,7 +219,20 @@ CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::v
   CtaBuilder cta;
   std::map<std::string, Pipe> pipes =
       make_pipes(cta, k.pipelines, {{"kv_stage", k.kv_stage}}, k.pipeline_roles, 1, file_);
-  Context c{hw, p, k, costs_, tiles, pipes.at("pipeline_q"), pipes.at("pipeline_k"), pipes.at("pipeline_v"), {}, {}};
+  Context c{hw, p, k, costs_, tiles, pipes.at("pipeline_q"), pipes.at("pipeline_k"), pipes.at("pipeline_v"), {}, {}, {}};
+  if (k.conditional_rescale) {
+    // Which warps rescale at which block depends on the data: the scores of random N(0,1) Q and K
+    // (what benchmarks feed) or a given rate, as for FA4 (lower/rescale_model.hpp).
+    const int max_blocks = tiles.empty() ? 1
+                                         : std::max_element(tiles.begin(), tiles.end(), [](auto& a, auto& b) {
+                                             return a.n_blocks < b.n_blocks;
+                                           })->n_blocks;
+    const int row_warps = k.consumers * sm90::kWarpsPerWarpgroup;
+    c.rescale = p.rescale_rate ? rescale_from_rate(*p.rescale_rate, row_warps, max_blocks)
+                               : rescale_from_random_scores(p.head_dim, std::min(p.seqlen_k, max_blocks * k.n_block),
+                                                            k.n_block, row_warps, k.rescale_threshold_log2,
+                                                            sm90::kRowsPerConsumer / sm90::kWarpsPerWarpgroup);
+  }
   for (int g = 0; g < k.consumers; ++g) {
     if (k.pingpong)
       c.pingpong_bar.push_back(cta.barrier(fmt::format("bar.pingpong[{}]", g), sm90::kPingpongThreads, true));
@@ -261,10 +289,18 @@ KernelChoice Fa3Schedule::real_kernel(const Hardware& hw, const Problem& p) cons
     return c;
   }
   c.supported = true;
-  c.knobs = sm90::KernelKnobs{p.head_dim,     k.m_block,       k.n_block,
-                              k.kv_stage,     k.pingpong,      k.overlap,
-                              k.reg_consumer, k.reg_producer,  k.scheduler == TileScheduler::DynamicLpt,
-                              k.own_o_buffer, k.l2_section_mib};
+  c.knobs = sm90::KernelKnobs{p.head_dim,
+                              k.m_block,
+                              k.n_block,
+                              k.kv_stage,
+                              k.pingpong,
+                              k.overlap,
+                              k.reg_consumer,
+                              k.reg_producer,
+                              k.scheduler == TileScheduler::DynamicLpt,
+                              k.own_o_buffer,
+                              k.l2_section_mib,
+                              k.conditional_rescale ? static_cast<int>(std::lround(k.rescale_threshold_log2 * 1000)) : -1};
   c.scheduler = k.scheduler;
   return c;
 }
@@ -275,13 +311,17 @@ std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Probl
       fmt::format("tile {}x{}{}, {} consumer warpgroups, kv_stage {}, registers consumer/producer {}/{}, SMEM {} B",
                   k.m_block, k.n_block, k.tile_auto ? " (auto)" : "", k.consumers, k.kv_stage, k.reg_consumer,
                   k.reg_producer, k.smem_bytes),
-      fmt::format("pingpong {}, intra-warpgroup overlap {}, warp specialization {}, scheduler {}{}, O staged in {}",
+      fmt::format("pingpong {}, intra-warpgroup overlap {}, warp specialization {}, scheduler {}{}, O staged in {}, "
+                  "O rescaled {}",
                   k.pingpong ? "on" : "off", k.overlap ? "on" : "off", k.warp_specialization ? "on" : "off",
                   tile_scheduler_label(k.scheduler),
                   k.scheduler == TileScheduler::StaticPersistent ? ""
                   : k.l2_section > 0 ? fmt::format(" ({} heads per {} MiB L2 section)", k.l2_section, k.l2_section_mib)
                                      : " (heads fastest)",
-                  k.own_o_buffer ? "its own buffer" : "Q's buffer")};
+                  k.own_o_buffer ? "its own buffer" : "Q's buffer",
+                  k.conditional_rescale
+                      ? fmt::format("only where a row's max grew by more than {:g} (log2 units)", k.rescale_threshold_log2)
+                      : "at every block")};
 }
 
 }  // namespace attnsim::fa3

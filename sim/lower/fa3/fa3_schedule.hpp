@@ -15,6 +15,7 @@
 
 #include "lower/costs.hpp"
 #include "lower/pipeline_decl.hpp"
+#include "lower/rescale_model.hpp"
 #include "lower/schedule.hpp"
 
 namespace attnsim::fa3 {
@@ -50,6 +51,11 @@ struct Knobs {
   std::string tile_scheduler = "auto";           ///< auto | static_persistent | lpt | dynamic_lpt
   std::string o_staging = "auto";                ///< auto | q_buffer | own_buffer (where O waits for its TMA store)
   int l2_section_mib = 8;                        ///< L2 budget of the longest-first orders' head sections (0: none)
+  /// "rescale": {"conditional", "threshold_log2"} (optional; absent: every block rescales O, as
+  /// FA3): FA4's conditional rescale, which keeps a warp's running max unless a row's max grew by
+  /// more than the threshold (log2 units), and skips that block's O rescale. Unset = "auto".
+  std::optional<bool> conditional_rescale = false;
+  double rescale_threshold_log2 = 8.0;
 };
 
 /// Knobs resolved for a problem.
@@ -60,6 +66,8 @@ struct Resolved {
                             ///< buffer, else LPT single-tile)
   bool own_o_buffer;        ///< o_staging resolved (auto: own buffer when it fits in SMEM)
   int l2_section_mib;       ///< as written
+  bool conditional_rescale;       ///< resolved (auto: head_dim >= 256)
+  double rescale_threshold_log2;  ///< as written (log2 units)
   long long l2_section;     ///< (batch, head) pairs per L2 section for this problem (0: one section)
   int reg_consumer, reg_producer;
   long long smem_bytes;
@@ -98,6 +106,12 @@ struct Context {
   Pipe &q, &k_pipe, &v_pipe;
   std::vector<int> pingpong_bar;  ///< [consumer warpgroup]: its turn to issue GEMMs (empty when off)
   std::vector<int> epilogue_bar;  ///< [consumer warpgroup]: O staged in SMEM by all 4 warps
+  /// Conditional rescale: which (consumer warp, KV iteration) steps rescale O (warps numbered
+  /// 4 * group + warp in group, 16 rows each); unused when every block rescales.
+  RescaleMask rescale;
+  /// Whether consumer warp `warp` (4 * group + warp in group) rescales O at KV iteration `it`
+  /// (0 = the tile's first block, which has nothing to rescale).
+  bool rescale_at(int warp, int it) const { return it > 0 && (!k.conditional_rescale || rescale.at(warp, it)); }
 };
 
 /// The load warp's TMA loads (load.cpp).
