@@ -71,6 +71,9 @@ add_test(NAME cli.explore_interrupted
                  -P ${CMAKE_CURRENT_SOURCE_DIR}/run_cli.cmake)
 attnsim_cli_test(explain 0 "Why 2 Q stages\\?.*q_stage_1.*before: fa4_sm100"
   ARGS explain ${FA4} --hw b200 --seqlen 2048)
+# fa3_sm90 at head_dim 256: the conditional O rescale is a design choice explain switches off.
+attnsim_cli_test(explain_fa3_rescale 0 "What does the conditional O rescale \\(threshold 2\\^8\\) buy\\? +unconditional_rescale +[0-9.]+ +[0-9]+ +\\+[0-9.]+%"
+  ARGS explain ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json --hw h200 --head-dim 256 --seqlen 4096 --batch 8 --non-causal --no-timeline)
 
 # Hardening (issue 13): each class of bad input a user hit exits 2 with the file, the JSON path
 # and what was expected, in our words; nothing crashes, prints library text or runs unbounded.
@@ -151,6 +154,11 @@ if(ATTNSIM_HAVE_CUDA)
     ARGS run ${FA4} --head-dim 128 --seqlen 2048 --batch 2 --causal --check)
   attnsim_cli_test(run_not_compiled 2 "fa3_sm90.json: /: fa3_sm90 resolves for head_dim 64 to the kernel \\[fa3_sm90 hd64 m128 n176 kv4 pingpong overlap reg 240/24 own_o l2 8MiB\\], which this build did not compile.*declare it as a variant"
     ARGS run ${FA3} --head-dim 64 --set /kv_stage=4)
+  # A variant whose kernels come with a sweep's build says which sweep (the default build has none).
+  if(NOT ATTNSIM_KERNEL_SWEEPS)
+    attnsim_cli_test(run_variant_from_sweep 2 "fa3_sm90.json: /variants/unconditional_rescale: .*\\[fa3_sm90 hd256 m128 n80 .*\\], which this build did not compile.*ATTNSIM_KERNEL_SWEEPS=configs/sweeps/fa3_conditional_rescale.json"
+      ARGS run ${FA3} --variant unconditional_rescale --head-dim 256 --seqlen 4096 --non-causal)
+  endif()
   attnsim_cli_test(run_smem_overflow 2 "fa3_sm90.json: /kv_stage: SMEM overflow"
     ARGS run ${FA3} --variant kv_stage_3 --head-dim 256)
   attnsim_cli_test(run_unsupported 2 "no_warp_specialization has no real kernel.*warp_specialization false"

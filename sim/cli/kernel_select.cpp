@@ -29,6 +29,15 @@ const sm90::CompiledKernel& select_kernel(const Schedule& schedule, const std::s
                                  "compiled",
                                  what, problem.head_dim, describe(c.knobs)),
                      "kernel");
+  if (!k && !variant.empty())
+    for (const VariantInfo& v : schedule_variants(file))
+      if (v.name == variant && !v.kernels_from_sweep.empty())
+        throw InputError(file, "/variants/" + variant,
+                         fmt::format("{} resolves for head_dim {} to the kernel [{}], which this build did not "
+                                     "compile: the variant's kernels come with its sweep; configure with "
+                                     "-DATTNSIM_KERNEL_SWEEPS={} and rebuild (cmake --build build)",
+                                     what, problem.head_dim, describe(c.knobs), v.kernels_from_sweep),
+                         "kernel");
   if (!k)
     throw InputError(
         file, "",

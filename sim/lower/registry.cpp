@@ -63,6 +63,7 @@ std::vector<VariantEntry> read_variants(const nlohmann::ordered_json& doc, const
     e.info.name = it.key();
     e.info.description = v.string("description");
     e.info.question = v.string_or("question", "");
+    e.info.kernels_from_sweep = v.string_or("kernels_from_sweep", "");
     v.object("set");
     v.finish();
     const auto& set = it.value()["set"];  // ordered: the changes apply in file order

@@ -81,8 +81,11 @@ std::unique_ptr<Schedule> schedule_from_text(const std::string& text, const std:
                                              const std::vector<std::string>& overrides = {},
                                              const std::string& variant = "");
 /// A variant a schedule file declares: one design choice changed, and the question it answers.
+/// `kernels_from_sweep` (optional "kernels_from_sweep" in the file): a sweep file whose build
+/// (-DATTNSIM_KERNEL_SWEEPS) compiles the variant's kernels; the default build compiles none for
+/// it (attnsim_kernelgen), so that a variant modelled everywhere costs CI no nvcc time.
 struct VariantInfo {
-  std::string name, description, question;
+  std::string name, description, question, kernels_from_sweep;
 };
 /// The variants a schedule file declares, in file order.
 std::vector<VariantInfo> schedule_variants(const std::string& file);

@@ -164,7 +164,20 @@ int main(int argc, char** argv) {
     for (const auto& file : files) {
       const std::string rel = relative(file);
       std::vector<std::string> variants = {""};
-      for (const auto& v : schedule_variants(file)) variants.push_back(v.name);
+      for (const auto& v : schedule_variants(file)) {
+        if (v.kernels_from_sweep.empty()) {
+          variants.push_back(v.name);
+          continue;
+        }
+        // Its kernels come with a sweep file's build (they would cost every build minutes of nvcc).
+        manifest["not_compiled"].push_back(
+            {{"schedule", relative(file)},
+             {"variant", v.name},
+             {"reason", fmt::format("variant {}'s kernels are compiled with its sweep: configure with "
+                                    "-DATTNSIM_KERNEL_SWEEPS={} (where the variant resolves to a kernel of the "
+                                    "build's, e.g. the base schedule's, that one runs)",
+                                    v.name, v.kernels_from_sweep)}});
+      }
       for (const auto& variant : variants) {
         const auto schedule = load_schedule(file, {}, variant);
         if (schedule->family() == "fa4_sm100") {
