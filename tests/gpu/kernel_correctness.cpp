@@ -8,7 +8,7 @@
 // sampled rows by the GPU reference; each under every tile scheduler it runs with (the dynamic
 // one's counter must be back at 0 after each launch, or the next run fails); the instrumented
 // build of each kernel on one shape (recorded and plain tiles); and one shape, causal and not, with
-// Q scaled by 6 (wide scores: the conditional rescale's both branches). Exits 0 when all
+// Q scaled by 6 (wide scores: both branches of a conditional rescale). Exits 0 when all
 // pass, 1 on a failure, 2 on bad arguments, and 77 (ctest: skipped) with a message when this
 // machine has no GPU or none that runs any compiled kernel.
 #include <cstdio>
