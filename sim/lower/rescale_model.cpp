@@ -1,6 +1,7 @@
 #include "lower/rescale_model.hpp"
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -84,6 +85,15 @@ RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, 
   std::lock_guard<std::mutex> lock(mu);
   cache.emplace(key, m);
   return m;
+}
+
+RescaleMask conditional_rescale_mask(std::optional<double> rate, const std::vector<TileWork>& tiles, int head_dim,
+                                     int seqlen_k, int n_block, int warps, double threshold_log2, int rows_per_warp) {
+  int max_blocks = 1;
+  for (const TileWork& t : tiles) max_blocks = std::max(max_blocks, t.n_blocks);
+  if (rate) return rescale_from_rate(*rate, warps, max_blocks);
+  return rescale_from_random_scores(head_dim, std::min(seqlen_k, max_blocks * n_block), n_block, warps,
+                                    threshold_log2, rows_per_warp);
 }
 
 RescaleMask rescale_from_rate(double rate, int warps, int iterations) {

@@ -6,7 +6,10 @@
 // benchmarks feed), or spread evenly from a user-given rate.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <vector>
+
+#include "plan/grid_plan.hpp"  // TileWork
 
 namespace attnsim {
 
@@ -27,6 +30,13 @@ struct RescaleMask {
 /// per argument set.
 RescaleMask rescale_from_random_scores(int head_dim, int seqlen_k, int n_block, int warps, double threshold_log2,
                                        int rows_per_warp = 32);
+
+/// The mask of a CTA that runs `tiles` (its iterations: the longest tile's KV blocks of `n_block`
+/// keys) under a conditional rescale: `rate` (--rescale-rate) spread evenly when given, else from
+/// random N(0,1) scores over min(seqlen_k, that tile's keys). The FA4 and SM90 lowerings share it.
+RescaleMask conditional_rescale_mask(std::optional<double> rate, const std::vector<TileWork>& tiles, int head_dim,
+                                     int seqlen_k, int n_block, int warps, double threshold_log2,
+                                     int rows_per_warp = 32);
 
 /// Forgets cached masks (benchmarks use it to time the cold path, as one CLI run sees it).
 void clear_rescale_cache();

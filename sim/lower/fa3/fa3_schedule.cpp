@@ -220,19 +220,12 @@ CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::v
   std::map<std::string, Pipe> pipes =
       make_pipes(cta, k.pipelines, {{"kv_stage", k.kv_stage}}, k.pipeline_roles, 1, file_);
   Context c{hw, p, k, costs_, tiles, pipes.at("pipeline_q"), pipes.at("pipeline_k"), pipes.at("pipeline_v"), {}, {}, {}};
-  if (k.conditional_rescale) {
-    // Which warps rescale at which block depends on the data: the scores of random N(0,1) Q and K
-    // (what benchmarks feed) or a given rate, as for FA4 (lower/rescale_model.hpp).
-    const int max_blocks = tiles.empty() ? 1
-                                         : std::max_element(tiles.begin(), tiles.end(), [](auto& a, auto& b) {
-                                             return a.n_blocks < b.n_blocks;
-                                           })->n_blocks;
-    const int row_warps = k.consumers * sm90::kWarpsPerWarpgroup;
-    c.rescale = p.rescale_rate ? rescale_from_rate(*p.rescale_rate, row_warps, max_blocks)
-                               : rescale_from_random_scores(p.head_dim, std::min(p.seqlen_k, max_blocks * k.n_block),
-                                                            k.n_block, row_warps, k.rescale_threshold_log2,
-                                                            sm90::kRowsPerConsumer / sm90::kWarpsPerWarpgroup);
-  }
+  // Which warps rescale at which block depends on the data: the scores of random N(0,1) Q and K
+  // (what benchmarks feed) or a given rate, as for FA4 (lower/rescale_model.hpp).
+  if (k.conditional_rescale)
+    c.rescale = conditional_rescale_mask(p.rescale_rate, tiles, p.head_dim, p.seqlen_k, k.n_block,
+                                         k.consumers * sm90::kWarpsPerWarpgroup, k.rescale_threshold_log2,
+                                         sm90::kRowsPerConsumer / sm90::kWarpsPerWarpgroup);
   for (int g = 0; g < k.consumers; ++g) {
     if (k.pingpong)
       c.pingpong_bar.push_back(cta.barrier(fmt::format("bar.pingpong[{}]", g), sm90::kPingpongThreads, true));

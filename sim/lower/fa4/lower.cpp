@@ -19,15 +19,10 @@ CtaProgram Fa4Schedule::lower(const Hardware& hw, const Problem& p, const std::v
   std::map<std::string, Pipe> pipes =
       make_pipes(cta, pipelines_, {{"q_stage", k.q_stage}, {"kv_stage", k.kv_stage}}, roles_, k.cta_group, file_);
   const int rows_warps = 4;
-  RescaleMask mask;
-  const int max_blocks = tiles.empty() ? 1 : std::max_element(tiles.begin(), tiles.end(), [](auto& a, auto& b) {
-                                               return a.n_blocks < b.n_blocks;
-                                             })->n_blocks;
-  if (p.rescale_rate)
-    mask = rescale_from_rate(*p.rescale_rate, rows_warps, max_blocks);
-  else if (knobs_.conditional_rescale)
-    mask = rescale_from_random_scores(p.head_dim, std::min(p.seqlen_k, max_blocks * k.n_block), k.n_block, rows_warps,
-                                      knobs_.rescale_threshold_log2);
+  RescaleMask mask;  // consulted only under the conditional rescale (Context::rescale_at)
+  if (knobs_.conditional_rescale)
+    mask = conditional_rescale_mask(p.rescale_rate, tiles, p.head_dim, p.seqlen_k, k.n_block, rows_warps,
+                                    knobs_.rescale_threshold_log2);
   Context c{hw,
             p,
             k,
