@@ -93,6 +93,7 @@ class PipeSharing {
   std::array<SmspMma, kMaxSmsp> smsp_mma_{};
   std::array<double, 3> beside_mma_{};  ///< fma, alu, mufu rate fractions beside wgmma (hardware config)
   std::vector<int> active_;  ///< warps with an active block, in start order
+  std::vector<int> ranks_, open_, still_open_;  ///< solve's scratch index lists, kept for their capacity
 };
 
 }  // namespace attnsim
