@@ -10,8 +10,8 @@ if any run reports an error, a hazard or a failed check, or picks another kernel
 failed run's line is followed by the first lines of the sanitizer's report, indented.
 
 Problems: batch 4, 16 heads (8 K/V heads: GQA; the FA2-style kernels batch 1, 2 heads, 1 K/V
-head, seqlen_q 200 against seqlen_k 300), seqlen_q 700 (384 tiles of 128 rows: a persistent CTA runs two or three, and the last
-m-block is a tail) against seqlen_k 500 for kernels compiled
+head, seqlen_q 200 against seqlen_k 300), seqlen_q 700 (384 tiles of 128 rows: a persistent CTA
+runs two or three, and the last m-block is a tail) against seqlen_k 500 for kernels compiled
 for short sequences (fa3::kShortSeqlenK = 512; causal ones 500 against 500, since a causal
 problem needs seqlen_q <= seqlen_k) and 1408 for the others (the wide K/V blocks, 176, 128 or 80
 keys, pad it by less than 10%, so the auto tile keeps them). Without a GPU, `--dry-run` only
