@@ -132,8 +132,9 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // auto: conditional at head_dim 256 only. H200, 2026-11-28 (configs/sweeps/
   // fa3_conditional_rescale.json, the two kernels taking turns): hd256 4-12% faster (s1k causal to
   // s16k), where O's rescale is 128 multiplies per thread per block; hd64 5-10% and hd128 0.3-1.9%
-  // slower, where it is 32 and 64 (why has not been looked for in their SASS; the simulator
-  // predicts 0.2-3% faster there).
+  // slower, where it is 32 and 64 (the simulator predicts 0.2-3% faster there; the traced twins
+  // lose 1-6 points less than the plain kernels, fa3_conditional_rescale_ops: code generation,
+  // whose SASS has not been compared yet).
   k.conditional_rescale = knobs_.conditional_rescale.value_or(p.head_dim_v >= 256);
   k.rescale_threshold_log2 = knobs_.rescale_threshold_log2;
   k.l2_section = attnsim_l2_section_heads(k.l2_section_mib, p.seqlen_k, p.head_dim, p.head_dim_v,
