@@ -60,12 +60,23 @@ ATTNSIM_HD float round_to_bf16(float x) {
   return r;
 }
 
+/// FA4's pattern of emulated exp2 within a run of elements: element `e` takes the emulated exp2
+/// when e % freq >= freq - res (the last `res` of every `freq`). freq 0: none.
+ATTNSIM_HD constexpr bool exp2_element_emulated(int e, int freq, int res) { return freq > 0 && e % freq >= freq - res; }
+
+/// How many of elements 0..n-1 take the emulated exp2 (exp2_element_emulated).
+ATTNSIM_HD constexpr int exp2_emulated_elements(int n, int freq, int res) {
+  int count = 0;
+  for (int e = 0; e < n; ++e) count += exp2_element_emulated(e, freq, res);
+  return count;
+}
+
 /// Whether the pair of elements (e, e + 1) of 32-element fragment `fragment` (of `fragments` in
-/// a row) takes the emulated exp2: e % freq >= freq - res, for start_frg <= fragment < the last
-/// fragment (the last always uses MUFU.EX2). freq 0: none. `e` is even (elements go in pairs:
-/// the FMA pipe runs them as packed fma.f32x2).
+/// a row) takes the emulated exp2: exp2_element_emulated(e, freq, res), for start_frg <= fragment
+/// < the last fragment (the last always uses MUFU.EX2). `e` is even (elements go in pairs: the
+/// FMA pipe runs them as packed fma.f32x2).
 ATTNSIM_HD constexpr bool exp2_pair_emulated(int e, int fragment, int fragments, int freq, int res, int start_frg) {
-  return freq > 0 && fragment >= start_frg && fragment < fragments - 1 && e % freq >= freq - res;
+  return fragment >= start_frg && fragment < fragments - 1 && exp2_element_emulated(e, freq, res);
 }
 
 /// Fraction of the 32 elements of fragment `fragment` whose exp2 is emulated.

@@ -22,7 +22,8 @@ namespace {
 /// elements) on fresh scores and accumulate the cycles of each span (row max, exp + sums,
 /// rescale + pack) into out[3 * (warp - 4) + k]. kGroups 2: two softmax warps share each SMSP, in
 /// step (both start together), as the consumer warpgroups of a kernel without pingpong can.
-template <int kN, int kD, int kMma, int kGroups = 1>
+/// kEmuFreq/kEmuRes: exp_scores's exp2 emulation (the last kEmuRes of every kEmuFreq elements).
+template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0>
 __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
     softmax_block_kernel(int iters, int delay, float scale_log2, long long* out, BlockClock* clk, float* sink) {
   extern __shared__ uint8_t smem_raw[];
@@ -54,7 +55,7 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
     const uint32_t t0 = clock32();
     attnsim::sm90::row_max<kN>(s, st, scale_log2, alpha);
     const uint32_t t1 = clock32();
-    attnsim::sm90::exp_scores<kN>(s, st, scale_log2, alpha);
+    attnsim::sm90::exp_scores<kN, kEmuFreq, kEmuRes>(s, st, scale_log2, alpha);
     const uint32_t t2 = clock32();
     attnsim::sm90::rescale<kD>(o, alpha);
     attnsim::sm90::pack_p<kN>(s, p);
@@ -82,9 +83,9 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
 /// Mean cycles per block of each span: median over the 4 kGroups softmax warps of a launch, then
 /// median over `launches` launches whose softmax warps start at different delays (4000 + 97 i
 /// cycles), so that no one phase between the softmax loop and the wgmma stream decides.
-template <int kN, int kD, int kMma, int kGroups = 1>
+template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0>
 std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
-  auto kern = softmax_block_kernel<kN, kD, kMma, kGroups>;
+  auto kern = softmax_block_kernel<kN, kD, kMma, kGroups, kEmuFreq, kEmuRes>;
   allow_smem(kern, kWgmmaTileSmem);
   constexpr int kThreads = 128 * (kGroups + 1);
   DeviceBuffer<long long> out(12 * kGroups);
@@ -213,6 +214,24 @@ std::vector<double> shape(Report& rep, Json& j, int iters, int launches) {
   return {alone[1], ss[1]};
 }
 
+/// The softmax_exp span of one tile shape with exp2 emulation kEmuRes of every kEmuFreq elements
+/// (kernels/sm90/softmax.cuh exp_scores), alone and beside SS and RS wgmma, into `j`.
+template <int kN, int kD, int kEmuFreq, int kEmuRes>
+void emulated_exp(Report& rep, Json& j, int iters, int launches) {
+  const auto alone = span_cycles<kN, kD, 0, 1, kEmuFreq, kEmuRes>(rep.clock(), iters, launches);
+  const auto ss = span_cycles<kN, kD, 1, 1, kEmuFreq, kEmuRes>(rep.clock(), iters, launches);
+  const auto rs = span_cycles<kN, kD, 2, 1, kEmuFreq, kEmuRes>(rep.clock(), iters, launches);
+  j["n_block"] = kN;
+  j["head_dim"] = kD;
+  j["exp2_emulation"]["freq"] = kEmuFreq;
+  j["exp2_emulation"]["res"] = kEmuRes;
+  Json& x = j["spans"]["softmax_exp"];
+  x["alone_cycles"] = alone[1];
+  x["beside_wgmma_cycles"] = ss[1];
+  x["beside_wgmma_rs_cycles"] = rs[1];
+  x["slowdown_beside_wgmma"] = ss[1] / alone[1];
+}
+
 void bench_softmax_block(Report& rep) {
   require_sm90(rep);
   rep.set_method(
@@ -241,6 +260,12 @@ void bench_softmax_block(Report& rep) {
   // hd256 runs 64-wide K/V blocks on short sequences (fa3::kShortSeqlenK), 80 wide otherwise.
   shape<64, 256, 128>(rep, shapes["hd256 n_block 64"], iters, launches);
   shape<80, 256, 128>(rep, shapes["hd256 n_block 80"], iters, launches);
+  // exp_scores with exp2 emulation (fa3_sm90 "exp2_emulation"): the softmax_exp span alone and
+  // beside SS / RS wgmma, at hd64's two widths, where the MUFU is as busy as the tensor cores.
+  emulated_exp<176, 64, 8, 1>(rep, shapes["hd64 n_block 176 exp2 emu 1 of 8"], iters, launches);
+  emulated_exp<176, 64, 4, 1>(rep, shapes["hd64 n_block 176 exp2 emu 1 of 4"], iters, launches);
+  emulated_exp<176, 64, 8, 3>(rep, shapes["hd64 n_block 176 exp2 emu 3 of 8"], iters, launches);
+  emulated_exp<128, 64, 4, 1>(rep, shapes["hd64 n_block 128 exp2 emu 1 of 4"], iters, launches);
   res["softmax_exp_alone_cycles"] = hd128[0];
   res["softmax_exp_beside_wgmma_cycles"] = hd128[1];
 }

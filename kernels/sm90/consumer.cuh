@@ -120,7 +120,7 @@ struct Consumer {
         row_max<N, T::kConditionalRescale>(sacc, st, p.scale_log2, alpha, T::kRescaleThresholdLog2);
     uint32_t t1 = tr.now();
     tr.span(ATTNSIM_OP_SOFTMAX_MAX, t0, t1, j, tile);
-    exp_scores<N>(sacc, st, p.scale_log2, alpha);
+    exp_scores<N, T::kExp2EmuFreq, T::kExp2EmuRes>(sacc, st, p.scale_log2, alpha);
     tr.span(ATTNSIM_OP_SOFTMAX_EXP, t1, tr.now(), j, tile);
     return rescale_o;
   }

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "common/softmax_math.h"  // needs_rescale
+#include "common/softmax_math.h"  // needs_rescale, exp2_emulated
 #include "device.cuh"
 
 namespace attnsim::sm90 {
@@ -83,16 +83,22 @@ __device__ __forceinline__ bool row_max(const float (&s)[N / 2], RowStats& st, f
   return rescale_o;
 }
 
-/// P = exp2(S * scale_log2 - max * scale_log2) in place (ex2 on the MUFU), and the partial row
-/// sums rescaled by alpha and updated.
-template <int N>
+/// P = exp2(S * scale_log2 - max * scale_log2) in place, and the partial row sums rescaled by
+/// alpha and updated. The exp2 runs on the MUFU (ex2.approx), except for the elements i of this
+/// thread's fragment with exp2_element_emulated(i, kEmuFreq, kEmuRes) (kernels/common/
+/// softmax_math.h, FA4's pattern), which take FA4's polynomial on the FMA and ALU pipes
+/// (exp2_emulated): at head_dim 64 a block's exp2s keep the MUFU (16 per clock per SM) as busy
+/// as its two GEMMs keep the tensor cores, so moving some off it could shorten the softmax
+/// (measured slower on an H200: kernels/sm90/README.md; the schedule keeps it off).
+template <int N, int kEmuFreq = 0, int kEmuRes = 0>
 __device__ __forceinline__ void exp_scores(float (&s)[N / 2], RowStats& st, float scale_log2, const float (&alpha)[2]) {
   float ms[2], add[2][4] = {};  // four independent partial sums per row (see row_max)
 #pragma unroll
   for (int r = 0; r < 2; ++r) ms[r] = st.max[r] == -INFINITY ? 0.f : st.max[r] * scale_log2;
 #pragma unroll
   for (int i = 0; i < N / 2; ++i) {
-    s[i] = exp2_mufu(fmaf(s[i], scale_log2, -ms[(i / 2) % 2]));
+    const float x = fmaf(s[i], scale_log2, -ms[(i / 2) % 2]);
+    s[i] = exp2_element_emulated(i, kEmuFreq, kEmuRes) ? exp2_emulated(x) : exp2_mufu(x);
     add[(i / 2) % 2][(i % 2) + 2 * ((i / 8) % 2)] += s[i];
   }
 #pragma unroll

@@ -40,10 +40,14 @@ struct KernelKnobs {
   /// rows' running max, and skips the O rescale, unless some row's max grew by more than this
   /// threshold in log2 units, x 1000 (8000: P stays <= 256). -1: every block rescales (FA3).
   int rescale_threshold_milli = -1;
+  /// exp2 emulation (FA4's, kernels/common/softmax_math.h exp2_emulated): of every
+  /// `exp2_emu_freq` score elements a consumer thread holds, the last `exp2_emu_res` take the
+  /// polynomial exp2 on the FMA/ALU pipes instead of MUFU.EX2. 0: every exp2 on the MUFU (FA3).
+  int exp2_emu_freq = 0, exp2_emu_res = 0;
 
   bool operator==(const KernelKnobs&) const = default;
   /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24" (+ " dynamic", " own_o", " l2 32MiB",
-  /// " rescale>8").
+  /// " rescale>8", " exp2 emu 1/8").
   std::string describe() const {
     char b[192];
     std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d%s%s", head_dim, m_block, n_block, kv_stage,
@@ -53,6 +57,10 @@ struct KernelKnobs {
     if (l2_section_mib > 0) out += " l2 " + std::to_string(l2_section_mib) + "MiB";
     if (rescale_threshold_milli >= 0) {
       std::snprintf(b, sizeof b, " rescale>%g", rescale_threshold_milli / 1000.0);
+      out += b;
+    }
+    if (exp2_emu_freq > 0) {
+      std::snprintf(b, sizeof b, " exp2 emu %d/%d", exp2_emu_res, exp2_emu_freq);
       out += b;
     }
     return out;

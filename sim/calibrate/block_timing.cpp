@@ -5,7 +5,9 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <tuple>
 
+#include "common/softmax_math.h"  // exp2_emulated_elements
 #include "lower/costs.hpp"
 #include "model/json_reader.hpp"
 
@@ -37,25 +39,38 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
   const json::json_pointer shapes("/results/shapes");
   if (!doc.contains(shapes) || !doc[shapes].is_object() || doc[shapes].empty())
     throw InputError(file, shapes.to_string(), "expected the timed tile shapes");
-  std::map<std::pair<std::string, double>, std::vector<BlockTimingPoint>> by_key;
+  std::map<std::tuple<std::string, double, double>, std::vector<BlockTimingPoint>> by_key;
   for (auto it = doc[shapes].begin(); it != doc[shapes].end(); ++it) {
-    const std::string at = shapes.to_string() + "/" + it.key();
+    std::string key;  // the shape's name as a JSON pointer token
+    for (char ch : it.key()) key += ch == '~' ? std::string("~0") : ch == '/' ? std::string("~1") : std::string(1, ch);
+    const std::string at = shapes.to_string() + "/" + key;
     const double n_block = number_at(doc, file, at + "/n_block"), head_dim = number_at(doc, file, at + "/head_dim");
+    // exp_scores with exp2 emulation: the share of the thread's n_block / 2 scores it emulates.
+    double emu_share = 0;
+    const bool emulated = doc.contains(json::json_pointer(at + "/exp2_emulation"));
+    if (emulated) {
+      const int freq = static_cast<int>(number_at(doc, file, at + "/exp2_emulation/freq"));
+      const int res = static_cast<int>(number_at(doc, file, at + "/exp2_emulation/res"));
+      const int n = static_cast<int>(n_block) / 2;
+      emu_share = static_cast<double>(exp2_emulated_elements(n, freq, res)) / n;
+    }
     for (const auto& s : kSpans) {
+      if (emulated && std::string(s.block) != "softmax_exp") continue;
       const std::string sp = at + "/spans/" + s.block;
       if (s.optional && !doc.contains(json::json_pointer(sp))) continue;
       BlockTimingPoint p;
       p.block = s.block;
       p.elements = (s.per_head_dim ? head_dim : n_block) / 2;
+      p.exp2_emu_share = emu_share;
       p.alone = number_at(doc, file, sp + "/alone_cycles");
       p.beside_ss = number_at(doc, file, sp + "/beside_wgmma_cycles");
       p.beside_rs = number_at(doc, file, sp + "/beside_wgmma_rs_cycles");
       p.shapes = {it.key()};
-      by_key[{p.block, p.elements}].push_back(p);
+      by_key[{p.block, p.exp2_emu_share, p.elements}].push_back(p);
     }
   }
   std::vector<BlockTimingPoint> out;
-  for (auto& [key, same] : by_key) {  // ordered by block, then elements
+  for (auto& [key, same] : by_key) {  // ordered by block, then share of emulated exp2, then elements
     BlockTimingPoint m = same.front();
     m.shapes.clear();
     m.alone = m.beside_ss = m.beside_rs = 0;
@@ -85,6 +100,7 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
     nlohmann::ordered_json j;
     j["elements"] = p.elements == std::floor(p.elements) ? nlohmann::ordered_json(std::llround(p.elements))
                                                          : nlohmann::ordered_json(p.elements);
+    if (p.exp2_emu_share > 0) j["exp2_emu_share"] = std::round(p.exp2_emu_share * 1e6) / 1e6;
     j["alone_cycles"] = round1(p.alone);
     j["beside_wgmma_ss_cycles"] = round1(p.beside_ss);
     j["beside_wgmma_rs_cycles"] = round1(p.beside_rs);

@@ -529,7 +529,8 @@ CriticalPath critical_path(const std::vector<const Instr*>& span, const Latencie
 }
 
 namespace {
-/// The int and bool template arguments of the first Traits<...> in a mangled name ("TraitsILi128ELb1E...").
+/// The int and bool template arguments of the first Traits<...> in a mangled name ("TraitsILi128ELb1E...";
+/// a negative int is mangled with an 'n': "Lin1E" is -1).
 std::vector<int> traits_args(const std::string& mangled) {
   std::vector<int> v;
   const size_t t = mangled.find("TraitsI");
@@ -538,7 +539,8 @@ std::vector<int> traits_args(const std::string& mangled) {
   while (p + 2 < mangled.size() && mangled[p] == 'L' && (mangled[p + 1] == 'i' || mangled[p + 1] == 'b')) {
     const size_t e = mangled.find('E', p);
     if (e == std::string::npos) return {};
-    v.push_back(std::atoi(mangled.substr(p + 2, e - p - 2).c_str()));
+    const std::string digits = mangled.substr(p + 2, e - p - 2);
+    v.push_back(!digits.empty() && digits[0] == 'n' ? -std::atoi(digits.c_str() + 1) : std::atoi(digits.c_str()));
     p = e + 1;
   }
   return v;
@@ -549,11 +551,14 @@ std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled) {
   // _ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi128ELi128ELi128ELi3ELb1ELb1ELi240ELi24ELb1EEEEEvNS0_6ParamsE
   if (mangled.find("fa3_forward") == std::string::npos) return std::nullopt;
   const std::vector<int> v = traits_args(mangled);
-  // kDynamic, kOwnO, kL2SectionMiB: the 10th to 12th (defaulted) arguments.
-  if (v.size() < 9 || v.size() > 12) return std::nullopt;
+  // kDynamic, kOwnO, kL2SectionMiB, kRescaleMilli, kExp2EmuFreq, kExp2EmuRes: the 10th to 15th
+  // (defaulted) arguments.
+  if (v.size() < 9 || v.size() > 15) return std::nullopt;
   Fa3Knobs k{v[0], v[1], v[2], v[3], v[4] != 0, v[5] != 0, v[6], v[7], v[8] != 0};
   k.dynamic = v.size() >= 10 && v[9] != 0;
   k.own_o = v.size() >= 11 && v[10] != 0;
+  if (v.size() >= 13) k.rescale_milli = v[12];
+  if (v.size() >= 15) k.exp2_emu_freq = v[13], k.exp2_emu_res = v[14];
   return k;
 }
 

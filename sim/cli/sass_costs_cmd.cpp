@@ -39,8 +39,11 @@ double elements_of(const std::string& block, const sass::Fa3Knobs& k) {
 const std::vector<std::string> kChainBlocks = {"softmax_max", "softmax_exp", "rescale_o", "final_o"};
 
 std::string short_name(const sass::Fa3Knobs& k) {
-  return fmt::format("fa3_forward<Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}>>", k.head_dim, k.m_block, k.n_block,
-                     k.kv_stage, k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, k.trace, k.dynamic);
+  std::string variant;
+  if (k.rescale_milli >= 0) variant += fmt::format(" rescale>{:g}", k.rescale_milli / 1000.0);
+  if (k.exp2_emu_freq > 0) variant += fmt::format(" exp2 emu {}/{}", k.exp2_emu_res, k.exp2_emu_freq);
+  return fmt::format("fa3_forward<Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}>>{}", k.head_dim, k.m_block, k.n_block,
+                     k.kv_stage, k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, k.trace, k.dynamic, variant);
 }
 
 /// "8 FMNMX + 2 SHFL + ..." in a fixed order of names, with the latency each is priced at.
@@ -141,9 +144,12 @@ struct SassCosts : Command {
     const Hardware hw = load_hardware(resolve_hardware_path(hw_name));
     const sass::Latencies lat = sass::Latencies::from(hw);
     std::vector<sass::KernelAnalysis> kernels;
+    // With --into, the cost file's points describe the base schedule's code: instances of variant
+    // code paths (conditional rescale, exp2 emulation) are analysed only when not writing.
+    auto skip = [&](const sass::Fa3Knobs& k) { return !into.empty() && k.variant_code(); };
     for (const auto& fn : functions) {
       const auto k = sass::fa3_knobs(fn.mangled);
-      if (!k || !k->trace) continue;
+      if (!k || !k->trace || skip(*k)) continue;
       if (!kernel.empty() && fn.name.find(kernel) == std::string::npos &&
           fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
         continue;
@@ -153,7 +159,7 @@ struct SassCosts : Command {
     std::vector<PlainInstance> tiles;
     for (const auto& fn : functions) {
       const auto k = sass::fa3_knobs(fn.mangled);
-      if (!k || k->trace) continue;
+      if (!k || k->trace || skip(*k)) continue;
       if (!kernel.empty() && fn.name.find(kernel) == std::string::npos &&
           fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
         continue;

@@ -164,8 +164,10 @@ CostModel CostModel::read(const std::string& file) {
         JsonReader pr(pts[i], file, at);
         TimingPoint p;
         p.elements = pr.number("elements", 1e-9, 1e6);
-        if (!c.measured.empty() && p.elements <= c.measured.back().elements)
-          pr.fail_at("elements", "timing points must be in increasing order of elements");
+        p.exp2_emu_share = pr.number_or("exp2_emu_share", 0, 0, 1);
+        if (!c.measured.empty() && std::pair(p.exp2_emu_share, p.elements) <=
+                                       std::pair(c.measured.back().exp2_emu_share, c.measured.back().elements))
+          pr.fail_at("elements", "timing points must be in increasing order of (exp2_emu_share, elements)");
         p.alone = pr.number("alone_cycles", 1e-9, 1e9);
         p.beside_ss = pr.number("beside_wgmma_ss_cycles", 1e-9, 1e9);
         p.beside_rs = pr.number("beside_wgmma_rs_cycles", 1e-9, 1e9);
@@ -303,8 +305,10 @@ Work CostModel::work(const std::string& name, double elements, double rows) cons
 
 double CostModel::latency(const std::string& name) const { return block(name).latency; }
 
-MeasuredTiming CostModel::measured_timing(const std::string& name, double elements) const {
-  const auto& points = block(name).measured;
+MeasuredTiming CostModel::measured_timing(const std::string& name, double elements, double exp2_emu_share) const {
+  std::vector<TimingPoint> points;
+  for (const auto& p : block(name).measured)
+    if (std::abs(p.exp2_emu_share - exp2_emu_share) < 1e-6) points.push_back(p);
   MeasuredTiming m;
   if (points.empty()) return m;
   // A block never runs faster beside wgmma than alone: a noisy point below 1 counts as 1.

@@ -39,6 +39,7 @@ struct ChainPoint {
 /// One tile shape's measured timing of a block (kernels/microbench softmax_block), cycles.
 struct TimingPoint {
   double elements = 0;   ///< elements per thread-row at this tile shape
+  double exp2_emu_share = 0;  ///< fraction of the span's exp2 emulated on the FMA pipe (fa3_sm90 "exp2_emulation")
   double alone = 0;      ///< the span alone on its SMSP
   double beside_ss = 0;  ///< beside another warpgroup's back-to-back SS wgmma on the same SMSPs
   double beside_rs = 0;  ///< beside RS wgmma
@@ -50,7 +51,7 @@ struct BlockCost {
   Work per_row;                   ///< warp work once per row set (32 rows)
   double latency = 0;             ///< cycles after the pipe work (dependency tail)
   std::vector<ChainPoint> chain;  ///< critical path per tile shape, by increasing elements (may be empty)
-  std::vector<TimingPoint> measured;  ///< measured timing per tile shape, by increasing elements (may be empty)
+  std::vector<TimingPoint> measured;  ///< measured timing per tile shape, by increasing (exp2_emu_share, elements)
 };
 
 /// The code of one KV-loop iteration that lies between a consumer warp's spans (stage-release
@@ -95,8 +96,10 @@ class CostModel {
   /// chain_latency): alone cycles interpolated linearly between points and scaled by
   /// elements / point.elements outside them; the slowdowns beside wgmma (beside / alone)
   /// interpolated between points and held at the nearest point outside. All-default (alone 0)
-  /// when the block has no measurement.
-  MeasuredTiming measured_timing(const std::string& block, double elements) const;
+  /// when the block has no measurement. `exp2_emu_share`: only the points of that share of
+  /// emulated exp2 count (all-default when none was measured at it: the pipes' throughput and
+  /// the chain decide).
+  MeasuredTiming measured_timing(const std::string& block, double elements, double exp2_emu_share = 0) const;
   const BlockCost& block(const std::string& name) const;
   /// The loop control of the instance with these knobs: the point of the same head_dim, pingpong,
   /// overlap and scheduler, else the mean of the points with the same pingpong, overlap and

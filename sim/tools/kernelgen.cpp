@@ -43,18 +43,21 @@ void write_if_changed(const std::filesystem::path& path, const std::string& text
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-/// ", <threshold>" for a kernel that rescales O conditionally, else nothing (the default, -1).
-std::string rescale_arg(const sm90::KernelKnobs& k) {
+/// The trailing template arguments of knobs added after the first twelve: ", <rescale threshold>"
+/// for a kernel that rescales O conditionally, then ", <freq>, <res>" of its exp2 emulation;
+/// nothing past the last knob that differs from the template's default (rescale -1, emulation
+/// 0, 0), so that kernels which predate these knobs keep their source text and are not rebuilt.
+std::string trailing_args(const sm90::KernelKnobs& k) {
+  if (k.exp2_emu_freq > 0)
+    return fmt::format(", {}, {}, {}", k.rescale_threshold_milli, k.exp2_emu_freq, k.exp2_emu_res);
   return k.rescale_threshold_milli >= 0 ? fmt::format(", {}", k.rescale_threshold_milli) : std::string();
 }
 
-/// kernels/sm90 Traits<...> of these knobs. The rescale threshold is written only where the
-/// kernel rescales conditionally (the template's default, -1, otherwise), so that kernels which
-/// predate the knob keep their source text and are not rebuilt.
+/// kernels/sm90 Traits<...> of these knobs (trailing knobs at their defaults left out: trailing_args).
 std::string traits(const sm90::KernelKnobs& k, bool trace) {
   return fmt::format("Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}{}>", k.head_dim, k.m_block, k.n_block,
                      k.kv_stage, k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, trace, k.dynamic,
-                     k.own_o_buffer, k.l2_section_mib, rescale_arg(k));
+                     k.own_o_buffer, k.l2_section_mib, trailing_args(k));
 }
 
 /// kernels/sm100 Traits<...> of these knobs (the parameter order of kernels/sm100/kernel_traits.cuh).
@@ -82,7 +85,7 @@ std::string registry_entry(const AnyKernelKnobs& any, const std::string& origins
         "  out.push_back({{AnyKernelKnobs{{KernelKnobs{{{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}{}}}}}, "
         "&launch<{}>,\n                 &launch<{}>, \"{}\"}});\n",
         k->head_dim, k->m_block, k->n_block, k->kv_stage, k->pingpong, k->overlap, k->reg_consumer, k->reg_producer,
-        k->dynamic, k->own_o_buffer, k->l2_section_mib, rescale_arg(*k), traits(*k, false), traits(*k, true), origins);
+        k->dynamic, k->own_o_buffer, k->l2_section_mib, trailing_args(*k), traits(*k, false), traits(*k, true), origins);
   if (const auto* b = std::get_if<blackflash::KernelKnobs>(&any)) {
     auto t = [&](bool trace) {
       return fmt::format("blackflash::BfTraits<{}, {}, {}, {}>", b->kv_stage, b->p_over_k, b->registers, trace);

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "calibrate/block_timing.hpp"
@@ -121,7 +122,10 @@ TEST_CASE("calibrate --costs folds the committed softmax_block results into a co
   const fs::path tmp = fs::temp_directory_path() / "attnsim_calibrate_costs_test.json";
   fs::copy_file(test::root() + "/configs/costs/sm90_softmax.json", tmp, fs::copy_options::overwrite_existing);
   apply_block_timings(tmp.string(), points, note);
-  const CostModel m = CostModel::load(tmp.string());
+  // CostModel::load caches per path, and apply_block_timings loaded the file before writing it.
+  const fs::path written = fs::temp_directory_path() / "attnsim_calibrate_costs_test_written.json";
+  fs::copy_file(tmp, written, fs::copy_options::overwrite_existing);
+  const CostModel m = CostModel::load(written.string());
   const MeasuredTiming at40 = m.measured_timing("softmax_exp", 40);
   const auto& hd256 = shapes["hd256 n_block 80"]["spans"]["softmax_exp"];
   CHECK(at40.alone == Approx(hd256["alone_cycles"].get<double>()).epsilon(0.001));
@@ -130,6 +134,55 @@ TEST_CASE("calibrate --costs folds the committed softmax_block results into a co
   CHECK_THAT(load_json_file(tmp.string())["blocks"]["softmax_exp"]["measured"]["source"].get<std::string>(),
              Catch::Contains("softmax_block on NVIDIA H100"));
   fs::remove(tmp);
+  fs::remove(written);
   CHECK_THROWS_WITH(derive_block_timings(test::root() + "/configs/measured/h100_sxm/wgmma.json", note),
                     Catch::Contains("wgmma.json: /benchmark: expected a kernels/microbench softmax_block result"));
+}
+
+TEST_CASE("calibrate --costs keeps exp_scores timed with exp2 emulation apart, by share of emulated exp2",
+          "[calibrate][costs]") {
+  // The committed H100 results plus one shape timed with 1 of every 4 exp2 emulated (a made-up
+  // measurement: what the benchmark writes for fa3_sm90's "exp2_emulation").
+  auto doc = load_json_file(test::root() + "/configs/measured/h100_sxm/softmax_block.json");
+  nlohmann::json emu;
+  emu["n_block"] = 176;
+  emu["head_dim"] = 64;
+  emu["exp2_emulation"] = {{"freq", 4}, {"res", 1}};
+  emu["spans"]["softmax_exp"] = {{"alone_cycles", 700.0}, {"beside_wgmma_cycles", 910.0}, {"beside_wgmma_rs_cycles", 980.0}};
+  doc["results"]["shapes"]["hd64 n_block 176 exp2 emu 1 of 4"] = emu;
+  const fs::path results = fs::temp_directory_path() / "attnsim_softmax_block_emu.json";
+  std::ofstream(results) << doc.dump();
+  std::string note;
+  const auto points = derive_block_timings(results.string(), note);
+  int emulated = 0;
+  for (const auto& p : points)
+    if (p.exp2_emu_share > 0) {
+      ++emulated;
+      CHECK(p.block == "softmax_exp");  // the shape's only span
+      CHECK(p.elements == 88);
+      CHECK(p.exp2_emu_share == Approx(0.25));  // 22 of 88 elements: e % 4 == 3
+      CHECK(p.alone == 700.0);                  // not averaged with the plain 88-element point
+    }
+  CHECK(emulated == 1);
+
+  const fs::path tmp = fs::temp_directory_path() / "attnsim_calibrate_costs_emu.json";
+  fs::copy_file(test::root() + "/configs/costs/sm90_softmax.json", tmp, fs::copy_options::overwrite_existing);
+  apply_block_timings(tmp.string(), points, note);
+  // CostModel::load caches per path, and apply_block_timings loaded the file before writing it.
+  const fs::path written = fs::temp_directory_path() / "attnsim_calibrate_costs_emu_written.json";
+  fs::copy_file(tmp, written, fs::copy_options::overwrite_existing);
+  const CostModel m = CostModel::load(written.string());
+  const MeasuredTiming plain = m.measured_timing("softmax_exp", 88), emu88 = m.measured_timing("softmax_exp", 88, 0.25);
+  CHECK(plain.alone == Approx(doc["results"]["shapes"]["hd64 n_block 176"]["spans"]["softmax_exp"]["alone_cycles"]
+                                  .get<double>())
+                           .epsilon(0.001));
+  CHECK(emu88.alone == Approx(700.0));
+  CHECK(emu88.beside_ss == Approx(1.3));
+  CHECK(emu88.beside_rs == Approx(1.4));
+  // Elsewhere at that share the one point scales with elements; at an unmeasured share nothing is measured.
+  CHECK(m.measured_timing("softmax_exp", 44, 0.25).alone == Approx(350.0));
+  CHECK(m.measured_timing("softmax_exp", 88, 0.125).alone == 0);
+  fs::remove(tmp);
+  fs::remove(written);
+  fs::remove(results);
 }

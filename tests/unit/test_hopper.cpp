@@ -377,3 +377,46 @@ TEST_CASE("fa3_sm90 conditional rescale: a warp rescales O only at the steps its
   CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/rescale={\"conditional\":1,\"threshold_log2\":8}"}),
                     Catch::Contains("/rescale/conditional"));
 }
+
+TEST_CASE("fa3_sm90 exp2 emulation: a share of the scores' exp2 moves from the MUFU to the FMA and ALU pipes",
+          "[hopper][fa3][exp2]") {
+  const Hardware hw = h100();
+  const Problem p = shape(64, 8192);  // hd64 non-causal: 128 x 176 tiles, 88 scores per thread
+  // The softmax_exp work of one tile's steady block (the same in every warp and block).
+  auto exp_work = [&](const std::vector<std::string>& sets) {
+    for (const auto& w : load_schedule(schedule("fa3_sm90"), sets)->lower(hw, p, {TileWork{0, 128, 4, 0}}).warps)
+      for (const auto& op : w.ops)
+        if (op.name == ATTNSIM_OP_SOFTMAX_EXP) return op.work;
+    FAIL("no softmax_exp op");
+    return Work{};
+  };
+  const Work off = exp_work({}), quarter = exp_work({"/exp2_emulation={\"freq\":4,\"res\":1}"});
+  // 1 of every 4 of 88 elements: 22 emulated per thread-row (32 lanes each), by the cost file's counts.
+  const CostModel costs = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json");
+  const Work emu = costs.work("exp2_emulated", 22, 0);
+  CHECK(off.mufu_lanes - quarter.mufu_lanes == Approx(22 * 32));
+  CHECK(quarter.fma_lanes - off.fma_lanes == Approx(emu.fma_lanes));
+  CHECK(quarter.alu_lanes - off.alu_lanes == Approx(emu.alu_lanes));
+  CHECK(quarter.issue - off.issue == Approx(emu.issue - 22));  // one MUFU.EX2 issue fewer per element
+  CHECK(exp_work({"/exp2_emulation=\"off\""}).mufu_lanes == off.mufu_lanes);
+
+  // The kernel's knobs and what `explain` prints.
+  auto schedule_with = [&](const std::string& set) { return load_schedule(schedule("fa3_sm90"), {set}); };
+  const auto knobs = std::get<sm90::KernelKnobs>(
+      schedule_with("/exp2_emulation={\"freq\":8,\"res\":3}")->real_kernel(hw, p).knobs);
+  CHECK(knobs.exp2_emu_freq == 8);
+  CHECK(knobs.exp2_emu_res == 3);
+  CHECK_THAT(knobs.describe(), Catch::EndsWith(" exp2 emu 3/8"));
+  CHECK(std::get<sm90::KernelKnobs>(load_schedule(schedule("fa3_sm90"))->real_kernel(hw, p).knobs).exp2_emu_freq == 0);
+  bool said = false;
+  for (const auto& line : schedule_with("/exp2_emulation={\"freq\":8,\"res\":3}")->knob_lines(hw, p))
+    said |= line.find("emulated on the FMA pipe for 3 of every 8 elements (37.5%)") != std::string::npos;
+  CHECK(said);
+
+  // Bad input names the JSON path.
+  CHECK_THROWS_WITH(schedule_with("/exp2_emulation={\"freq\":4,\"res\":5}"), Catch::Contains("/exp2_emulation/res"));
+  CHECK_THROWS_WITH(schedule_with("/exp2_emulation={\"freq\":4}"), Catch::Contains("/exp2_emulation/res"));
+  CHECK_THROWS_WITH(schedule_with("/exp2_emulation=\"auto\""), Catch::Contains("/exp2_emulation"));
+  CHECK_THROWS_WITH(schedule_with("/exp2_emulation={\"freq\":4,\"res\":1,\"start_frg\":1}"),
+                    Catch::Contains("start_frg"));
+}

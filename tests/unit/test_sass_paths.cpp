@@ -539,3 +539,31 @@ TEST_CASE("The PV wait's place in overlapped KV steps of a hand-written listing"
   CHECK(max_before_pv_wait({steps[1]}) == Approx(0.0));
   CHECK(max_before_pv_wait({}) == -1);
 }
+
+TEST_CASE("fa3_forward instances with the conditional rescale and exp2 emulation arguments are recognised",
+          "[sass]") {
+  // Traits<64, 128, 176, 2, true, true, 240, 24, false, false, true, 8, -1, 4, 1> (cuobjdump, H200, 2026-11-28):
+  // 15 template arguments, the 13th negative ("Lin1E").
+  const auto emu = fa3_knobs(
+      "_ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi64ELi128ELi176ELi2ELb1ELb1ELi240ELi24ELb0ELb0ELb1ELi8ELin1ELi4ELi1EEEEEv"
+      "NS0_6ParamsE");
+  REQUIRE(emu);
+  CHECK(emu->n_block == 176);
+  CHECK(emu->own_o);
+  CHECK(emu->rescale_milli == -1);
+  CHECK(emu->exp2_emu_freq == 4);
+  CHECK(emu->exp2_emu_res == 1);
+  CHECK(emu->variant_code());
+  // 13 arguments: the conditional rescale at 2^8.
+  const auto rescale = fa3_knobs(
+      "_ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi256ELi128ELi80ELi2ELb1ELb1ELi240ELi24ELb1ELb0ELb0ELi8ELi8000EEEEEvNS0_"
+      "6ParamsE");
+  REQUIRE(rescale);
+  CHECK(rescale->trace);
+  CHECK(rescale->rescale_milli == 8000);
+  CHECK(rescale->exp2_emu_freq == 0);
+  CHECK(rescale->variant_code());
+  const auto base = fa3_knobs("_ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi128ELi128ELi128ELi3ELb1ELb1ELi240ELi24ELb1EEEEEvNS0_6ParamsE");
+  REQUIRE(base);
+  CHECK_FALSE(base->variant_code());
+}

@@ -59,6 +59,13 @@ TEST_CASE("exp2 emulation mask: pairs by freq and res - from start_frg - never t
     if (exp2_pair_emulated(e, 1, 4, 10, 4, 1)) pairs.push_back(e);
   CHECK(pairs == std::vector<int>{6, 8, 16, 18, 26, 28});
   CHECK_FALSE(exp2_pair_emulated(6, 1, 4, 0, 4, 1));  // freq 0: all hardware
+  // One run of elements (the SM90 kernel's fragment): the last `res` of every `freq`.
+  CHECK(exp2_emulated_elements(88, 4, 1) == 22);
+  CHECK(exp2_emulated_elements(88, 8, 3) == 33);
+  CHECK(exp2_emulated_elements(10, 4, 1) == 2);  // elements 3 and 7
+  CHECK(exp2_emulated_elements(88, 0, 0) == 0);
+  CHECK(exp2_element_emulated(7, 8, 1));
+  CHECK_FALSE(exp2_element_emulated(6, 8, 1));
 }
 
 TEST_CASE("conditional rescale (threshold 8) gives the output of always rescaling", "[softmax_math]") {

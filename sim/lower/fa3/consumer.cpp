@@ -30,7 +30,13 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   // Per thread: n_block / 2 scores of 2 rows; head_dim_v / 2 outputs.
   const Work max_work = c.costs.work("softmax_max", n_blk / 2.0, 2);
   const Work mask_work = c.costs.work("softmax_mask_select", n_blk / 2.0, 2);
-  const Work exp_work = c.costs.work("softmax_exp", n_blk / 2.0, 2);
+  // With exp2 emulation, a share of the scores takes the polynomial on the FMA/ALU pipes in
+  // place of its MUFU.EX2.
+  Work exp_work = c.costs.work("softmax_exp", n_blk / 2.0, 2);
+  if (k.exp2_emu_share > 0) {
+    exp_work += c.costs.work("exp2_emulated", k.exp2_emu_share * n_blk / 2.0, 0);
+    exp_work += c.costs.work("exp2_mufu", k.exp2_emu_share * n_blk / 2.0, 0).scaled(-1);
+  }
   // The kernel's rescale_o span also packs P to bf16 (pack_p), right before the PV that reads it.
   const Work pack_work = c.costs.work("pack_p", n_blk / 2.0, 0);
   Work rescale_work = c.costs.work("rescale_o", dv / 2.0, 0);
@@ -43,7 +49,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const double final_chain = c.costs.chain_latency("final_o", dv / 2.0, c.hw);
   // The spans' timing measured with the kernel's own softmax code (alone, beside SS and RS wgmma).
   const MeasuredTiming max_measured = c.costs.measured_timing("softmax_max", n_blk / 2.0);
-  const MeasuredTiming exp_measured = c.costs.measured_timing("softmax_exp", n_blk / 2.0);
+  const MeasuredTiming exp_measured = c.costs.measured_timing("softmax_exp", n_blk / 2.0, k.exp2_emu_share);
   const MeasuredTiming rescale_measured = c.costs.measured_timing("rescale_o", dv / 2.0);
   // final_o measured with every consumer warpgroup storing O at once covers its tail (the fence
   // waits for the stores): no assumed latency on top.

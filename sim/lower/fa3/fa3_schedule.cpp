@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "common/softmax_math.h"  // exp2_emulated_elements
 #include "plan/tile_scheduler.hpp"
 #include "lower/families.hpp"
 
@@ -59,6 +60,20 @@ Fa3Schedule::Fa3Schedule(JsonReader& r) {
         v.is_string() && v.get<std::string>() == "auto" ? std::nullopt : std::optional<bool>(rs.boolean("conditional"));
     knobs_.rescale_threshold_log2 = rs.number("threshold_log2", 0, 126);
     rs.finish();
+  }
+  if (r.optional_raw("exp2_emulation")) {
+    if (r.raw("exp2_emulation").is_string()) {
+      r.choice("exp2_emulation", {"off"});
+    } else {
+      JsonReader e = r.object("exp2_emulation");
+      knobs_.exp2_emu_freq = static_cast<int>(e.integer("freq", 0, 64));
+      knobs_.exp2_emu_res = static_cast<int>(e.integer("res", 0, 64));
+      e.finish();
+      if (knobs_.exp2_emu_freq > 0 && (knobs_.exp2_emu_res < 1 || knobs_.exp2_emu_res > knobs_.exp2_emu_freq))
+        e.fail_at("res", fmt::format("expected 1 <= res <= freq ({}), got {}", knobs_.exp2_emu_freq,
+                                     knobs_.exp2_emu_res));
+      if (knobs_.exp2_emu_freq == 0) knobs_.exp2_emu_res = 0;
+    }
   }
   costs_ = CostModel::from_schedule(r);
 }
@@ -137,6 +152,10 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // whose SASS has not been compared yet).
   k.conditional_rescale = knobs_.conditional_rescale.value_or(p.head_dim_v >= 256);
   k.rescale_threshold_log2 = knobs_.rescale_threshold_log2;
+  k.exp2_emu_freq = knobs_.exp2_emu_freq;
+  k.exp2_emu_res = knobs_.exp2_emu_res;
+  // Of the n_block / 2 score elements a consumer thread holds per block.
+  k.exp2_emu_share = exp2_emulated_elements(k.n_block / 2, k.exp2_emu_freq, k.exp2_emu_res) / (k.n_block / 2.0);
   k.l2_section = attnsim_l2_section_heads(k.l2_section_mib, p.seqlen_k, p.head_dim, p.head_dim_v,
                                           static_cast<int>(p.elem_bytes()), p.heads, p.kv_heads);
   // Who arrives on the pipelines, and how often per phase: the kernel's structure.
@@ -294,7 +313,9 @@ KernelChoice Fa3Schedule::real_kernel(const Hardware& hw, const Problem& p) cons
                               k.scheduler == TileScheduler::DynamicLpt,
                               k.own_o_buffer,
                               k.l2_section_mib,
-                              k.conditional_rescale ? static_cast<int>(std::lround(k.rescale_threshold_log2 * 1000)) : -1};
+                              k.conditional_rescale ? static_cast<int>(std::lround(k.rescale_threshold_log2 * 1000)) : -1,
+                              k.exp2_emu_freq,
+                              k.exp2_emu_res};
   c.scheduler = k.scheduler;
   return c;
 }
@@ -306,7 +327,7 @@ std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Probl
                   k.m_block, k.n_block, k.tile_auto ? " (auto)" : "", k.consumers, k.kv_stage, k.reg_consumer,
                   k.reg_producer, k.smem_bytes),
       fmt::format("pingpong {}, intra-warpgroup overlap {}, warp specialization {}, scheduler {}{}, O staged in {}, "
-                  "O rescaled {}",
+                  "O rescaled {}, exp2 {}",
                   k.pingpong ? "on" : "off", k.overlap ? "on" : "off", k.warp_specialization ? "on" : "off",
                   tile_scheduler_label(k.scheduler),
                   k.scheduler == TileScheduler::StaticPersistent ? ""
@@ -315,7 +336,10 @@ std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Probl
                   k.own_o_buffer ? "its own buffer" : "Q's buffer",
                   k.conditional_rescale
                       ? fmt::format("only where a row's max grew by more than {:g} (log2 units)", k.rescale_threshold_log2)
-                      : "at every block")};
+                      : "at every block",
+                  k.exp2_emu_freq > 0 ? fmt::format("emulated on the FMA pipe for {} of every {} elements ({:.1f}%)",
+                                                    k.exp2_emu_res, k.exp2_emu_freq, 100 * k.exp2_emu_share)
+                                      : "on the MUFU")};
 }
 
 }  // namespace attnsim::fa3

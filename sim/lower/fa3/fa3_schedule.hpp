@@ -56,6 +56,10 @@ struct Knobs {
   /// more than the threshold (log2 units), and skips that block's O rescale. Unset = "auto".
   std::optional<bool> conditional_rescale = false;
   double rescale_threshold_log2 = 8.0;
+  /// "exp2_emulation": "off" (absent: off, as FA3) or {"freq", "res"}: of every `freq` score
+  /// elements a consumer thread holds, the last `res` take FA4's polynomial exp2 on the FMA and
+  /// ALU pipes instead of MUFU.EX2 (kernels/common/softmax_math.h). freq 0: off.
+  int exp2_emu_freq = 0, exp2_emu_res = 0;
 };
 
 /// Knobs resolved for a problem.
@@ -68,6 +72,8 @@ struct Resolved {
   int l2_section_mib;       ///< as written
   bool conditional_rescale;       ///< resolved (auto: head_dim >= 256)
   double rescale_threshold_log2;  ///< as written (log2 units)
+  int exp2_emu_freq, exp2_emu_res;  ///< as written (0, 0: every exp2 on the MUFU)
+  double exp2_emu_share;            ///< fraction of a block's score exp2s that are emulated
   long long l2_section;     ///< (batch, head) pairs per L2 section for this problem (0: one section)
   int reg_consumer, reg_producer;
   long long smem_bytes;
