@@ -139,7 +139,7 @@ TEST_CASE("calibrate --costs folds the committed softmax_block results into a co
                     Catch::Contains("wgmma.json: /benchmark: expected a kernels/microbench softmax_block result"));
 }
 
-TEST_CASE("calibrate --costs keeps exp_scores timed with exp2 emulation apart, by share of emulated exp2",
+TEST_CASE("calibrate --costs keeps exp_scores timed with exp2 emulation apart by share of emulated exp2",
           "[calibrate][costs]") {
   // The committed H100 results plus one shape timed with 1 of every 4 exp2 emulated (a made-up
   // measurement: what the benchmark writes for fa3_sm90's "exp2_emulation").
