@@ -18,8 +18,9 @@ struct BlockTimingPoint {
 
 /// Reads one softmax_block result file: a point per block, elements and share of emulated exp2
 /// (shapes with the same elements per thread-row and share are averaged; a shape timed with
-/// "exp2_emulation" {freq, res} gives only its softmax_exp point). `note` receives "GPU, driver, date". Throws InputError
-/// naming the file and JSON path when the file is not a softmax_block result or lacks a figure.
+/// "exp2_emulation" {freq, res} gives only its softmax_exp point). `note` receives "GPU, driver,
+/// date". Throws InputError naming the file and JSON path when the file is not a softmax_block
+/// result or lacks a figure.
 std::vector<BlockTimingPoint> derive_block_timings(const std::string& results_file, std::string& note);
 
 /// Writes the points into cost file `costs_file` (rewritten in place, in its own layout) as

@@ -313,7 +313,8 @@ KernelChoice Fa3Schedule::real_kernel(const Hardware& hw, const Problem& p) cons
                               k.scheduler == TileScheduler::DynamicLpt,
                               k.own_o_buffer,
                               k.l2_section_mib,
-                              k.conditional_rescale ? static_cast<int>(std::lround(k.rescale_threshold_log2 * 1000)) : -1,
+                              k.conditional_rescale ? static_cast<int>(std::lround(k.rescale_threshold_log2 * 1000))
+                                                    : -1,
                               k.exp2_emu_freq,
                               k.exp2_emu_res};
   c.scheduler = k.scheduler;
