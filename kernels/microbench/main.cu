@@ -109,6 +109,8 @@ const Expect kExpect[] = {
     {"wgmma_share", "/results/rs_issue_cycles_per_wgmma", 0, 1000},
     {"wgmma_share", "/results/together_first_done_over_solo", 0.5, 4},
     {"wgmma_issue_hold", "/results/ready_wait_after_ss_k8_cycles", 0, 10000},
+    {"wgmma_skew", "/results/warp0_issue_slope_over_delay", -0.5, 1.5},
+    {"wgmma_skew", "/results/warp0_done_slope_over_delay", -0.5, 1.5},
     {"clock_under_burst", "/results/first_launch_clock_ghz", 0.3, 3},
     {"softmax_block", "/results/softmax_exp_alone_cycles", 50, 1e5},
     {"softmax_block", "/results/softmax_exp_beside_wgmma_cycles", 50, 1e5},

@@ -347,6 +347,123 @@ void bench_wgmma_issue_hold(Report& rep) {
 
 }  // namespace
 
+/// One warpgroup; per rep: bar.sync, a volatile ld.shared, clock64 (start); warp `late` spins
+/// `delay` cycles first; every warp then issues K wgmma m64nNk16 SS (the k-step descriptors of
+/// one GEMM) and commits, reads clock64 (issue end), waits (wait_group 0) and reads clock64
+/// (done). A wgmma is a warpgroup-wide instruction (PTX ISA: all four warps execute it): whether
+/// the warps that come early wait at the issue, only at the completion, or not at all is what
+/// an FA3 consumer warpgroup's QK issue costs when its four warps end their softmax apart.
+/// Lane 0 of each warp writes out[(rep * 4 + warp) * kRecords + {0, 1, 2}].
+template <int K, int N = kN>
+__global__ void __launch_bounds__(128, 1)
+    skew_kernel(int reps, int late, int delay, long long* out, BlockClock* clk, float* sink) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  uint32_t* fill = reinterpret_cast<uint32_t*>(base);
+  for (int i = threadIdx.x; i < (8192 + 32768) / 4; i += blockDim.x) fill[i] = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
+  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
+  __syncthreads();
+  const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
+  const int my_delay = warp == late ? delay : 0;
+  uint64_t da[4], db[4];
+  kstep_descs(base, da, db);
+  float d[N / 2];
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) d[i] = 0.0f;
+  __syncthreads();
+  block_clock_begin(clk);  // the file's measured SM clock, as queue_kernel's
+#pragma unroll 1
+  for (int r = 0; r < reps; ++r) {
+    __syncthreads();
+    uint32_t ignored;  // see queue_kernel: the clock is read after the barrier opens
+    asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(ignored) : "r"(smem_u32(base)) : "memory");
+    const long long t0 = clock64();
+    while (clock64() - t0 < my_delay) {}
+    fence_regs(d);
+    wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < K; ++k) Wgmma<N>::ss(d, da[k & 3], db[k & 3], 1);
+    wgmma_commit();
+    const long long t1 = clock64();
+    wgmma_wait<0>();
+    fence_regs(d);
+    const long long t2 = clock64();
+    if (threadIdx.x % 32 == 0) {
+      long long* o = out + (static_cast<long long>(r) * 4 + warp) * kRecords;
+      o[0] = t0;
+      o[1] = t1;
+      o[2] = t2;
+    }
+  }
+  __syncthreads();
+  block_clock_end(clk);
+  float s = 0;
+#pragma unroll
+  for (int i = 0; i < N / 2; ++i) s += d[i];
+  if (s == 1234567.0f) sink[threadIdx.x] = s;
+}
+
+/// Medians over reps (8 dropped), cycles from the rep's earliest warp start: warp 0's (on time)
+/// and the late warp's issue end and completion.
+struct SkewTimes {
+  double issue0 = 0, done0 = 0, issue_late = 0, done_late = 0;
+};
+
+SkewTimes run_skew(ClockMeter& clock, int reps, int late, int delay) {
+  auto kern = skew_kernel<4>;
+  allow_smem(kern, kQueueSmem);
+  DeviceBuffer<long long> out(static_cast<size_t>(reps) * 4 * kRecords);
+  MB_CHECK(cudaMemset(out.get(), 0, out.size() * sizeof(long long)));
+  DeviceBuffer<float> sink(128);
+  DeviceBuffer<BlockClock> clk(1);
+  kern<<<1, 128, kQueueSmem>>>(reps, late, delay, out.get(), clk.get(), sink.get());
+  MB_CHECK_LAUNCH("skew_kernel");
+  clock.add(clk.to_host(), 5000.0);
+  const auto h = out.to_host();
+  std::vector<double> issue0, done0, issue_late, done_late;
+  for (int r = 8; r < reps; ++r) {
+    const long long* rec = h.data() + static_cast<size_t>(r) * 4 * kRecords;
+    long long start = rec[0];
+    for (int w = 1; w < 4; ++w) start = std::min(start, rec[w * kRecords]);
+    issue0.push_back(static_cast<double>(rec[1] - start));
+    done0.push_back(static_cast<double>(rec[2] - start));
+    issue_late.push_back(static_cast<double>(rec[late * kRecords + 1] - start));
+    done_late.push_back(static_cast<double>(rec[late * kRecords + 2] - start));
+  }
+  return {median(issue0), median(done0), median(issue_late), median(done_late)};
+}
+
+void bench_wgmma_skew(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "One warpgroup alone on an SM (128-thread CTA). Per rep: bar.sync, a volatile ld.shared, "
+      "clock64 (start); warp 3 spins `delay` cycles (0, 128, 512, 2048); every warp issues 4 "
+      "wgmma.mma_async m64n128k16 f32.bf16 SS and commits, clock64 (issue end), wait_group 0, "
+      "clock64 (done). Medians over reps (8 dropped), from the rep's earliest warp start, of warp 0's "
+      "(on time) and warp 3's issue end and completion. warp0_issue_slope_over_delay: how much of "
+      "the delay warp 0's issue end takes on (from delay 0 to 2048; 1: the on-time warps wait at the "
+      "issue for the late one, 0: they do not); warp0_done_slope_over_delay: the same for its completion.");
+  const int reps = rep.opt().quick ? 24 : 200;
+  Json& res = rep.results();
+  Json& cases = res["cases"];
+  const int delays[] = {0, 128, 512, 2048};
+  SkewTimes first, last;
+  for (int delay : delays) {
+    const SkewTimes t = run_skew(rep.clock(), reps, 3, delay);
+    Json& j = cases["delay_" + std::to_string(delay)];
+    j["delay_cycles"] = delay;
+    j["warp0_issue_end_cycles"] = t.issue0;
+    j["warp0_done_cycles"] = t.done0;
+    j["late_warp_issue_end_cycles"] = t.issue_late;
+    j["late_warp_done_cycles"] = t.done_late;
+    if (delay == delays[0]) first = t;
+    last = t;
+  }
+  const double span = delays[3] - delays[0];
+  res["warp0_issue_slope_over_delay"] = (last.issue0 - first.issue0) / span;
+  res["warp0_done_slope_over_delay"] = (last.done0 - first.done0) / span;
+}
+
 std::vector<Benchmark> mma_queue_benchmarks() {
   return {
       {"wgmma_share",
@@ -354,7 +471,9 @@ std::vector<Benchmark> mma_queue_benchmarks() {
        "the tensor core queue's depth",
        bench_wgmma_share},
       {"wgmma_issue_hold", "a ready mbarrier wait right after issuing a wgmma group: how long the group holds the warp",
-       bench_wgmma_issue_hold}};
+       bench_wgmma_issue_hold},
+      {"wgmma_skew", "one warp of a warpgroup late to its wgmma: whether the others wait at the issue or the completion",
+       bench_wgmma_skew}};
 }
 
 }  // namespace mb
