@@ -29,8 +29,8 @@ constexpr int kN = 128;                          // m64n128k16: FA3's hd128 QK /
 constexpr int kQueueSmem = 8192 + 32768 + 1024;  // A: 4 k-steps 64x16, B: 4 k-steps of up to 256x16, align slack
 constexpr int kRecords = 4;                      // per warp and rep: start, issue end, done, probe end
 
-/// Per rep, every warp: bar.sync (all 8 warps), clock64 (start); warpgroup g then spins
-/// delay[g] cycles, and if it is active issues K wgmma m64nNk16 SS on the k-step descriptors
+/// Per rep, every warp: bar.sync (all 8 warps), clock64 (start); warpgroup 1 then spins
+/// `delay1` cycles (with `late_warp` >= 0: only that warp does, whatever its warpgroup), and if it is active issues K wgmma m64nNk16 SS on the k-step descriptors
 /// of one GEMM and commits them, then KRs wgmma m64nNk16 RS (A from registers, a fragment per
 /// k-step, into a second accumulator, as FA3's PV after its QK) and commits those, reads clock64
 /// (issue end), with kProbe waits on an mbarrier phase that completed before the loop and reads
@@ -39,7 +39,8 @@ constexpr int kRecords = 4;                      // per warp and rep: start, iss
 /// out[(rep * 8 + warp) * 4 + {0, 1, 2, 3}] (start, issue end, done, probe end).
 template <int K, int KRs = 0, int N = kN, bool kProbe = false>
 __global__ void __launch_bounds__(256, 1)
-    queue_kernel(int reps, int active_mask, int delay1, int random_data, long long* out, BlockClock* clk, float* sink) {
+    queue_kernel(int reps, int active_mask, int delay1, int late_warp, int random_data, long long* out, BlockClock* clk,
+                 float* sink) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ uint64_t ready_bar;  // phase 0 completed before the loop: every try_wait.parity(0) succeeds
   if (threadIdx.x == 0) {
@@ -66,7 +67,7 @@ __global__ void __launch_bounds__(256, 1)
   // the wgmma region below is not a divergent branch.
   const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0), group = warp / 4;
   const bool active = (active_mask >> group) & 1;
-  const int delay = group == 1 ? delay1 : 0;
+  const int delay = (late_warp >= 0 ? warp == late_warp : group == 1) ? delay1 : 0;
   uint64_t da[4], db[4];
   kstep_descs(base, da, db);
   float d[K > 0 ? N / 2 : 1], e[KRs > 0 ? N / 2 : 1];
@@ -152,7 +153,7 @@ QueueTimes run_queue(ClockMeter& clock, int reps, int active_mask, int delay1, i
   MB_CHECK(cudaMemset(out.get(), 0, out.size() * sizeof(long long)));
   DeviceBuffer<float> sink(256);
   DeviceBuffer<BlockClock> clk(1);
-  kern<<<1, threads, kQueueSmem>>>(reps, active_mask, delay1, random_data, out.get(), clk.get(), sink.get());
+  kern<<<1, threads, kQueueSmem>>>(reps, active_mask, delay1, -1, random_data, out.get(), clk.get(), sink.get());
   MB_CHECK_LAUNCH("queue_kernel");
   clock.add(clk.to_host(), 5000.0);
   const auto h = out.to_host();
@@ -347,82 +348,31 @@ void bench_wgmma_issue_hold(Report& rep) {
 
 }  // namespace
 
-/// One warpgroup; per rep: bar.sync, a volatile ld.shared, clock64 (start); warp `late` spins
-/// `delay` cycles first; every warp then issues K wgmma m64nNk16 SS (the k-step descriptors of
-/// one GEMM) and commits, reads clock64 (issue end), waits (wait_group 0) and reads clock64
-/// (done). A wgmma is a warpgroup-wide instruction (PTX ISA: all four warps execute it): whether
-/// the warps that come early wait at the issue, only at the completion, or not at all is what
-/// an FA3 consumer warpgroup's QK issue costs when its four warps end their softmax apart.
-/// Lane 0 of each warp writes out[(rep * 4 + warp) * kRecords + {0, 1, 2}].
-template <int K, int N = kN>
-__global__ void __launch_bounds__(128, 1)
-    skew_kernel(int reps, int late, int delay, long long* out, BlockClock* clk, float* sink) {
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  uint32_t* fill = reinterpret_cast<uint32_t*>(base);
-  for (int i = threadIdx.x; i < (8192 + 32768) / 4; i += blockDim.x) fill[i] = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
-  cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);
-  __syncthreads();
-  const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
-  const int my_delay = warp == late ? delay : 0;
-  uint64_t da[4], db[4];
-  kstep_descs(base, da, db);
-  float d[N / 2];
-#pragma unroll
-  for (int i = 0; i < N / 2; ++i) d[i] = 0.0f;
-  __syncthreads();
-  block_clock_begin(clk);  // the file's measured SM clock, as queue_kernel's
-#pragma unroll 1
-  for (int r = 0; r < reps; ++r) {
-    __syncthreads();
-    uint32_t ignored;  // see queue_kernel: the clock is read after the barrier opens
-    asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(ignored) : "r"(smem_u32(base)) : "memory");
-    const long long t0 = clock64();
-    while (clock64() - t0 < my_delay) {}
-    fence_regs(d);
-    wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < K; ++k) Wgmma<N>::ss(d, da[k & 3], db[k & 3], 1);
-    wgmma_commit();
-    const long long t1 = clock64();
-    wgmma_wait<0>();
-    fence_regs(d);
-    const long long t2 = clock64();
-    if (threadIdx.x % 32 == 0) {
-      long long* o = out + (static_cast<long long>(r) * 4 + warp) * kRecords;
-      o[0] = t0;
-      o[1] = t1;
-      o[2] = t2;
-    }
-  }
-  __syncthreads();
-  block_clock_end(clk);
-  float s = 0;
-#pragma unroll
-  for (int i = 0; i < N / 2; ++i) s += d[i];
-  if (s == 1234567.0f) sink[threadIdx.x] = s;
-}
-
 /// Medians over reps (8 dropped), cycles from the rep's earliest warp start: warp 0's (on time)
 /// and the late warp's issue end and completion.
 struct SkewTimes {
   double issue0 = 0, done0 = 0, issue_late = 0, done_late = 0;
 };
 
+/// queue_kernel with one warpgroup alone (a 128-thread CTA) issuing 4 SS wgmmas, warp `late`
+/// spinning `delay` cycles first: a wgmma is a warpgroup-wide instruction (PTX ISA: all four
+/// warps execute it), and whether the warps that come early wait at the issue, only at the
+/// completion, or not at all is what an FA3 consumer warpgroup's QK issue costs when its four
+/// warps end their softmax apart.
 SkewTimes run_skew(ClockMeter& clock, int reps, int late, int delay) {
-  auto kern = skew_kernel<4>;
+  auto kern = queue_kernel<4>;
   allow_smem(kern, kQueueSmem);
-  DeviceBuffer<long long> out(static_cast<size_t>(reps) * 4 * kRecords);
+  DeviceBuffer<long long> out(static_cast<size_t>(reps) * 8 * kRecords);
   MB_CHECK(cudaMemset(out.get(), 0, out.size() * sizeof(long long)));
-  DeviceBuffer<float> sink(128);
+  DeviceBuffer<float> sink(256);
   DeviceBuffer<BlockClock> clk(1);
-  kern<<<1, 128, kQueueSmem>>>(reps, late, delay, out.get(), clk.get(), sink.get());
-  MB_CHECK_LAUNCH("skew_kernel");
+  kern<<<1, 128, kQueueSmem>>>(reps, 1, delay, late, 0, out.get(), clk.get(), sink.get());
+  MB_CHECK_LAUNCH("queue_kernel");
   clock.add(clk.to_host(), 5000.0);
   const auto h = out.to_host();
   std::vector<double> issue0, done0, issue_late, done_late;
   for (int r = 8; r < reps; ++r) {
-    const long long* rec = h.data() + static_cast<size_t>(r) * 4 * kRecords;
+    const long long* rec = h.data() + static_cast<size_t>(r) * 8 * kRecords;
     long long start = rec[0];
     for (int w = 1; w < 4; ++w) start = std::min(start, rec[w * kRecords]);
     issue0.push_back(static_cast<double>(rec[1] - start));
