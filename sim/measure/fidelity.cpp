@@ -644,8 +644,64 @@ std::vector<std::string> measured_kernel_pins(const std::string& kernel) {
   return pins;
 }
 
+namespace {
+
+/// The predicted_* fields of `from` into `to` (what predict_case writes).
+void copy_prediction(const ValidationCase& from, ValidationCase& to) {
+  to.predicted_us = from.predicted_us;
+  to.predicted_cycles = from.predicted_cycles;
+  to.predicted_clock_ghz = from.predicted_clock_ghz;
+  to.predicted_clock_inputs = from.predicted_clock_inputs;
+  to.predicted_grid_mode = from.predicted_grid_mode;
+  to.predicted_ops = from.predicted_ops;
+}
+
+/// Everything a prediction depends on besides the model: hardware, schedule file, overrides,
+/// variant and every field of the problem.
+std::string memo_key(const Hardware& hw, const std::string& file, const std::vector<std::string>& sets,
+                     const std::string& variant, const Problem& p) {
+  std::string k = fmt::format("{}|{}|{}|b{} h{}/{} sq{} sk{} d{}/{} {} {} r{}", hw.name, file, variant, p.batch,
+                              p.heads, p.kv_heads, p.seqlen_q, p.seqlen_k, p.head_dim, p.head_dim_v,
+                              p.causal ? "causal" : "full", p.dtype,
+                              p.rescale_rate ? fmt::format("{:a}", *p.rescale_rate) : std::string("auto"));
+  for (const auto& s : sets) k += "|" + s;
+  return k;
+}
+
+}  // namespace
+
+double PredictionMemo::get(const std::string& key, ValidationCase& c,
+                           const std::function<void(ValidationCase&)>& compute) {
+  std::promise<Entry> mine;
+  std::shared_future<Entry> f;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [it, inserted] = done_.try_emplace(key);
+    if (inserted) it->second = mine.get_future().share();
+    f = it->second;
+    first = inserted;
+  }
+  if (first) {
+    ++misses_;
+    try {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto r = std::make_shared<ValidationCase>(c);
+      compute(*r);
+      mine.set_value({std::move(r), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+    } catch (...) {
+      mine.set_exception(std::current_exception());
+    }
+  } else {
+    ++hits_;
+  }
+  const Entry& e = f.get();  // rethrows compute's exception
+  copy_prediction(*e.prediction, c);
+  return e.seconds;
+}
+
 std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,
-                              int threads, std::vector<std::string>& errors) {
+                              int threads, std::vector<std::string>& errors, PredictionMemo* memo) {
   std::vector<double> seconds(cases.size(), 0.0);
   std::vector<std::string> err(cases.size());
   std::atomic<size_t> next{0};
@@ -655,6 +711,7 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
       if (i >= cases.size()) return;
       ValidationCase& c = cases[i];
       const auto t0 = std::chrono::steady_clock::now();
+      double simulated_s = 0;  // a prediction an earlier folder made: the seconds it took then
       try {
         // A sweep candidate is its overrides of its family's schedule file (the kernel column's
         // first word: "fa3_sm90 hd128 m128 ..." -> schedules/fa3_sm90.json).
@@ -677,14 +734,18 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
             s = load_schedule(file, sets, variant);
           }
         }
-        predict_case(*s, hw, c);
+        if (memo)
+          simulated_s = memo->get(memo_key(hw, file, sets, variant, c.problem), c,
+                                  [&](ValidationCase& into) { predict_case(*s, hw, into); });
+        else
+          predict_case(*s, hw, c);
       } catch (const std::exception& e) {
         c.measured = false;  // out of the statistics; the caller reports the error
         c.predicted_us = 0;
         c.predicted_ops.clear();
         err[i] = fmt::format("{} no longer predicts: {}", where(c.name(), c.problem_label), e.what());
       }
-      seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      seconds[i] = std::max(simulated_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   };
   const int n = std::max(1, std::min<int>(threads, static_cast<int>(cases.size())));

@@ -11,7 +11,12 @@
 // - the baseline committed beside the data (fidelity.json) and the regression rule.
 // GPU-free; tested in tests/unit/test_fidelity.cpp.
 #pragma once
+#include <atomic>
+#include <functional>
+#include <future>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -159,12 +164,38 @@ std::vector<std::string> committed_validation_dirs(const std::string& root);
 /// one CTA per tile where the schedule now resolves to the dynamic scheduler.)
 std::vector<std::string> measured_kernel_pins(const std::string& kernel);
 
+/// Predictions shared by the folders of one `fidelity` run. Many folders re-predict the same
+/// case (hardware, schedule file, overrides, variant, problem: the same kernel measured again in
+/// another campaign), and a prediction is deterministic, so each is simulated once. Thread-safe:
+/// a case asked for while another thread simulates it waits for that result.
+class PredictionMemo {
+ public:
+  /// The prediction of `key` (computed by `compute`, which fills a ValidationCase's predicted_*
+  /// fields, on the first call; copied into `c` on every call). Returns the seconds `compute`
+  /// took, on every call, so that a folder still reports how long its slowest case takes to
+  /// predict. `compute`'s exception reaches every caller of that key.
+  double get(const std::string& key, ValidationCase& c, const std::function<void(ValidationCase&)>& compute);
+  size_t hits() const { return hits_; }      ///< calls answered from an earlier prediction
+  size_t misses() const { return misses_; }  ///< predictions simulated
+
+ private:
+  std::mutex mu_;
+  struct Entry {
+    std::shared_ptr<const ValidationCase> prediction;
+    double seconds = 0;
+  };
+  std::map<std::string, std::shared_future<Entry>> done_;
+  std::atomic<size_t> hits_{0}, misses_{0};
+};
+
 /// Re-predicts every case with the current model (schedules_dir/<schedule>.json with the case's
 /// variant) on `threads` threads. Returns the wall time per case in seconds; a case that no
 /// longer predicts (bad schedule, deadlock) leaves the statistics (measured = false) and gets
-/// its message in `errors`.
+/// its message in `errors`. With `memo`, a case predicted before (same hardware name, schedule
+/// file, overrides, variant and problem) is not simulated again; its time is then the seconds
+/// its simulation took.
 std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,
-                              int threads, std::vector<std::string>& errors);
+                              int threads, std::vector<std::string>& errors, PredictionMemo* memo = nullptr);
 
 // ---- baseline and regression rule ------------------------------------------------------
 

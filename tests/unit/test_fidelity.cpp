@@ -390,6 +390,41 @@ TEST_CASE("fidelity: the committed validation folders read and predict", "[fidel
   CHECK_FALSE(one[0].measured);
 }
 
+TEST_CASE("fidelity: a memo shares a prediction between folders and only an identical case's", "[fidelity]") {
+  const ValidationData d = load_validation_data(test::root() + "/configs/validation/h100_sxm");
+  std::vector<ValidationCase> two;
+  for (const auto& c : d.cases)
+    if (c.variant.empty() && (c.problem_label == "hd256 s1k b16" || c.problem_label == "hd128 s1k b16"))
+      two.push_back(c);
+  REQUIRE(two.size() == 2);
+  const Hardware hw = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
+  std::vector<std::string> errors;
+  std::vector<ValidationCase> plain = two, first = two, again = two;
+  repredict(plain, hw, test::root() + "/schedules", 1, errors);
+  PredictionMemo memo;
+  repredict(first, hw, test::root() + "/schedules", 2, errors, &memo);
+  CHECK(memo.misses() == 2);
+  CHECK(memo.hits() == 0);
+  for (auto& c : again) c.predicted_us = 0;
+  const auto secs = repredict(again, hw, test::root() + "/schedules", 2, errors, &memo);
+  CHECK(errors.empty());
+  CHECK(memo.misses() == 2);
+  CHECK(memo.hits() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(again[i].predicted_us == plain[i].predicted_us);
+    CHECK(again[i].predicted_cycles == plain[i].predicted_cycles);
+    CHECK(again[i].predicted_ops.size() == plain[i].predicted_ops.size());
+    CHECK(secs[i] > 0);  // the seconds the simulation took when it ran
+  }
+  CHECK(again[0].predicted_us != again[1].predicted_us);
+  // Another problem is another prediction.
+  std::vector<ValidationCase> other = {two[0]};
+  other[0].problem.batch /= 2;  // b16 -> b8
+  repredict(other, hw, test::root() + "/schedules", 1, errors, &memo);
+  CHECK(memo.misses() == 3);
+  CHECK(other[0].predicted_us < plain[0].predicted_us);
+}
+
 TEST_CASE("fidelity: the pins of a measured fa3_sm90 kernel resolve the schedule back to that kernel", "[fidelity]") {
   // Kernels measured before the auto knobs moved (hd64 at 192 x 128 without pingpong, hd256
   // without pingpong, O staged in Q's buffer, no L2 sections) and one of today's.
