@@ -24,7 +24,9 @@ struct PredictOptions {
   bool extrapolate = false;
   /// Simulate every CTA of a one-tile-per-CTA or dynamic LPT grid exactly, rather than taking a
   /// long CTA that is not the longest from its periodic steady state (sim/driver/simulate.cpp,
-  /// kSteadyFrom). Slower (quadratic in the longest CTA's blocks); tests compare the two.
+  /// kSteadyFrom), and every CTA of a static persistent grid whose list is not a prefix of
+  /// another's, rather than one of those with the same tiles in another order or fewer rows.
+  /// Slower (quadratic in the longest CTA's blocks); tests compare the two.
   bool exact_every_cta = false;
   /// Budget: engine events over all CTA simulations of the prediction (--max-events). About 5
   /// million a second on one core; the bundled cases need at most 30 million.
