@@ -152,7 +152,7 @@ if(ATTNSIM_HAVE_CUDA)
     ARGS run ${FA4} --variant no_split_p --head-dim 128 --seqlen 4096 --causal)
   attnsim_cli_test(run_fa4_gpu 0 "correctness .*: pass.*measured .*TFLOPS" GPU
     ARGS run ${FA4} --head-dim 128 --seqlen 2048 --batch 2 --causal --check)
-  attnsim_cli_test(run_not_compiled 2 "fa3_sm90.json: /: fa3_sm90 resolves for head_dim 64 to the kernel \\[fa3_sm90 hd64 m128 n176 kv4 pingpong overlap reg 240/24 own_o l2 8MiB\\], which this build did not compile.*declare it as a variant"
+  attnsim_cli_test(run_not_compiled 2 "fa3_sm90.json: /: fa3_sm90 resolves for head_dim 64 to the kernel \\[fa3_sm90 hd64 m192 n128 kv4 pingpong overlap reg 160/32 own_o l2 8MiB\\], which this build did not compile.*declare it as a variant"
     ARGS run ${FA3} --head-dim 64 --set /kv_stage=4)
   # A variant whose kernels come with a sweep's build says which sweep (the default build has none).
   if(NOT ATTNSIM_KERNEL_SWEEPS)

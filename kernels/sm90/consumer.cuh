@@ -3,8 +3,9 @@
 // registers, O (+)= P V_j (wgmma, P from registers, V MN-major in SMEM). With kOverlap the PV
 // of block j+1 is issued right behind the QK of block j, in the same pingpong turn, and both
 // finish before block j's softmax (wgmma.wait_group 1 frees K_j, 0 frees V_j+1): one turn per
-// block instead of two. With kPingpong, named barriers make the two warpgroups take turns
-// issuing their GEMMs, so one's softmax runs under the other's. Mirrors
+// block instead of two. With kPingpong, named barriers make the warpgroups (two, or three at
+// m_block 192, round robin) take turns issuing their GEMMs, so one's softmax runs under the
+// others' GEMMs. Mirrors
 // sim/lower/fa3/consumer.cpp op for op.
 #pragma once
 
@@ -59,7 +60,7 @@ struct Consumer {
     }
   }
   __device__ void turn_end() {
-    if constexpr (T::kPingpong) named_arrive(kBarPingpong + (group ^ 1), kPingpongThreads);
+    if constexpr (T::kPingpong) named_arrive(kBarPingpong + (group + 1) % T::kConsumers, kPingpongThreads);
   }
 
   /// Waits for K_j and issues S = Q K_j^T (one commit group).
@@ -179,7 +180,7 @@ struct Consumer {
 
   __device__ void run() {
     if constexpr (T::kPingpong)
-      if (group == 1) named_arrive(kBarPingpong + 0, kPingpongThreads);  // warpgroup 0 issues first
+      if (group == T::kConsumers - 1) named_arrive(kBarPingpong + 0, kPingpongThreads);  // warpgroup 0 issues first
     PipelineState q_read = PipelineState::consumer_start(kQStages);
     if constexpr (T::kDynamic) {
       // The load warp hands over each tile with its Q (an index past the last: no more tiles).

@@ -23,7 +23,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
     // The previous tile's store has read this warpgroup's rows of the O buffer (long since).
     t0 = tr.now();
     if (warp == 0 && lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
-    named_sync(kBarEpilogue + group, kEpilogueThreads);
+    named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
     tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   }
   t0 = tr.now();
@@ -31,7 +31,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   const int rbox = group * 64 + 16 * warp + lane / 4;
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
   t0 = tr.now();
-  named_sync(kBarEpilogue + group, kEpilogueThreads);
+  named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
   tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   if (warp == 0 && lane == 0) {
     t0 = tr.now();
@@ -56,7 +56,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   }
   if constexpr (!T::kOwnO) {  // every warp knows the store has read Q's buffer
     t0 = tr.now();
-    named_sync(kBarEpilogue + group, kEpilogueThreads);
+    named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
     tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   }
 }

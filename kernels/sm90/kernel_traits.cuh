@@ -14,8 +14,8 @@
 namespace attnsim::sm90 {
 
 /// Knobs of one compiled kernel. kMBlock = 64 rows per consumer warpgroup; kNBlock: keys per
-/// KV block (wgmma N of S = Q K^T); kKvStage: K and V ring depth; kPingpong: the two consumer
-/// warpgroups take turns issuing GEMMs (named barriers); kOverlap: the PV wgmma of block j+1
+/// KV block (wgmma N of S = Q K^T); kKvStage: K and V ring depth; kPingpong: the consumer
+/// warpgroups take turns issuing GEMMs, round robin (named barriers); kOverlap: the PV wgmma of block j+1
 /// is issued with the QK of block j, in one pingpong turn (both finish before block j's softmax);
 /// kRegConsumer/kRegProducer: setmaxnreg budgets; kTrace: the warps selected at run time (Params::trace_warps) record
 /// their spans; kDynamic: the dynamic LPT tile scheduler (take_next_ticket, the tile slot),
@@ -56,7 +56,7 @@ struct Traits {
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(kMBlock % kRowsPerConsumer == 0 && kConsumers >= 1 && kConsumers <= 3, "m_block 64, 128 or 192");
   static_assert(kNBlock % 16 == 0 && kNBlock >= 16 && kNBlock <= 256, "n_block: multiple of 16 up to 256");
-  static_assert(!kPingpong || kConsumers == 2, "pingpong alternates two consumer warpgroups");
+  static_assert(!kPingpong || kConsumers >= 2, "pingpong passes the GEMM turn between two or three consumer warpgroups");
   static_assert(kExp2EmuFreq >= 0 && kExp2EmuRes >= 0 && kExp2EmuRes <= kExp2EmuFreq &&
                     (kExp2EmuFreq > 0) == (kExp2EmuRes > 0),
                 "exp2 emulation: 0 < res <= freq, or both 0");

@@ -147,9 +147,13 @@ ATTNSIM_HD constexpr int mbarrier_count(int kv_stage) { return 2 * kQStages + 4 
 
 // ---- Named barriers ---------------------------------------------------------------------------
 // Id 0 is __syncthreads. Pingpong: consumer warpgroup g waits on 1 + g for its turn to issue its
-// GEMMs (its own 128 threads + the 128 of the warpgroup handing over); epilogue: the 4 warps of
-// warpgroup g meet on 3 + g once O is staged in SMEM.
-inline constexpr int kBarPingpong = 1, kBarEpilogue = 3;
+// GEMMs (its own 128 threads + the 128 of the warpgroup handing over: g - 1, round robin over two
+// or three warpgroups); epilogue: the 4 warps of warpgroup g meet on bar_epilogue(consumers) + g
+// once O is staged in SMEM.
+inline constexpr int kBarPingpong = 1;
+/// First epilogue barrier id of a CTA of `consumers` consumer warpgroups: past the pingpong's
+/// ids, two of them at least (so the two-warpgroup kernels keep ids 3 and 4).
+ATTNSIM_HD constexpr int bar_epilogue(int consumers) { return kBarPingpong + (consumers < 2 ? 2 : consumers); }
 inline constexpr int kPingpongThreads = 2 * kThreadsPerWarpgroup;
 inline constexpr int kEpilogueThreads = kThreadsPerWarpgroup;
 

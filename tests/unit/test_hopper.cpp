@@ -163,13 +163,35 @@ TEST_CASE("FA3 pingpong makes the two consumer warpgroups take turns on the tens
   CHECK(alternations == 2 * 8 - 1);  // strictly alternating
 }
 
+TEST_CASE("FA3 pingpong over three consumer warpgroups passes the turn round robin", "[hopper][fa3]") {
+  // m_block 192 (three warpgroups, head_dim 64): warpgroup g takes its turn after g - 1, so the
+  // QK turns on the tensor cores run 0, 1, 2, 0, 1, 2, ...; without pingpong nothing orders them.
+  const Hardware hw = h100();
+  const Problem p = shape(64, 2048, 1);
+  auto order = [&](bool pingpong) {
+    const auto s = load_schedule(schedule("fa3_sm90"), {"/tile={\"m_block\":192,\"n_block\":128}",
+                                                        pingpong ? "/pingpong=true" : "/pingpong=false"});
+    const SimResult r = simulate_cta(hw, s->lower(hw, p, {TileWork{0, 192, 8, 0}}));
+    std::vector<int> groups;  // warpgroup of each run of QK spans in tensor-core order
+    for (const auto& u : r.timeline.units)
+      if (u.name == "tensor_core")
+        for (const auto& sp : u.spans)
+          if (sp.op == ATTNSIM_OP_MMA_QK && (groups.empty() || groups.back() != sp.stage)) groups.push_back(sp.stage);
+    return groups;
+  };
+  const std::vector<int> rr = order(true);
+  REQUIRE(rr.size() == 3 * 8);  // 3 warpgroups x 8 blocks, each QK one turn
+  for (size_t i = 0; i < rr.size(); ++i) CHECK(rr[i] == static_cast<int>(i % 3));
+  CHECK(order(false) != rr);  // the QKs of different warpgroups interleave
+}
+
 TEST_CASE("Hopper schedules refuse what they cannot run", "[hopper][inputs]") {
   const Hardware b200 = test::b200(), hw = h100();
   CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"))->check(b200, shape(128, 1024)), Catch::Contains("wgmma"));
   CHECK_THROWS_WITH(load_schedule(schedule("blackflash"))->check(hw, shape(128, 1024)), Catch::Contains("head_dim 64"));
-  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/pingpong=true", "/tile={\"m_block\":192,\"n_block\":128}"})
+  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/pingpong=true", "/tile={\"m_block\":64,\"n_block\":128}"})
                         ->check(hw, shape(64, 1024)),
-                    Catch::Contains("pingpong alternates two consumer warpgroups"));
+                    Catch::Contains("pingpong passes the GEMM turn between two or three consumer warpgroups"));
   CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/kv_stage=4"})->check(hw, shape(128, 1024)),
                     Catch::Contains("SMEM overflow"));
 }
@@ -396,9 +418,10 @@ TEST_CASE("fa3_sm90 conditional rescale: a warp rescales O only at the steps its
 TEST_CASE("fa3_sm90 exp2 emulation: a share of the scores' exp2 moves from the MUFU to the FMA and ALU pipes",
           "[hopper][fa3][exp2]") {
   const Hardware hw = h100();
-  const Problem p = shape(64, 8192);  // hd64 non-causal: 128 x 176 tiles, 88 scores per thread
+  const Problem p = shape(64, 8192);  // hd64 non-causal at 128 x 176 tiles: 88 scores per thread
   // The softmax_exp work of one tile's steady block (the same in every warp and block).
-  auto exp_work = [&](const std::vector<std::string>& sets) {
+  auto exp_work = [&](std::vector<std::string> sets) {
+    sets.insert(sets.begin(), R"(/tile={"m_block":128,"n_block":176})");
     for (const auto& w : load_schedule(schedule("fa3_sm90"), sets)->lower(hw, p, {TileWork{0, 128, 4, 0}}).warps)
       for (const auto& op : w.ops)
         if (op.name == ATTNSIM_OP_SOFTMAX_EXP) return op.work;

@@ -73,20 +73,17 @@ TEST_CASE("fa3_sm90 auto tile takes the narrower K/V blocks on short or badly pa
     REQUIRE(k.supported);
     return std::get<sm90::KernelKnobs>(k.knobs).n_block;
   };
-  // seqlen_k <= 512: hd64 128 wide (not three 176-wide blocks over 528 keys), hd256 64 wide (not
-  // seven 80-wide blocks over 560); one key more and the long-sequence tiles are back.
+  // seqlen_k <= 512: hd256 64 wide (not seven 80-wide blocks over 560); one key more and the
+  // long-sequence tiles are back. hd64 is 128 wide at every seqlen.
   CHECK(n_block(64, fa3::kShortSeqlenK, false) == 128);
-  CHECK(n_block(64, fa3::kShortSeqlenK + 1, false) == 176);
-  CHECK(n_block(64, fa3::kShortSeqlenK + 1, true) == 128);  // causal hd64 is 128 wide at every seqlen
+  CHECK(n_block(64, fa3::kShortSeqlenK + 1, false) == 128);
+  CHECK(n_block(64, fa3::kShortSeqlenK + 1, true) == 128);
   CHECK(n_block(128, 256, false) == 128);
   CHECK(n_block(256, fa3::kShortSeqlenK, false) == 64);
   CHECK(n_block(256, fa3::kShortSeqlenK, true) == 64);
   CHECK(n_block(256, fa3::kShortSeqlenK + 1, true) == 80);
-  // Past it, the narrower blocks where the wider ones would read 10% more keys or more: hd64 at
-  // seqlen 768 (176-wide blocks read 880 keys: 1.146x), not at 1024 (1056: 1.031x); hd256 at 576
-  // (80-wide: 640 against 576, 1.111x), not at 768 (800: 1.042x).
-  CHECK(n_block(64, 768, false) == 128);
-  CHECK(n_block(64, 1024, false) == 176);
+  // Past it, the narrower blocks where the wider ones would read 10% more keys or more: hd256 at
+  // 576 (80-wide: 640 against 576, 1.111x), not at 768 (800: 1.042x).
   CHECK(n_block(256, 576, false) == 64);
   CHECK(n_block(256, 768, false) == 80);
   CHECK(n_block(256, 8192, false) == 80);
@@ -109,11 +106,11 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   REQUIRE(k64.supported);
   REQUIRE(k128.supported);
   REQUIRE(k256.supported);
-  // Two consumer warpgroups in pingpong at every head_dim (hd64 non-causal 176 wide); O in a
-  // buffer of its own where it fits in SMEM (hd64: 16 KB, hd128: 32 KB more; hd256's 64 KB do
-  // not fit beside Q 64 KB and two K/V stages of 80 x 256), L2 sections of 8 MiB; hd256 rescales
-  // O conditionally (threshold 2^8).
-  CHECK(k64.knobs == AnyKernelKnobs{sm90::KernelKnobs{64, 128, 176, 2, true, true, 240, 24, false, true, 8}});
+  // Consumer warpgroups in pingpong at every head_dim: three at hd64 (192 x 128, setmaxnreg
+  // 160/32), two elsewhere; O in a buffer of its own where it fits in SMEM (hd64: 24 KB, hd128:
+  // 32 KB more; hd256's 64 KB do not fit beside Q 64 KB and two K/V stages of 80 x 256), L2
+  // sections of 8 MiB; hd256 rescales O conditionally (threshold 2^8).
+  CHECK(k64.knobs == AnyKernelKnobs{sm90::KernelKnobs{64, 192, 128, 2, true, true, 160, 32, false, true, 8}});
   CHECK(k128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24, false, true, 8}});
   CHECK(k256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, true, true, 240, 24, false, false, 8, 8000}});
   CHECK(k128.scheduler == TileScheduler::StaticPersistent);  // non-causal: as the simulator's grid
@@ -123,9 +120,15 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   const KernelChoice c128 = s->real_kernel(h100(), c);
   CHECK(c128.scheduler == TileScheduler::DynamicLpt);
   CHECK(c128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24, true, true, 8}});
-  c.head_dim = c.head_dim_v = 64;  // causal hd64: 128 wide (less of the tile past the diagonal)
+  c.head_dim = c.head_dim_v = 64;  // causal hd64: 192 rows, but 128 up to 1k keys (less of the tile past the diagonal)
+  CHECK(s->real_kernel(h100(), c).knobs ==
+        AnyKernelKnobs{sm90::KernelKnobs{64, 192, 128, 2, true, true, 160, 32, true, true, 8}});
+  c.seqlen_q = c.seqlen_k = fa3::kHd64CausalShortSeqlenK;
   CHECK(s->real_kernel(h100(), c).knobs ==
         AnyKernelKnobs{sm90::KernelKnobs{64, 128, 128, 2, true, true, 240, 24, true, true, 8}});
+  c.seqlen_q = c.seqlen_k = fa3::kHd64CausalShortSeqlenK + 1;
+  CHECK(std::get<sm90::KernelKnobs>(s->real_kernel(h100(), c).knobs).m_block == 192);
+  c.seqlen_q = c.seqlen_k = 8192;
   c.head_dim = c.head_dim_v = 256;
   const KernelChoice c256 = s->real_kernel(h100(), c);
   CHECK(c256.scheduler == TileScheduler::DynamicLpt);

@@ -97,7 +97,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const int q_release = c.q.arrive_count("consumer", false, false);
   const bool pp = !c.pingpong_bar.empty();
   const int next_group = (group + 1) % k.consumers;
-  if (pp && group != 0) w.bar_arrive(c.pingpong_bar[0], 32);  // warpgroup 0 issues first
+  if (pp && group == k.consumers - 1) w.bar_arrive(c.pingpong_bar[0], 32);  // warpgroup 0 issues first
 
   // Waits and releases run at different points of the loop (a stage is released once the wgmma
   // that read it retired), so each has its own state; the loader warp's are producer states.

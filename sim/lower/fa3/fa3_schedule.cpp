@@ -83,25 +83,29 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.head_dim = p.head_dim;
   k.head_dim_v = p.head_dim_v;
   k.tile_auto = !knobs_.tile;
-  // Two consumer warpgroups of 64 rows in pingpong. hd128: 128 x 128; hd256: 128 x 80 (FA3's
-  // flash_fwd_sm90 tile sizes). FA3 runs hd64 at 192 x 128 with three warpgroups; our kernel at
-  // 128 rows measured faster on every hd64 problem tried (configs/sweeps/fa3_short.json, H100,
-  // 2026-11-24): causal at 128 x 128 (-9% to -15% at seqlen 512-1k, -5% at 4k: the diagonal
-  // wastes less of a 128-row tile), non-causal at 128 x 176 (-7% at 4k, -2% at 1k, +3% at
-  // 512: fewer, longer KV blocks, as FA3 takes for hd128 non-causal). hd128 stays at 128 wide:
-  // at 176 its O no longer fits a buffer of its own (+17-24% at seqlen 512-1k). hd64 and hd256
-  // take the narrower of their two widths (128 / 64) where it is faster (narrower_kv_blocks).
+  // Consumer warpgroups of 64 rows in pingpong. hd128: 128 x 128; hd256: 128 x 80 (FA3's
+  // flash_fwd_sm90 tile sizes). hd64: 192 x 128 (FA3's), three warpgroups passing the GEMM turn
+  // round robin: a warpgroup's softmax there takes about twice its GEMMs, so two warpgroups left
+  // the tensor cores idle half the time; the third measured 6-10% faster than 128 x 176 with two
+  // at every non-causal seqlen 512-16k and 2.5-7.5% at causal 1.5k-16k (H200, 2026-11-28,
+  // configs/validation/h200/fa3_hd64_three_warpgroups; without pingpong, 192 rows measured
+  // 1-3% slower than with). Short causal hd64 (kHd64CausalShortSeqlenK) keeps 128 x 128: the
+  // diagonal wastes less of a 128-row tile (192 x 128 measured 11-13% slower at seqlen 512-1k).
+  // hd128 stays at 128 wide: at 176 its O no longer fits a buffer of its own (+17-24% at seqlen
+  // 512-1k). hd256 takes the narrower of its two widths (64) where it is faster
+  // (narrower_kv_blocks).
   const std::pair<int, int> tile = knobs_.tile.value_or(
-      p.head_dim <= 64    ? std::pair{128, p.causal || narrower_kv_blocks(p.seqlen_k, 176, 128) ? 128 : 176}
+      p.head_dim <= 64    ? (p.causal && p.seqlen_k <= kHd64CausalShortSeqlenK ? std::pair{128, 128} : std::pair{192, 128})
       : p.head_dim <= 128 ? std::pair{128, 128}
                           : std::pair{128, narrower_kv_blocks(p.seqlen_k, 80, 64) ? 64 : 80});
   k.m_block = tile.first;
   k.n_block = tile.second;
   k.consumers = sm90::consumer_warpgroups(k.m_block);
   k.kv_stage = knobs_.kv_stage;
-  // Pingpong wherever two consumer warpgroups run (FA3: hd <= 128; our hd256 kernel measured
-  // 2-5% faster with it on every problem of configs/sweeps/fa3_short_hd256.json, H100, 2026-11-24).
-  k.pingpong = knobs_.pingpong.value_or(k.consumers == 2);
+  // Pingpong wherever two or three consumer warpgroups run (FA3: two, hd <= 128; our hd256 kernel
+  // measured 2-5% faster with it on every problem of configs/sweeps/fa3_short_hd256.json, H100,
+  // 2026-11-24; three at hd64 192 x 128 1-11% faster than without, H200, 2026-11-28).
+  k.pingpong = knobs_.pingpong.value_or(k.consumers >= 2);
   k.overlap = knobs_.overlap;
   k.warp_specialization = knobs_.warp_specialization;
   // The kernel's SMEM (untraced): Q, O's own buffer (else O is staged in Q's once the last QK has
@@ -191,9 +195,11 @@ void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
                      "threads");
   if (k.n_block > 256 || k.head_dim_v > 256)
     throw InputError(f, "/tile", "wgmma N is at most 256 (n_block for QK^T, head_dim_v for PV)", "mma_shape");
-  if (k.pingpong && k.consumers != 2)
+  if (k.pingpong && k.consumers < 2)
     throw InputError(f, "/pingpong",
-                     fmt::format("pingpong alternates two consumer warpgroups; this tile has {}", k.consumers),
+                     fmt::format("pingpong passes the GEMM turn between two or three consumer warpgroups; this tile "
+                                 "has {}",
+                                 k.consumers),
                      "named_barriers");
   if (k.smem_bytes > hw.smem_bytes_per_block)
     throw InputError(
