@@ -56,7 +56,7 @@ struct Traits {
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(kMBlock % kRowsPerConsumer == 0 && kConsumers >= 1 && kConsumers <= 3, "m_block 64, 128 or 192");
   static_assert(kNBlock % 16 == 0 && kNBlock >= 16 && kNBlock <= 256, "n_block: multiple of 16 up to 256");
-  static_assert(!kPingpong || kConsumers >= 2, "pingpong passes the GEMM turn between two or three consumer warpgroups");
+  static_assert(!kPingpong || kConsumers >= 2, "pingpong passes the GEMM turn between 2 or 3 consumer warpgroups");
   static_assert(kExp2EmuFreq >= 0 && kExp2EmuRes >= 0 && kExp2EmuRes <= kExp2EmuFreq &&
                     (kExp2EmuFreq > 0) == (kExp2EmuRes > 0),
                 "exp2 emulation: 0 < res <= freq, or both 0");

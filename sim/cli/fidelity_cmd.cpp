@@ -103,7 +103,8 @@ struct Fidelity : Command {
       std::vector<std::string> errors;
       const auto t0 = std::chrono::steady_clock::now();
       const size_t hits0 = memo.hits();
-      const std::vector<double> secs = repredict(d.cases, hardware, project_root() + "/schedules", nthreads, errors, &memo);
+      const std::vector<double> secs =
+          repredict(d.cases, hardware, project_root() + "/schedules", nthreads, errors, &memo);
       const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       // Kernels timed in turns shared the clock their mean activity holds: so do the predictions.
       if (d.timed_together_by_problem) share_clock_by_problem(hardware, d.cases);

@@ -87,15 +87,15 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // flash_fwd_sm90 tile sizes). hd64: 192 x 128 (FA3's), three warpgroups passing the GEMM turn
   // round robin: a warpgroup's softmax there takes about twice its GEMMs, so two warpgroups left
   // the tensor cores idle half the time; the third measured 6-10% faster than 128 x 176 with two
-  // at every non-causal seqlen 512-16k and 2.5-7.5% at causal 1.5k-16k (H200, 2026-11-28,
+  // at every non-causal seqlen 512-16k and 2.4-7.7% at causal 1.5k-16k (H200, 2026-11-28,
   // configs/validation/h200/fa3_hd64_three_warpgroups; without pingpong, 192 rows measured
-  // 1-3% slower than with). Short causal hd64 (kHd64CausalShortSeqlenK) keeps 128 x 128: the
+  // 8-14% slower than with). Short causal hd64 (kHd64CausalShortSeqlenK) keeps 128 x 128: the
   // diagonal wastes less of a 128-row tile (192 x 128 measured 11-13% slower at seqlen 512-1k).
   // hd128 stays at 128 wide: at 176 its O no longer fits a buffer of its own (+17-24% at seqlen
   // 512-1k). hd256 takes the narrower of its two widths (64) where it is faster
   // (narrower_kv_blocks).
   const std::pair<int, int> tile = knobs_.tile.value_or(
-      p.head_dim <= 64    ? (p.causal && p.seqlen_k <= kHd64CausalShortSeqlenK ? std::pair{128, 128} : std::pair{192, 128})
+      p.head_dim <= 64    ? std::pair{p.causal && p.seqlen_k <= kHd64CausalShortSeqlenK ? 128 : 192, 128}
       : p.head_dim <= 128 ? std::pair{128, 128}
                           : std::pair{128, narrower_kv_blocks(p.seqlen_k, 80, 64) ? 64 : 80});
   k.m_block = tile.first;
@@ -104,7 +104,7 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.kv_stage = knobs_.kv_stage;
   // Pingpong wherever two or three consumer warpgroups run (FA3: two, hd <= 128; our hd256 kernel
   // measured 2-5% faster with it on every problem of configs/sweeps/fa3_short_hd256.json, H100,
-  // 2026-11-24; three at hd64 192 x 128 1-11% faster than without, H200, 2026-11-28).
+  // 2026-11-24; three at hd64 192 x 128 8-14% faster than without, H200, 2026-11-28).
   k.pingpong = knobs_.pingpong.value_or(k.consumers >= 2);
   k.overlap = knobs_.overlap;
   k.warp_specialization = knobs_.warp_specialization;

@@ -41,7 +41,7 @@ inline bool narrower_kv_blocks(int seqlen_k, int wide, int narrow) {
 }
 
 /// Causal head_dim 64 problems of at most this many keys keep 128-row tiles: the 192-row ones
-/// (three consumer warpgroups) measured 11-13% slower at seqlen 512-1k causal and 2.5-7.5% faster
+/// (three consumer warpgroups) measured 11-13% slower at seqlen 512-1k causal and 2.4-7.7% faster
 /// from 1.5k up (H200, 2026-11-28, configs/validation/h200/fa3_hd64_three_warpgroups).
 inline constexpr int kHd64CausalShortSeqlenK = 1024;
 
