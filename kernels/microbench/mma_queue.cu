@@ -7,6 +7,7 @@
 // same time decides whether two warpgroups that wake together drift apart on their own or stay
 // in lockstep, which is what pingpong scheduling (named barriers) exists to break.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cuda/ptx>
 #include <type_traits>
@@ -144,37 +145,53 @@ struct QueueTimes {
   double probe_end[2] = {0, 0};  ///< after the ready mbarrier wait (kProbe), else the issue end
 };
 
-/// `threads`: 256 (both warpgroups resident) or 128 (warpgroup 0 alone in the CTA).
-template <int K, int KRs = 0, int N = kN, bool kProbe = false>
-QueueTimes run_queue(ClockMeter& clock, int reps, int active_mask, int delay1, int threads = 256, int random_data = 0) {
+/// One launch of queue_kernel<K, KRs, N, kProbe> on one SM (`threads`: 256, both warpgroups
+/// resident, or 128, warpgroup 0 alone; `late`: the warp that spins `delay` first, -1: warpgroup
+/// 1 does). Returns per kept rep (the first 8 dropped) and per warp its kRecords clock64 stamps
+/// (start, issue end, done, probe end), in cycles from the rep's earliest warp start.
+template <int K, int KRs, int N, bool kProbe>
+std::vector<std::vector<std::array<long long, kRecords>>> launch_queue(ClockMeter& clock, int reps, int threads,
+                                                                       int active_mask, int delay, int late,
+                                                                       int random_data) {
   auto kern = queue_kernel<K, KRs, N, kProbe>;
   allow_smem(kern, kQueueSmem);
   DeviceBuffer<long long> out(static_cast<size_t>(reps) * 8 * kRecords);
   MB_CHECK(cudaMemset(out.get(), 0, out.size() * sizeof(long long)));
   DeviceBuffer<float> sink(256);
   DeviceBuffer<BlockClock> clk(1);
-  kern<<<1, threads, kQueueSmem>>>(reps, active_mask, delay1, -1, random_data, out.get(), clk.get(), sink.get());
+  kern<<<1, threads, kQueueSmem>>>(reps, active_mask, delay, late, random_data, out.get(), clk.get(), sink.get());
   MB_CHECK_LAUNCH("queue_kernel");
   clock.add(clk.to_host(), 5000.0);
   const auto h = out.to_host();
-  std::vector<double> issue[2], done[2], probe[2];
+  const int warps = threads / 32;
+  std::vector<std::vector<std::array<long long, kRecords>>> kept;
   for (int r = 8; r < reps; ++r) {
     const long long* rec = h.data() + static_cast<size_t>(r) * 8 * kRecords;
-    const int warps = threads / 32;
     long long start = rec[0];
     for (int w = 1; w < warps; ++w) start = std::min(start, rec[w * kRecords]);
-    for (int g = 0; g < warps / 4; ++g) {
+    auto& row = kept.emplace_back(warps);
+    for (int w = 0; w < warps; ++w)
+      for (int i = 0; i < kRecords; ++i) row[w][i] = rec[w * kRecords + i] - start;
+  }
+  return kept;
+}
+
+/// `threads`: 256 (both warpgroups resident) or 128 (warpgroup 0 alone in the CTA).
+template <int K, int KRs = 0, int N = kN, bool kProbe = false>
+QueueTimes run_queue(ClockMeter& clock, int reps, int active_mask, int delay1, int threads = 256, int random_data = 0) {
+  std::vector<double> issue[2], done[2], probe[2];
+  for (const auto& rec : launch_queue<K, KRs, N, kProbe>(clock, reps, threads, active_mask, delay1, -1, random_data))
+    for (size_t g = 0; g < rec.size() / 4; ++g) {
       long long ie = 0, dn = 0, pe = 0;
-      for (int w = 4 * g; w < 4 * g + 4; ++w) {
-        ie = std::max(ie, rec[w * kRecords + 1] - start);
-        dn = std::max(dn, rec[w * kRecords + 2] - start);
-        pe = std::max(pe, rec[w * kRecords + 3] - start);
+      for (size_t w = 4 * g; w < 4 * g + 4; ++w) {
+        ie = std::max(ie, rec[w][1]);
+        dn = std::max(dn, rec[w][2]);
+        pe = std::max(pe, rec[w][3]);
       }
       issue[g].push_back(static_cast<double>(ie));
       done[g].push_back(static_cast<double>(dn));
       probe[g].push_back(static_cast<double>(pe));
     }
-  }
   QueueTimes t;
   for (int g = 0; g < 2; ++g) {
     t.issue_end[g] = median(issue[g]);
@@ -360,25 +377,12 @@ struct SkewTimes {
 /// completion, or not at all is what an FA3 consumer warpgroup's QK issue costs when its four
 /// warps end their softmax apart.
 SkewTimes run_skew(ClockMeter& clock, int reps, int late, int delay) {
-  auto kern = queue_kernel<4>;
-  allow_smem(kern, kQueueSmem);
-  DeviceBuffer<long long> out(static_cast<size_t>(reps) * 8 * kRecords);
-  MB_CHECK(cudaMemset(out.get(), 0, out.size() * sizeof(long long)));
-  DeviceBuffer<float> sink(256);
-  DeviceBuffer<BlockClock> clk(1);
-  kern<<<1, 128, kQueueSmem>>>(reps, 1, delay, late, 0, out.get(), clk.get(), sink.get());
-  MB_CHECK_LAUNCH("queue_kernel");
-  clock.add(clk.to_host(), 5000.0);
-  const auto h = out.to_host();
   std::vector<double> issue0, done0, issue_late, done_late;
-  for (int r = 8; r < reps; ++r) {
-    const long long* rec = h.data() + static_cast<size_t>(r) * 8 * kRecords;
-    long long start = rec[0];
-    for (int w = 1; w < 4; ++w) start = std::min(start, rec[w * kRecords]);
-    issue0.push_back(static_cast<double>(rec[1] - start));
-    done0.push_back(static_cast<double>(rec[2] - start));
-    issue_late.push_back(static_cast<double>(rec[late * kRecords + 1] - start));
-    done_late.push_back(static_cast<double>(rec[late * kRecords + 2] - start));
+  for (const auto& rec : launch_queue<4, 0, kN, false>(clock, reps, 128, 1, delay, late, 0)) {
+    issue0.push_back(static_cast<double>(rec[0][1]));
+    done0.push_back(static_cast<double>(rec[0][2]));
+    issue_late.push_back(static_cast<double>(rec[late][1]));
+    done_late.push_back(static_cast<double>(rec[late][2]));
   }
   return {median(issue0), median(done0), median(issue_late), median(done_late)};
 }
