@@ -39,7 +39,8 @@
   X(MBAR_Q_FULL, "mbar_q.full")           \
   X(MBAR_KV_FULL, "mbar_kv.full")         \
   X(MBAR_KV_EMPTY, "mbar_kv.empty")       \
-  X(BAR_CONSUMERS, "bar.consumers")
+  X(BAR_CONSUMERS, "bar.consumers")      \
+  X(BARRIER_O, "barrier_o")
 
 /// Wait-target ids (ATTNSIM_WAIT_LIST).
 enum attnsim_wait_on {
@@ -64,7 +65,7 @@ static inline const char* attnsim_wait_name(int id) {
 static inline int attnsim_wait_is_mbarrier(int id) {
   return (id >= ATTNSIM_WAIT_Q_FULL && id <= ATTNSIM_WAIT_V_EMPTY) ||
          (id >= ATTNSIM_WAIT_KV_FULL && id <= ATTNSIM_WAIT_OEPI_EMPTY) ||
-         (id >= ATTNSIM_WAIT_MBAR_Q_FULL && id <= ATTNSIM_WAIT_MBAR_KV_EMPTY);
+         (id >= ATTNSIM_WAIT_MBAR_Q_FULL && id <= ATTNSIM_WAIT_MBAR_KV_EMPTY) || id == ATTNSIM_WAIT_BARRIER_O;
 }
 
 /// One span of one warp, recorded by its lane 0. 16 bytes (one vector store).

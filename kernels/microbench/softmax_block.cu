@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(128 * (kMBlock / 64 + 1), 1)
     st.sum[0] = 1.0f + static_cast<float>(it & 7);  // fresh partial sums, outside the timed span
     st.sum[1] = 2.0f + static_cast<float>(it & 3);
     const uint32_t t0 = clock32();
-    attnsim::sm90::write_o<kD, kMBlock>(q, warp / 4 - 1, warp % 4, lane, o, st);
+    attnsim::sm90::write_o<kD, kMBlock>(q, 64 * (warp / 4 - 1), warp % 4, lane, o, st);
     const uint32_t t1 = clock32();
     acc += t1 - t0;
 #pragma unroll

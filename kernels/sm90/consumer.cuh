@@ -103,11 +103,11 @@ struct Consumer {
   __device__ void release(uint64_t* empty, int stage) {
     if (lane == 0) arrive(&empty[stage]);
   }
-  /// With O in a buffer of its own, Q's buffer is free once the tile's last QK (block 0) has
+  /// With O in a buffer of its own or the V ring, Q's buffer is free once the tile's last QK (block 0) has
   /// retired: the load warp brings the next tile's Q in under this tile's last softmax, PV and
   /// epilogue. (Staged in Q's buffer, O frees it only after the epilogue: run_tile.)
   __device__ void release_q_after_qk(int j) {
-    if constexpr (T::kOwnO)
+    if constexpr (T::kQFreeAfterQk)
       if (j == 0) release(s.q_empty, 0);
   }
   /// Online softmax of block j; kMask: the block is at or past the tile's first_masked, so its
@@ -305,13 +305,13 @@ struct Consumer {
       for (; j >= 0; --j) sequential_step<false>(j, n, local, row0, st, alpha);
     }
     if constexpr (T::kDynamic)
-      epilogue<T>(p, s, tr, slot_tile(), group, warp, lane, o, st, local);
+      epilogue<T>(p, s, tr, slot_tile(), group, warp, lane, o, st, local, v_read);
     else
-      epilogue<T>(p, s, tr, c, group, warp, lane, o, st, local);
-    // Without a buffer of its own, O was staged in Q's buffer: it may be refilled now, and with
+      epilogue<T>(p, s, tr, c, group, warp, lane, o, st, local, v_read);
+    // Neither in a buffer of its own nor in the V ring, O was staged in Q's buffer: it may be refilled now, and with
     // the dynamic scheduler the tile slot, which lane 0 copied for this warp (copy_tile_slot),
     // rewritten (release_q_after_qk frees it earlier otherwise).
-    if constexpr (!T::kOwnO) release(s.q_empty, 0);
+    if constexpr (!T::kQFreeAfterQk) release(s.q_empty, 0);
   }
 };
 

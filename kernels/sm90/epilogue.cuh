@@ -1,11 +1,15 @@
 // Epilogue of a consumer warpgroup: O / row_sum in bf16 (write_o, softmax.cuh), staged in its 64 rows of
-// the O buffer (T::kOwnO) or of Q's buffer (Q is no longer read: its last QK wgmma has completed),
-// then one TMA store per 64-column chunk; LSE = max * scale + ln(sum) per row. Rows past seqlen_q
-// are clipped by TMA. With its own buffer the store is not waited for here: the next tile's
-// epilogue waits for it to have read the buffer before rewriting it (and the kernel before it
-// exits), so neither Q's next load nor this warpgroup's next tile waits for the store.
+// the O buffer (T::kOwnO), of Q's buffer (Q is no longer read: its last QK wgmma has completed) or
+// in a V stage (T::kOInV, structure.h: once every consumer warp has released the stage), then one
+// TMA store per 64-column chunk; LSE = max * scale + ln(sum) per row. Rows past seqlen_q are
+// clipped by TMA. With its own buffer the store is not waited for here: the next tile's epilogue
+// waits for it to have read the buffer before rewriting it (and the kernel before it exits), so
+// neither Q's next load nor this warpgroup's next tile waits for the store. In the V ring the
+// storing thread waits for the read and then arrives on barrier_o, which the load warp waits on
+// before the next tile's first V; the warpgroup's other warps go on.
 #pragma once
 
+#include "common/pipeline_state.h"
 #include "device.cuh"
 #include "kernel_traits.cuh"
 #include "smem.cuh"
@@ -16,9 +20,23 @@ namespace attnsim::sm90 {
 template <class T, bool kRecord>
 __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, TraceRecorder<kRecord>& tr, const Tile& c,
                                          int group, int warp, int lane, const float (&o)[T::kHeadDim / 2], RowStats& st,
-                                         int tile) {
+                                         int tile, const PipelineState& v_next) {
   constexpr int D = T::kHeadDim;
+  // Where O is staged: this warpgroup's rows of a buffer of kMBlock-row chunks, or one V stage.
+  uint8_t* base = s.o;
+  int row0 = group * 64;
+  constexpr int kChunkRows = T::kOInV ? 64 : T::kMBlock;
   uint32_t t0;
+  if constexpr (T::kOInV) {
+    // The stage is free once every consumer warp released its last use: the parity the load
+    // warp's acquire of it would wait for (its position in the ring is the consumers' next read,
+    // one phase apart, since it loads no V of the next tile before barrier_o).
+    PipelineState w{v_next.index, v_next.phase ^ 1u, T::kKvStage};
+    for (int i = 0; i < group; ++i) w.advance();
+    traced_wait(tr, &s.v_empty[w.index], w.phase, ATTNSIM_WAIT_V_EMPTY, w.index, -1, tile);
+    base = s.v(w.index);
+    row0 = 0;
+  }
   if constexpr (T::kOwnO) {
     // The previous tile's store has read this warpgroup's rows of the O buffer (long since).
     t0 = tr.now();
@@ -27,7 +45,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
     tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   }
   t0 = tr.now();
-  write_o<D, T::kMBlock>(smem_u32(s.o), group, warp, lane, o, st);
+  write_o<D, kChunkRows>(smem_u32(base), row0, warp, lane, o, st);
   const int rbox = group * 64 + 16 * warp + lane / 4;
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
   t0 = tr.now();
@@ -37,10 +55,11 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
     t0 = tr.now();
 #pragma unroll
     for (int ch = 0; ch < D / 64; ++ch)
-      tma_store(&p.tm_o, s.o + ch * T::kMBlock * 128 + group * 64 * 128, ch * 64, c.m * T::kMBlock + group * 64, c.head,
+      tma_store(&p.tm_o, base + ch * kChunkRows * 128 + row0 * 128, ch * 64, c.m * T::kMBlock + group * 64, c.head,
                 c.batch);
     cuda::ptx::cp_async_bulk_commit_group();
-    if constexpr (!T::kOwnO) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});  // Q's buffer reusable
+    if constexpr (!T::kOwnO) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});  // the buffer reusable
+    if constexpr (T::kOInV) arrive(s.barrier_o);
     tr.span(ATTNSIM_OP_STORE_O, t0, tr.now(), -1, tile);
   }
   // LSE through MUFU.LG2 (__logf: relative error a few ulp, far inside the reference's 1e-3):
@@ -54,7 +73,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
             st.sum[r] > 0.f ? st.max[r] * p.scale + __logf(st.sum[r]) : -INFINITY;
     }
   }
-  if constexpr (!T::kOwnO) {  // every warp knows the store has read Q's buffer
+  if constexpr (!T::kQFreeAfterQk) {  // every warp knows the store has read Q's buffer
     t0 = tr.now();
     named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
     tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);

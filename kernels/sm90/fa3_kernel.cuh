@@ -32,6 +32,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
       cuda::ptx::mbarrier_init(&s.k_empty[i], T::kConsumerWarps);
       cuda::ptx::mbarrier_init(&s.v_empty[i], T::kConsumerWarps);
     }
+    if constexpr (T::kOInV) cuda::ptx::mbarrier_init(s.barrier_o, barrier_o_arrivals(T::kConsumers));
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
     if constexpr (T::kTrace) {
       // The CTA's anchor, read before the barrier so that every span starts after it: records

@@ -25,14 +25,16 @@ namespace attnsim::sm90 {
 /// kRescaleMilli: conditional O rescale threshold in log2 units x 1000, -1: rescale every block
 /// (KernelKnobs::rescale_threshold_milli); kExp2EmuFreq/kExp2EmuRes: of every kExp2EmuFreq
 /// score elements of a thread, the last kExp2EmuRes take the emulated exp2 (0: none;
-/// KernelKnobs::exp2_emu_freq).
+/// KernelKnobs::exp2_emu_freq); kOInV: O is staged in the V ring (KernelKnobs::o_in_v_ring).
 template <int kHeadDim_, int kMBlock_, int kNBlock_, int kKvStage_, bool kPingpong_, bool kOverlap_, int kRegConsumer_,
           int kRegProducer_, bool kTrace_, bool kDynamic_ = false, bool kOwnO_ = false, int kL2SectionMiB_ = 0,
-          int kRescaleMilli_ = -1, int kExp2EmuFreq_ = 0, int kExp2EmuRes_ = 0>
+          int kRescaleMilli_ = -1, int kExp2EmuFreq_ = 0, int kExp2EmuRes_ = 0, bool kOInV_ = false>
 struct Traits {
   static constexpr int kHeadDim = kHeadDim_, kMBlock = kMBlock_, kNBlock = kNBlock_, kKvStage = kKvStage_;
   static constexpr bool kPingpong = kPingpong_, kOverlap = kOverlap_, kTrace = kTrace_, kDynamic = kDynamic_;
-  static constexpr bool kOwnO = kOwnO_;
+  static constexpr bool kOwnO = kOwnO_, kOInV = kOInV_;
+  /// Q is released after the tile's last QK (O is not staged in Q's buffer).
+  static constexpr bool kQFreeAfterQk = kOwnO || kOInV;
   static constexpr int kL2SectionMiB = kL2SectionMiB_;
   static constexpr bool kConditionalRescale = kRescaleMilli_ >= 0;
   static constexpr float kRescaleThresholdLog2 = kRescaleMilli_ / 1000.0f;
@@ -45,17 +47,20 @@ struct Traits {
   // column chunks of [rows][64] bf16, each chunk a run of 1024-byte swizzle atoms.
   static constexpr int kChunks = kHeadDim / 64;
   static constexpr SmemLayout kSmem =
-      smem_layout(kMBlock, kNBlock, kHeadDim, kHeadDim, kKvStage, 2, kTrace, kDynamic, kOwnO);
+      smem_layout(kMBlock, kNBlock, kHeadDim, kHeadDim, kKvStage, 2, kTrace, kDynamic, kOwnO, kOInV);
   static constexpr int kQBytes = kSmem.q_bytes, kKBytes = kSmem.k_bytes, kVBytes = kSmem.v_bytes;
   static constexpr int kQOff = kSmem.q, kOOff = kSmem.o, kKOff = kSmem.k, kVOff = kSmem.v, kBarOff = kSmem.barriers;
   static constexpr int kTileOff = kSmem.tile, kTraceOff = kSmem.trace, kSmemBytes = kSmem.bytes;
-  static constexpr int kNumBars = mbarrier_count(kKvStage);
+  static constexpr int kNumBars = mbarrier_count(kKvStage, kOInV);
   // Arrivals on the empty barriers: lane 0 of every consumer warp, after its own wgmma wait.
   static constexpr int kConsumerWarps = empty_arrivals(kConsumers);
 
   static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head_dim 64, 128 or 256");
   static_assert(kMBlock % kRowsPerConsumer == 0 && kConsumers >= 1 && kConsumers <= 3, "m_block 64, 128 or 192");
   static_assert(kNBlock % 16 == 0 && kNBlock >= 16 && kNBlock <= 256, "n_block: multiple of 16 up to 256");
+  static_assert(!(kOwnO && kOInV), "O is staged in its own buffer or in the V ring, not both");
+  static_assert(!kOInV || o_fits_v_ring(kNBlock, kKvStage, kConsumers),
+                "O in the V ring: a warpgroup's 64 rows need a V stage of at least 64 keys, one per warpgroup");
   static_assert(!kPingpong || kConsumers >= 2, "pingpong passes the GEMM turn between 2 or 3 consumer warpgroups");
   static_assert(kExp2EmuFreq >= 0 && kExp2EmuRes >= 0 && kExp2EmuRes <= kExp2EmuFreq &&
                     (kExp2EmuFreq > 0) == (kExp2EmuRes > 0),

@@ -2,7 +2,9 @@
 // (once per tile) and of K_j, V_j for j = n-1 .. 0 into the kv_stage-deep rings, each after the
 // consumer warps freed the stage. With the dynamic tile scheduler it also picks the CTA's tiles
 // (take_next_ticket, as the loads of a tile's third-last block start), hands each to the consumers
-// in the tile slot, and from the second tile on loads K_n-1 before Q. Mirrors sim/lower/fa3/load.cpp.
+// in the tile slot, and from the second tile on loads K_n-1 before Q. With O staged in the V ring
+// (T::kOInV) a tile's first V waits for the previous tile's O stores to have read the ring
+// (barrier_o). Mirrors sim/lower/fa3/load.cpp.
 #pragma once
 
 #include "common/pipeline_state.h"
@@ -63,6 +65,11 @@ __device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, Trac
         if (j == (c.n_blocks - 1 < kNextTileAtBlock ? c.n_blocks - 1 : kNextTileAtBlock)) ticket = take_next_ticket(p);
       if (!k_first || j < c.n_blocks - 1)
         load_tile(&p.tm_k, s.k(kv_write.index), s.k_full, s.k_empty, ATTNSIM_WAIT_K_EMPTY, ATTNSIM_OP_LOAD_K, j);
+      // Phase local - 1 of barrier_o completes once every consumer warpgroup's store of the
+      // previous tile's O has read its V stage.
+      if constexpr (T::kOInV)
+        if (local > 0 && j == c.n_blocks - 1)
+          traced_wait(tr, s.barrier_o, static_cast<uint32_t>(local - 1) & 1u, ATTNSIM_WAIT_BARRIER_O, 0, j, local);
       load_tile(&p.tm_v, s.v(kv_write.index), s.v_full, s.v_empty, ATTNSIM_WAIT_V_EMPTY, ATTNSIM_OP_LOAD_V, j);
       kv_write.advance();  // K and V rings advance together
     }

@@ -36,7 +36,8 @@ def kernels(attnsim):
                          check=True).stdout
     found = []
     for line in out.splitlines()[1:]:
-        m = re.match(r"\s+(\S.*?)\s{2,}needs (sm_\d+a)\s+(.*)$", line)
+        # (one space only before "needs" where a long name fills its column)
+        m = re.match(r"\s+(\S.*?)\s+needs (sm_\d+a)\s+(.*)$", line)
         if not m or m.group(2) != "sm_90a":
             continue
         found.append((m.group(1), m.group(3).split("; ")[0]))

@@ -120,15 +120,17 @@ __device__ __forceinline__ void pack_p(const float (&s)[N / 2], uint32_t (&p)[N 
   for (int i = 0; i < N / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
 }
 
-/// The final_o span of consumer warpgroup `group` (warp 0-3 of it, lane): completes each row's
-/// sum across its quad, scales O by 1 / sum, and stores it in bf16 into the warpgroup's 64 rows of
-/// Q's buffer `q` (shared address, 1024-aligned; head_dim / 64 chunks of kMBlock rows x 128 B, 128B
-/// swizzle, as the O tensor map's box), then fences the stores for the TMA store that reads them.
+/// The final_o span of a consumer warpgroup (warp 0-3 of it, lane): completes each row's sum
+/// across its quad, scales O by 1 / sum, and stores it in bf16 into the warpgroup's 64 rows, from
+/// row `row0`, of the buffer at `q` (shared address, 1024-aligned; head_dim / 64 chunks of
+/// kChunkRows rows x 128 B, 128B swizzle, as the O tensor map's boxes: Q's or O's own buffer,
+/// kMBlock rows a chunk, row0 = 64 x group; a V stage, 64 rows a chunk, row0 = 0), then fences the
+/// stores for the TMA store that reads them.
 /// `o`: this thread's head_dim / 2 accumulator values (its two rows); st.sum: its two rows' partial
 /// sums, completed here. The epilogue runs it (epilogue.cuh); kernels/microbench softmax_block
 /// times it.
-template <int D, int kMBlock>
-__device__ __forceinline__ void write_o(uint32_t q, int group, int warp, int lane, const float (&o)[D / 2],
+template <int D, int kChunkRows>
+__device__ __forceinline__ void write_o(uint32_t q, int row0, int warp, int lane, const float (&o)[D / 2],
                                         RowStats& st) {
   float inv[2];
 #pragma unroll
@@ -137,13 +139,13 @@ __device__ __forceinline__ void write_o(uint32_t q, int group, int warp, int lan
     st.sum[r] += __shfl_xor_sync(0xffffffffu, st.sum[r], 2);
     inv[r] = st.sum[r] > 0.f ? 1.f / st.sum[r] : 0.f;
   }
-  // Rows of this thread inside the Q box: r = 64 * group + 16 * warp + lane / 4 (+ 8). 128B
+  // Rows of this thread inside the box: r = row0 + 16 * warp + lane / 4 (+ 8). 128B
   // swizzle: the 16-byte unit u of box row r lives at unit u ^ (r % 8). row[h] is the 32-bit
   // shared address of row r_h's first chunk with the swizzle term (r % 8) << 4 in bits 4-6 (the
   // buffer is 1024-aligned, so nothing else sets them): unit u is at row[h] ^ (u << 4). Two
   // 32-bit registers instead of a 64-bit generic pointer per (row, unit), which ptxas kept live
   // across the whole KV loop (16 registers) or spilled.
-  const int rbox = group * 64 + 16 * warp + lane / 4;
+  const int rbox = row0 + 16 * warp + lane / 4;
   uint32_t row[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -153,7 +155,7 @@ __device__ __forceinline__ void write_o(uint32_t q, int group, int warp, int lan
 #pragma unroll
   for (int i = 0; i < D / 2; i += 2) {
     const int h = (i / 2) % 2, unit = (i / 4) % 8, chunk = i / 32;  // column 8 * (i / 4) + 2 * (lane % 4)
-    const uint32_t dst = (row[h] ^ (unit << 4)) + chunk * kMBlock * 128;
+    const uint32_t dst = (row[h] ^ (unit << 4)) + chunk * kChunkRows * 128;
     asm volatile("st.shared.b32 [%0], %1;" ::"r"(dst), "r"(pack_bf16(o[i] * inv[h], o[i + 1] * inv[h])) : "memory");
   }
   cuda::ptx::fence_proxy_async(cuda::ptx::space_shared);  // generic-proxy stores -> TMA reads

@@ -44,10 +44,16 @@ struct KernelKnobs {
   /// `exp2_emu_freq` score elements a consumer thread holds, the last `exp2_emu_res` take the
   /// polynomial exp2 on the FMA/ALU pipes instead of MUFU.EX2. 0: every exp2 on the MUFU (FA3).
   int exp2_emu_freq = 0, exp2_emu_res = 0;
+  /// O is staged in the V ring (FA3's choice: its epilogue's O shares V's SMEM), consumer
+  /// warpgroup g in the stage g after the next one to be read (o_stage_in_v_ring), once the
+  /// consumers have released it; the load warp brings a tile's V in only after the previous
+  /// tile's stores have read the ring (barrier_o). Q is released after the tile's last QK, as with
+  /// an own buffer, without that buffer's SMEM. Excludes own_o_buffer.
+  bool o_in_v_ring = false;
 
   bool operator==(const KernelKnobs&) const = default;
   /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24" (+ " dynamic", " own_o", " l2 32MiB",
-  /// " rescale>8", " exp2 emu 1/8").
+  /// " rescale>8", " exp2 emu 1/8", " o_in_v").
   std::string describe() const {
     char b[192];
     std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d%s%s", head_dim, m_block, n_block, kv_stage,
@@ -63,6 +69,7 @@ struct KernelKnobs {
       std::snprintf(b, sizeof b, " exp2 emu %d/%d", exp2_emu_res, exp2_emu_freq);
       out += b;
     }
+    if (o_in_v_ring) out += " o_in_v";
     return out;
   }
 };
@@ -142,8 +149,34 @@ inline constexpr int kNextTileAtBlock = 2;
 ATTNSIM_HD constexpr int next_tile_lead_blocks(int kv_stage) { return kNextTileAtBlock + 1 + kv_stage; }
 /// Stages of pipeline_q.
 inline constexpr int kQStages = 1;
-/// mbarriers in SMEM, in this order: q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S].
-ATTNSIM_HD constexpr int mbarrier_count(int kv_stage) { return 2 * kQStages + 4 * kv_stage; }
+/// mbarriers in SMEM, in this order: q_full, q_empty, k_full[S], k_empty[S], v_full[S], v_empty[S],
+/// and with O staged in the V ring barrier_o (KernelKnobs::o_in_v_ring).
+ATTNSIM_HD constexpr int mbarrier_count(int kv_stage, bool o_in_v_ring = false) {
+  return 2 * kQStages + 4 * kv_stage + (o_in_v_ring ? 1 : 0);
+}
+
+// ---- O staged in the V ring (KernelKnobs::o_in_v_ring) -----------------------------------------
+// Consumer warpgroup g stages its 64 rows of O (head_dim_v / 64 chunks of [64][64] bf16, the O
+// tensor map's boxes, back to back) in one V stage: the stage g after the next one the consumers
+// will read. That is the ring's oldest stage for warpgroup 0, whose release by every warpgroup
+// came a block or more earlier, so in pingpong the leading warpgroup does not wait for the
+// other's last PV. Before writing, the warpgroup waits on the stage's empty barrier with the
+// parity the load warp's next acquire of it would wait for; afterwards warp 0's lane 0 arrives on
+// barrier_o once its TMA store has read the stage, and the load warp waits for every warpgroup's
+// arrival before it loads the next tile's first V.
+
+/// Arrivals per phase on barrier_o: one per consumer warpgroup (its storing thread).
+ATTNSIM_HD constexpr int barrier_o_arrivals(int consumers) { return consumers; }
+/// Whether O fits in the V ring that way: a warpgroup's 64 rows of O in one V stage (n_block >= 64
+/// when head_dim_v = head_dim) and a stage for each consumer warpgroup.
+ATTNSIM_HD constexpr bool o_fits_v_ring(int n_block, int kv_stage, int consumers) {
+  return n_block >= kRowsPerConsumer && kv_stage >= consumers;
+}
+/// The V stage consumer warpgroup `group` stages O in: `group` stages past `next_read`, the
+/// stage the consumers read next.
+ATTNSIM_HD constexpr int o_stage_in_v_ring(int next_read, int group, int kv_stage) {
+  return (next_read + group) % kv_stage;
+}
 
 // ---- Named barriers ---------------------------------------------------------------------------
 // Id 0 is __syncthreads. Pingpong: consumer warpgroup g waits on 1 + g for its turn to issue its
@@ -177,10 +210,11 @@ inline constexpr int kSmemAlignSlack = 1024;
 /// requests (the layout + kSmemAlignSlack).
 struct SmemLayout {
   int q = 0;         ///< Q tile [m_block][head_dim]; stages O for the TMA store unless O has its own buffer
+                     ///< or goes to the V ring
   int o = 0;         ///< own_o_buffer: O tile [m_block][head_dim_v] staged for the TMA store (else = q)
   int k = 0;         ///< K ring [kv_stage][n_block][head_dim]
   int v = 0;         ///< V ring [kv_stage][n_block][head_dim_v]
-  int barriers = 0;  ///< mbarrier_count(kv_stage) x 8 B
+  int barriers = 0;  ///< mbarrier_count(kv_stage, o_in_v_ring) x 8 B, rounded up to 16 B
   int tile = 0;      ///< dynamic scheduler: tile_slots_bytes, the tile whose Q is in the Q buffer
   int trace = 0;     ///< traced kernels: kTraceSlotBytes per warp
   int bytes = 0;     ///< dynamic SMEM per CTA
@@ -190,9 +224,10 @@ struct SmemLayout {
 
 /// The SMEM layout of a CTA: `elem_bytes` per element of Q, K, V; `trace`: traced kernel;
 /// `dynamic`: the dynamic tile scheduler's kernel (with a tile slot); `own_o`: O staged in a
-/// buffer of its own (KernelKnobs::own_o_buffer).
+/// buffer of its own (KernelKnobs::own_o_buffer); `o_in_v_ring`: in the V ring (barrier_o added).
 ATTNSIM_HD constexpr SmemLayout smem_layout(int m_block, int n_block, int head_dim, int head_dim_v, int kv_stage,
-                                            int elem_bytes, bool trace, bool dynamic = false, bool own_o = false) {
+                                            int elem_bytes, bool trace, bool dynamic = false, bool own_o = false,
+                                            bool o_in_v_ring = false) {
   SmemLayout l{};
   l.q_bytes = m_block * head_dim * elem_bytes;
   l.k_bytes = n_block * head_dim * elem_bytes;
@@ -203,7 +238,9 @@ ATTNSIM_HD constexpr SmemLayout smem_layout(int m_block, int n_block, int head_d
   l.k = l.q + l.q_bytes + l.o_bytes;
   l.v = l.k + kv_stage * l.k_bytes;
   l.barriers = l.v + kv_stage * l.v_bytes;
-  l.tile = l.barriers + mbarrier_count(kv_stage) * 8;
+  // Rounded up to 16 B: the trace slots after them are read 16 B at a time (an odd count, with
+  // barrier_o, left them 8 B off: misaligned-address faults in the traced kernels, H200 2026-11-28).
+  l.tile = l.barriers + (mbarrier_count(kv_stage, o_in_v_ring) * 8 + 15) / 16 * 16;
   const int consumers = consumer_warpgroups(m_block);
   l.trace = l.tile + (dynamic ? tile_slots_bytes(consumers) : 0);
   l.bytes = l.trace + (trace ? kTraceSlotBytes * cta_warps(consumers) : 0) + kSmemAlignSlack;

@@ -171,8 +171,10 @@ struct Fa3Knobs {
   bool own_o = false;    ///< O staged in a buffer of its own (an 11th template argument)
   int rescale_milli = -1;               ///< conditional rescale threshold x 1000 (13th; -1: every block)
   int exp2_emu_freq = 0, exp2_emu_res = 0;  ///< exp2 emulation (14th, 15th; 0: none)
-  /// A variant's code path (conditional rescale, exp2 emulation), not the base schedule's.
-  bool variant_code() const { return rescale_milli >= 0 || exp2_emu_freq > 0; }
+  bool o_in_v = false;                      ///< O staged in the V ring (16th)
+  /// A variant's code path (conditional rescale, exp2 emulation, O in the V ring), not the base
+  /// schedule's.
+  bool variant_code() const { return rescale_milli >= 0 || exp2_emu_freq > 0 || o_in_v; }
 };
 /// The knobs of `mangled` when it is an attnsim::sm90::fa3_forward instance.
 std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled);

@@ -624,7 +624,11 @@ std::vector<std::string> measured_kernel_pins(const std::string& kernel) {
   if (kernel.rfind("fa3_sm90 ", 0) != 0) return pins;
   // fa3_sm90 kernels before own O buffers and L2 sections (2026-11-24) staged O in Q's buffer
   // and walked longest-first tiles heads fastest; sm90::KernelKnobs::describe names both since.
-  if (kernel.find(" own_o") == std::string::npos) pins.push_back("/o_staging=q_buffer");
+  // (" o_in_v": O staged in the V ring, 2026-11-28.)
+  if (kernel.find(" o_in_v") != std::string::npos)
+    pins.push_back("/o_staging=v_ring");
+  else if (kernel.find(" own_o") == std::string::npos)
+    pins.push_back("/o_staging=q_buffer");
   if (kernel.find(" l2 ") == std::string::npos) pins.push_back("/l2_section_mib=0");
   // The tile it ran ("hd64 m192 n128 ..."; hd64's auto tile was 192 x 128 before 2026-11-24)
   // and whether it ran pingpong (auto left hd256 without it before 2026-11-24).

@@ -44,10 +44,13 @@ void write_if_changed(const std::filesystem::path& path, const std::string& text
 }
 
 /// The trailing template arguments of knobs added after the first twelve: ", <rescale threshold>"
-/// for a kernel that rescales O conditionally, then ", <freq>, <res>" of its exp2 emulation;
-/// nothing past the last knob that differs from the template's default (rescale -1, emulation
-/// 0, 0), so that kernels which predate these knobs keep their source text and are not rebuilt.
+/// for a kernel that rescales O conditionally, then ", <freq>, <res>" of its exp2 emulation, then
+/// ", true" for O staged in the V ring; nothing past the last knob that differs from the
+/// template's default (rescale -1, emulation 0, 0, V ring false), so that kernels which predate
+/// these knobs keep their source text and are not rebuilt.
 std::string trailing_args(const sm90::KernelKnobs& k) {
+  if (k.o_in_v_ring)
+    return fmt::format(", {}, {}, {}, true", k.rescale_threshold_milli, k.exp2_emu_freq, k.exp2_emu_res);
   if (k.exp2_emu_freq > 0)
     return fmt::format(", {}, {}, {}", k.rescale_threshold_milli, k.exp2_emu_freq, k.exp2_emu_res);
   return k.rescale_threshold_milli >= 0 ? fmt::format(", {}", k.rescale_threshold_milli) : std::string();

@@ -436,6 +436,8 @@ TEST_CASE("fidelity: the pins of a measured fa3_sm90 kernel resolve the schedule
              "/rescale/conditional=false"});
   CHECK(measured_kernel_pins("fa3_sm90 hd256 m128 n80 kv2 pingpong overlap reg 240/24 l2 8MiB rescale>8").back() ==
         "/rescale={\"conditional\":true,\"threshold_log2\":8}");
+  CHECK(measured_kernel_pins("fa3_sm90 hd256 m128 n64 kv2 pingpong overlap reg 240/24 dynamic l2 8MiB rescale>8 o_in_v")
+            .front() == "/o_staging=v_ring");
   CHECK(measured_kernel_pins("fa2_sm80 hd64 br64 bc64 fma").empty());
   const Hardware hw = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
   for (const auto& [kernel, head_dim] : std::vector<std::pair<std::string, int>>{

@@ -1,7 +1,9 @@
 // SM90 semantics and the bundled schedules on H100: wgmma.wait_group, cp.async, per-tile
 // budgets computed by hand, and the FA3 design choices.
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -261,9 +263,13 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
       }
       ++mbarriers;
       const bool full = b.name.find(".full[") != std::string::npos;
-      CHECK(b.expected == (full ? sm90::kFullArrivals : sm90::empty_arrivals(consumers)));
+      CHECK(b.expected == (full                      ? sm90::kFullArrivals
+                           : b.name == "barrier_o" ? sm90::barrier_o_arrivals(consumers)
+                                                   : sm90::empty_arrivals(consumers)));
     }
-    CHECK(mbarriers == sm90::mbarrier_count(kk.kv_stage));
+    // O in the V ring at hd256 (no room for a buffer of its own) adds barrier_o.
+    CHECK(kk.o_in_v_ring == (hd == 256));
+    CHECK(mbarriers == sm90::mbarrier_count(kk.kv_stage, kk.o_in_v_ring));
     // Each KV block (2 here) of a consumer warp runs the code between the kernel's spans once, as
     // the cost file's SASS count for this instance says.
     const LoopControl lc = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json")
@@ -305,14 +311,17 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     // O's own buffer where the schedule resolves to one (it does at hd64/hd128, not at hd256).
     CHECK(kk.own_o_buffer == (hd <= 128));
     REQUIRE_FALSE(kk.dynamic);  // non-causal: static persistent
-    const auto layout =
-        sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false, false, kk.own_o_buffer);
+    const auto layout = sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false, false,
+                                          kk.own_o_buffer, kk.o_in_v_ring);
     CHECK(layout.o_bytes == (kk.own_o_buffer ? kk.m_block * hd * 2 : 0));
     CHECK(s->resources(hw, p).at("smem_bytes") == layout.bytes);
-    CHECK(layout.barriers + sm90::mbarrier_count(kk.kv_stage) * 8 + sm90::kSmemAlignSlack == layout.bytes);
+    CHECK(layout.barriers + (sm90::mbarrier_count(kk.kv_stage, kk.o_in_v_ring) * 8 + 15) / 16 * 16 +
+              sm90::kSmemAlignSlack ==
+          layout.bytes);
     // The dynamic tile scheduler's kernel adds the tile slot and one copy per warp after the mbarriers.
-    const auto dyn = sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false, true, kk.own_o_buffer);
-    CHECK(dyn.tile == layout.barriers + sm90::mbarrier_count(kk.kv_stage) * 8);
+    const auto dyn = sm90::smem_layout(kk.m_block, kk.n_block, hd, hd, kk.kv_stage, 2, false, true,
+                                       kk.own_o_buffer, kk.o_in_v_ring);
+    CHECK(dyn.tile == layout.tile);
     const int warps = sm90::cta_warps(sm90::consumer_warpgroups(kk.m_block));
     CHECK(dyn.bytes == layout.bytes + sm90::kTileSlotBytes * (1 + warps));
   }
@@ -324,6 +333,95 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     CHECK(e.path() == "/pipelines");
     CHECK_THAT(e.what(), Catch::Contains("kernels/sm90/structure.h"));
   }
+}
+
+TEST_CASE("fa3_sm90 O staged in the V ring: Q freed after the last QK, the next tile's first V after barrier_o",
+          "[hopper][fa3][structure]") {
+  // hd256 (O fits no buffer of its own), two tiles of 3 KV blocks in a ring of 2 stages.
+  const Hardware hw = h100();
+  const Problem p = shape(256, 1024);
+  const auto s = load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/tile={\"m_block\":128,\"n_block\":64}"});
+  s->check(hw, p);
+  const auto kk = std::get<sm90::KernelKnobs>(s->real_kernel(hw, p).knobs);
+  CHECK(kk.o_in_v_ring);
+  CHECK_FALSE(kk.own_o_buffer);
+  // No SMEM of its own: the Q-buffer layout plus barrier_o.
+  const auto layout = sm90::smem_layout(128, 64, 256, 256, 2, 2, false, false, false, true);
+  CHECK(s->resources(hw, p).at("smem_bytes") == layout.bytes);
+  // (9 mbarriers: 72 B, rounded up to 80 so that what follows stays 16-byte aligned.)
+  CHECK(layout.bytes == sm90::smem_layout(128, 64, 256, 256, 2, 2, false, false, false, false).bytes + 16);
+  CHECK(sm90::smem_layout(128, 64, 256, 256, 2, 2, true, true, false, true).trace % 16 == 0);
+  const CtaProgram prog = s->lower(hw, p, {TileWork{0, 128, 3, 0}, TileWork{1, 128, 3, 0}});
+  int barrier_o = -1;
+  std::map<int, std::string> names;
+  for (size_t b = 0; b < prog.barriers.size(); ++b) {
+    names[static_cast<int>(b)] = prog.barriers[b].name;
+    if (prog.barriers[b].name == "barrier_o") {
+      barrier_o = static_cast<int>(b);
+      CHECK(prog.barriers[b].expected == 2);  // one arrival per consumer warpgroup
+      CHECK_FALSE(prog.barriers[b].named);
+    }
+  }
+  REQUIRE(barrier_o >= 0);
+  // The load warp: tile 1's first V (and nothing of tile 0) waits for phase 0 of barrier_o.
+  std::vector<std::pair<int, int>> load_order;  // (op name, tile) of loads and barrier_o waits
+  for (const Op& op : prog.warps[0].ops)
+    if (op.kind == OpKind::Wait && op.barrier == barrier_o)
+      load_order.emplace_back(-1, op.tile);
+    else if (op.kind == OpKind::TmaLoad)
+      load_order.emplace_back(op.name, op.tile);
+  const auto wait_at = std::find(load_order.begin(), load_order.end(), std::pair{-1, 1});
+  REQUIRE(wait_at != load_order.end());
+  CHECK(std::count(load_order.begin(), load_order.end(), std::pair{-1, 1}) == 1);
+  CHECK(std::count_if(load_order.begin(), load_order.end(), [](auto x) { return x.first == -1; }) == 1);
+  CHECK(*(wait_at + 1) == std::pair{static_cast<int>(ATTNSIM_OP_LOAD_V), 1});
+  CHECK(std::count(load_order.begin(), wait_at, std::pair{static_cast<int>(ATTNSIM_OP_LOAD_V), 1}) == 0);
+  CHECK(std::count(load_order.begin(), wait_at, std::pair{static_cast<int>(ATTNSIM_OP_LOAD_Q), 1}) == 1);
+  // Consumer warps: Q released before the epilogue; before final_o each waits on the V stage its
+  // warpgroup stages O in: after 3 blocks the next read is stage 1 (phase 1), so warpgroup 0 takes
+  // stage 1 with the load warp's parity 0, warpgroup 1 stage 0 with parity 1; warp 0 of each
+  // arrives on barrier_o after its store.
+  for (const WarpProgram& w : prog.warps) {
+    if (w.role.rfind("consumer", 0) != 0) continue;
+    const int group = sm90::consumer_group(w.warp);
+    const int want_stage = group == 0 ? 1 : 0, want_parity = group == 0 ? 0 : 1;
+    bool q_released = false, checked_wait = false, arrived = false;
+    const Op* last_wait = nullptr;
+    for (const Op& op : w.ops) {
+      if (op.tile > 0) break;  // (the last warpgroup's opening pingpong arrive has no tile)
+      if (op.kind == OpKind::Arrive && names[op.barrier] == "pipeline_q.empty[0]") q_released = true;
+      if (op.kind == OpKind::Wait) last_wait = &op;
+      if (op.name == ATTNSIM_OP_FINAL_O && !checked_wait) {
+        checked_wait = true;
+        CHECK(q_released);
+        REQUIRE(last_wait != nullptr);
+        CHECK(names[last_wait->barrier] == fmt::format("pipeline_v.empty[{}]", want_stage));
+        CHECK(last_wait->parity == want_parity);
+      }
+      if (op.kind == OpKind::Arrive && op.barrier == barrier_o) arrived = true;
+    }
+    CHECK(checked_wait);
+    CHECK(arrived == (w.warp % sm90::kWarpsPerWarpgroup == 0));
+  }
+  // It runs to the end, whatever the tiles' lengths (one block: a stage never used before).
+  for (int blocks : {1, 2, 5})
+    CHECK(simulate_cta(hw, s->lower(hw, p, {TileWork{0, 128, blocks, 0}, TileWork{1, 128, 1, 0},
+                                            TileWork{2, 128, blocks, 0}}))
+              .end_cycles > 0);
+  // Its reason to be: the next tile's Q and first K load under the epilogue, so a CTA of short
+  // tiles finishes sooner than with O in Q's buffer.
+  const auto q_buffer = load_schedule(schedule("fa3_sm90"), {"/o_staging=\"q_buffer\"", "/tile={\"m_block\":128,\"n_block\":64}"});
+  const std::vector<TileWork> tiles(8, TileWork{0, 128, 4, 0});
+  CHECK(simulate_cta(hw, s->lower(hw, p, tiles)).end_cycles < simulate_cta(hw, q_buffer->lower(hw, p, tiles)).end_cycles);
+  // Where O does not fit: blocks narrower than a warpgroup's 64 rows, fewer stages than warpgroups.
+  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/tile={\"m_block\":128,\"n_block\":48}"})
+                        ->check(hw, p),
+                    Catch::Contains("needs n_block >= 64 and kv_stage >= 2"));
+  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/kv_stage=1"})->check(hw, p),
+                    Catch::Contains("kv_stage 1"));
+  CHECK_THROWS_WITH(
+      load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/warp_specialization=false"})->check(hw, p),
+      Catch::Contains("v_ring needs warp specialization"));
 }
 
 TEST_CASE("causal one-tile grids: long CTAs from their steady state agree with exact runs", "[hopper][driver]") {
@@ -408,7 +506,7 @@ TEST_CASE("fa3_sm90 conditional rescale: a warp rescales O only at the steps its
   CHECK(knobs({}, 128).rescale_threshold_milli == -1);
   CHECK(knobs({}, 64).rescale_threshold_milli == -1);
   CHECK(knobs({cond}, 64).rescale_threshold_milli == 8000);
-  CHECK_THAT(knobs({cond}).describe(), Catch::EndsWith(" rescale>8"));
+  CHECK_THAT(knobs({cond}).describe(), Catch::EndsWith(" rescale>8 o_in_v"));
   CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/rescale={\"conditional\":true,\"threshold_log2\":200}"}),
                     Catch::Contains("/rescale/threshold_log2"));
   CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/rescale={\"conditional\":1,\"threshold_log2\":8}"}),

@@ -106,9 +106,11 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   PipelineState v_wait = c.v_pipe.ids.consumer_start(), v_rel = c.v_pipe.ids.consumer_start();
   PipelineState q_load = c.q.ids.producer_start(), k_load = c.k_pipe.ids.producer_start(),
                 v_load = c.v_pipe.ids.producer_start();
-  // With O in its own buffer, Q's buffer is free once the tile's last QK (block 0) has retired.
+  // With O in its own buffer or the V ring, Q's buffer is free once the tile's last QK (block 0)
+  // has retired.
+  const bool q_free_after_qk = k.own_o_buffer || k.o_in_v_ring;
   auto release_q = [&]() {
-    if (k.own_o_buffer) w.consumer_release(c.q.ids, q_rel, q_release);
+    if (q_free_after_qk) w.consumer_release(c.q.ids, q_rel, q_release);
   };
   auto turn_start = [&]() {
     if (pp) w.bar_sync(c.pingpong_bar[group], 32);
@@ -220,17 +222,26 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     // Epilogue: O / row_sum to bf16 in SMEM, then one warp stores the warpgroup's rows. In O's own
     // buffer: after the previous tile's store has read it (long since: its wait is not timed), and
     // the store is not waited for. In Q's buffer: the store is waited for, then Q's buffer is freed.
+    // In the V ring: in the stage `group` past the next one to be read, once every consumer warp
+    // has released it (the parity the load warp's acquire would wait for), the store waited for
+    // and barrier_o arrived on (sm90::o_stage_in_v_ring).
     w.tags(group, -1, tile);
     if (k.own_o_buffer) w.bar_sync(c.epilogue_bar[group], 32);
+    if (k.o_in_v_ring) {
+      PipelineState stage{v_rel.index, v_rel.phase ^ 1u, v_rel.stages};
+      for (int g = 0; g < group; ++g) stage.advance();
+      w.producer_acquire(c.v_pipe.ids, stage);
+    }
     w.compute(ATTNSIM_OP_FINAL_O, final_work, final_latency, final_chain, final_measured);
     w.bar_sync(c.epilogue_bar[group], 32);
     if (warp_in_group == 0) {
       const Work tma = alu_instructions(c.hw.tma_issue_instrs);
       w.compute(ATTNSIM_OP_STORE_O, tma);
       w.tma_store(ATTNSIM_OP_STORE_O, 64.0 * dv * eb, !k.own_o_buffer);
+      if (k.o_in_v_ring) w.arrive(c.barrier_o, 1);
     }
     tile_control(tc.tail);
-    if (!k.own_o_buffer) {
+    if (!q_free_after_qk) {
       w.bar_sync(c.epilogue_bar[group], 32);  // the store has read Q's buffer: it may be refilled
       w.consumer_release(c.q.ids, q_rel, q_release);
     }

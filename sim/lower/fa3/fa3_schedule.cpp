@@ -51,7 +51,7 @@ Fa3Schedule::Fa3Schedule(JsonReader& r) {
       r.fail_at(derived, "fa3_sm90 derives its pipelines and named barriers from the kernel's structure "
                          "(kernels/sm90/structure.h); remove this field");
   knobs_.tile_scheduler = r.choice("tile_scheduler", {"auto", "static_persistent", "lpt", "dynamic_lpt"});
-  knobs_.o_staging = r.choice_or("o_staging", "auto", {"auto", "q_buffer", "own_buffer"});
+  knobs_.o_staging = r.choice_or("o_staging", "auto", {"auto", "q_buffer", "own_buffer", "v_ring"});
   knobs_.l2_section_mib = static_cast<int>(r.integer_or("l2_section_mib", 8, 0, 1 << 20));
   if (r.optional_raw("rescale")) {
     JsonReader rs = r.object("rescale");
@@ -111,9 +111,10 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // The kernel's SMEM (untraced): Q, O's own buffer (else O is staged in Q's once the last QK has
   // read it), the K and V rings, the mbarriers, the dynamic scheduler's tile slot and the
   // alignment slack. o_staging auto: an own O buffer where it fits (FA3 keeps O apart from Q too).
-  auto smem_bytes = [&](TileScheduler sched, bool own_o) {
+  auto smem_bytes = [&](TileScheduler sched, bool own_o, bool o_in_v = false) {
     return sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
-                             static_cast<int>(p.elem_bytes()), false, sched == TileScheduler::DynamicLpt, own_o)
+                             static_cast<int>(p.elem_bytes()), false, sched == TileScheduler::DynamicLpt, own_o,
+                             o_in_v)
         .bytes;
   };
   auto own_o_fits = [&](TileScheduler sched) {
@@ -123,9 +124,9 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // auto: non-causal tiles are alike, so a static persistent grid (m-blocks fastest: the CTAs
   // running together share their heads' K/V in L2). Causal tiles differ up to seqlen / m_block
   // fold: longest first, from the dynamic scheduler's counter. Also where O shares Q's buffer
-  // (hd256), although the CTA's next Q then waits for its epilogue's store: at hd256 causal
-  // s512-s16k the simulator predicts 0.977-0.998x of one CTA per tile and an H100 measured
-  // 0.978-1.005x (kernels/sm90/README.md, 2026-11-28).
+  // (hd256 until 2026-11-28), although the CTA's next Q then waited for its epilogue's store: at
+  // hd256 causal s512-s16k the simulator predicted 0.977-0.998x of one CTA per tile and an H100
+  // measured 0.978-1.005x (kernels/sm90/README.md, 2026-11-28).
   k.scheduler = knobs_.tile_scheduler == "static_persistent" ? TileScheduler::StaticPersistent
                 : knobs_.tile_scheduler == "lpt"             ? TileScheduler::Lpt
                 : knobs_.tile_scheduler == "dynamic_lpt"     ? TileScheduler::DynamicLpt
@@ -146,7 +147,16 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // pairs while the next S is computed (overlap), bookkeeping.
   k.registers_needed = p.head_dim_v / 2 + k.n_block / 2 + (k.overlap ? k.n_block / 4 : 0) + kBookkeepingRegisters;
   k.own_o_buffer = own_o_fits(k.scheduler);
-  k.smem_bytes = smem_bytes(k.scheduler, k.own_o_buffer);
+  // v_ring: O in the V stages (FA3's smem_o shares smem_v), no SMEM of its own (check() rejects
+  // a ring it does not fit). auto: there, where O has no buffer of its own and fits (hd256). H200,
+  // 2026-11-28 (configs/validation/h200/fa3_o_in_v_ring): hd256 0.8-9.0% faster than O in Q's
+  // buffer (most at seqlen 512-1k, where tiles are short and each boundary's store -> Q load ->
+  // first QK was serial); where O has its own buffer, the V ring measured 2.7-3.8% slower (hd128
+  // 128 x 128: its next tile's first V waits for the stores).
+  k.o_in_v_ring = knobs_.o_staging == "v_ring" ||
+                  (knobs_.o_staging == "auto" && !k.own_o_buffer && k.warp_specialization &&
+                   sm90::o_fits_v_ring(k.n_block, k.kv_stage, k.consumers));
+  k.smem_bytes = smem_bytes(k.scheduler, k.own_o_buffer, k.o_in_v_ring);
   k.l2_section_mib = knobs_.l2_section_mib;
   // auto: conditional at head_dim 256 only. H200, 2026-11-28 (configs/sweeps/
   // fa3_conditional_rescale.json, the two kernels taking turns): hd256 4-12% faster (s1k causal to
@@ -209,6 +219,18 @@ void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
                     k.own_o_buffer ? fmt::format(" + O {}", k.m_block * p.head_dim_v * 2) : "", k.kv_stage,
                     k.n_block * (p.head_dim + p.head_dim_v) * 2, k.smem_bytes, hw.smem_bytes_per_block, hw.name),
         "smem");
+  if (k.o_in_v_ring && !sm90::o_fits_v_ring(k.n_block, k.kv_stage, k.consumers))
+    throw InputError(f, "/o_staging",
+                     fmt::format("v_ring stages each consumer warpgroup's 64 rows of O in a V stage of its own: needs "
+                                 "n_block >= 64 and kv_stage >= {} (the consumer warpgroups); this tile has n_block {}, "
+                                 "kv_stage {}",
+                                 k.consumers, k.n_block, k.kv_stage),
+                     "smem");
+  if (k.o_in_v_ring && !k.warp_specialization)
+    throw InputError(f, "/o_staging",
+                     "v_ring needs warp specialization: the producer's load warp holds back the next tile's V until "
+                     "O's stores have read the ring",
+                     "smem");
   if (k.kv_stage < 2 && !k.warp_specialization)
     throw InputError(f, "/kv_stage",
                      "without a producer warpgroup the consumers prefetch the next block: needs 2 stages", "smem");
@@ -257,6 +279,7 @@ CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::v
       c.pingpong_bar.push_back(cta.barrier(fmt::format("bar.pingpong[{}]", g), sm90::kPingpongThreads, true));
     c.epilogue_bar.push_back(cta.barrier(fmt::format("bar.epilogue[{}]", g), sm90::kEpilogueThreads, true));
   }
+  if (k.o_in_v_ring) c.barrier_o = cta.barrier("barrier_o", sm90::barrier_o_arrivals(k.consumers));
   const int warps = sm90::cta_warps(k.consumers, k.warp_specialization);
   for (int w = 0; w < warps; ++w) {
     WarpBuilder b = cta.warp(w, sm90::warp_role_name(w, k.warp_specialization));
@@ -322,7 +345,8 @@ KernelChoice Fa3Schedule::real_kernel(const Hardware& hw, const Problem& p) cons
                               k.conditional_rescale ? static_cast<int>(std::lround(k.rescale_threshold_log2 * 1000))
                                                     : -1,
                               k.exp2_emu_freq,
-                              k.exp2_emu_res};
+                              k.exp2_emu_res,
+                              k.o_in_v_ring};
   c.scheduler = k.scheduler;
   return c;
 }
@@ -340,7 +364,7 @@ std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Probl
                   k.scheduler == TileScheduler::StaticPersistent ? ""
                   : k.l2_section > 0 ? fmt::format(" ({} heads per {} MiB L2 section)", k.l2_section, k.l2_section_mib)
                                      : " (heads fastest)",
-                  k.own_o_buffer ? "its own buffer" : "Q's buffer",
+                  k.own_o_buffer ? "its own buffer" : k.o_in_v_ring ? "the V ring" : "Q's buffer",
                   k.conditional_rescale
                       ? fmt::format("only where a row's max grew by more than {:g} (log2 units)", k.rescale_threshold_log2)
                       : "at every block",

@@ -54,7 +54,7 @@ struct Knobs {
   bool warp_specialization = true;
   std::optional<std::pair<int, int>> registers;  ///< consumer, producer; unset = auto
   std::string tile_scheduler = "auto";           ///< auto | static_persistent | lpt | dynamic_lpt
-  std::string o_staging = "auto";                ///< auto | q_buffer | own_buffer (where O waits for its TMA store)
+  std::string o_staging = "auto";  ///< auto | q_buffer | own_buffer | v_ring (where O waits for its TMA store)
   int l2_section_mib = 8;                        ///< L2 budget of the longest-first orders' head sections (0: none)
   /// "rescale": {"conditional", "threshold_log2"} (optional; absent: every block rescales O, as
   /// FA3): FA4's conditional rescale, which keeps a warp's running max unless a row's max grew by
@@ -74,6 +74,7 @@ struct Resolved {
   TileScheduler scheduler;  ///< tile_scheduler resolved (auto: static persistent; causal: dynamic LPT with an own O
                             ///< buffer, else LPT single-tile)
   bool own_o_buffer;        ///< o_staging resolved (auto: own buffer when it fits in SMEM)
+  bool o_in_v_ring;         ///< o_staging resolved: O staged in the V ring (sm90::KernelKnobs::o_in_v_ring)
   int l2_section_mib;       ///< as written
   bool conditional_rescale;       ///< resolved (auto: head_dim >= 256)
   double rescale_threshold_log2;  ///< as written (log2 units)
@@ -120,6 +121,7 @@ struct Context {
   /// Conditional rescale: which (consumer warp, KV iteration) steps rescale O (warps numbered
   /// 4 * group + warp in group, 16 rows each); unused when every block rescales.
   RescaleMask rescale;
+  int barrier_o = -1;  ///< O in the V ring: every warpgroup's store of O has read its V stage
   /// Whether consumer warp `warp` (4 * group + warp in group) rescales O at KV iteration `it`
   /// (0 = the tile's first block, which has nothing to rescale).
   bool rescale_at(int warp, int it) const { return it > 0 && (!k.conditional_rescale || rescale.at(warp, it)); }

@@ -1,7 +1,8 @@
 // The load warp (warp 0 of the producer warpgroup; without warp specialization, warp 0 of
 // consumer warpgroup 0): TMA loads of K_j, V_j for j = n-1 .. 0 into their rings, each after the
 // consumers freed the stage, and of Q (once per tile) before them (with the dynamic tile
-// scheduler right after K_n-1 from the CTA's second tile on). Mirrors kernels/sm90/load.cuh.
+// scheduler right after K_n-1 from the CTA's second tile on). With O staged in the V ring, a
+// tile's first V waits for the previous tile's O stores (barrier_o). Mirrors kernels/sm90/load.cuh.
 #include "lower/fa3/fa3_schedule.hpp"
 
 namespace attnsim::fa3 {
@@ -33,6 +34,7 @@ void emit_load(Context& c, WarpBuilder& w) {
     for (int j = n - 1; j >= 0; --j) {
       w.tags(-1, j, static_cast<int>(t));
       if (j < n - 1 || !k_first) load_stage(c, w, c.k_pipe, ks, ATTNSIM_OP_LOAD_K, c.k.n_block * c.k.head_dim * eb);
+      if (c.k.o_in_v_ring && t > 0 && j == n - 1) w.wait(c.barrier_o, static_cast<int>((t - 1) % 2));
       load_stage(c, w, c.v_pipe, vs, ATTNSIM_OP_LOAD_V, c.k.n_block * c.k.head_dim_v * eb);
     }
   }
