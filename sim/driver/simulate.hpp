@@ -25,7 +25,8 @@ struct PredictOptions {
   /// Simulate every CTA of a one-tile-per-CTA or dynamic LPT grid exactly, rather than taking a
   /// long CTA that is not the longest from its periodic steady state (sim/driver/simulate.cpp,
   /// kSteadyFrom), and every CTA of a static persistent grid whose list is not a prefix of
-  /// another's, rather than one of those with the same tiles in another order or fewer rows.
+  /// another's, rather than one of those with the same tiles in another order or fewer rows, each
+  /// over all of its tiles rather than from its steady state over like tiles (kTileSteadyFrom).
   /// Slower (quadratic in the longest CTA's blocks); tests compare the two.
   bool exact_every_cta = false;
   /// Budget: engine events over all CTA simulations of the prediction (--max-events). About 5

@@ -462,6 +462,28 @@ TEST_CASE("static persistent grids: CTAs with the same tiles in another order ar
   CHECK(b.ctas_simulated >= 4);  // lists that are no prefix of another: the tail tile at other places
 }
 
+TEST_CASE("static persistent grids: a CTA of many like tiles from its periodic steady state agrees with the exact run",
+          "[hopper][driver]") {
+  // hd128 s16k b2: 4096 tiles on 132 CTAs, up to 32 tiles of 128 KV blocks per CTA. The time per
+  // tile is the same from the second tile on (with pingpong and, here, without), so 2, 3 and 4
+  // tiles stand for 32. (Where the sampled tiles' increments differ, the CTA runs whole: hd64 s16k
+  // at 192 x 128 without pingpong, configs/validation/h200/fa3_hd64_three_warpgroups.)
+  const Hardware hw = h100();
+  const Problem p = shape(128, 16384, 2);
+  PredictOptions quick, exact;
+  quick.record_spans = exact.record_spans = false;
+  exact.exact_every_cta = true;
+  const auto s = load_schedule(schedule("fa3_sm90"));
+  const Prediction a = predict(*s, hw, p, quick), b = predict(*s, hw, p, exact);
+  CHECK(a.cycles == Approx(b.cycles).epsilon(0.001));
+  CHECK(a.ctas_simulated == 3);  // the first 2, 3 and 4 tiles of the critical list
+  CHECK(a.events * 3 < b.events);
+  const auto no_pp = load_schedule(schedule("fa3_sm90"), {"/pingpong=false"});
+  const Prediction c = predict(*no_pp, hw, p, quick);
+  CHECK(c.ctas_simulated == 3);
+  CHECK(c.cycles == Approx(predict(*no_pp, hw, p, exact).cycles).epsilon(0.001));
+}
+
 TEST_CASE("fa3_sm90 conditional rescale: a warp rescales O only at the steps its rows' maxima call for",
           "[hopper][fa3][rescale]") {
   const Hardware hw = h100();
