@@ -335,7 +335,7 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
   }
 }
 
-TEST_CASE("fa3_sm90 O staged in the V ring: Q freed after the last QK, the next tile's first V after barrier_o",
+TEST_CASE("fa3_sm90 O staged in the V ring: Q freed after the last QK and the next tile's first V after barrier_o",
           "[hopper][fa3][structure]") {
   // hd256 (O fits no buffer of its own), two tiles of 3 KV blocks in a ring of 2 stages.
   const Hardware hw = h100();
