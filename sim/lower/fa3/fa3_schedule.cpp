@@ -108,9 +108,9 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.pingpong = knobs_.pingpong.value_or(k.consumers >= 2);
   k.overlap = knobs_.overlap;
   k.warp_specialization = knobs_.warp_specialization;
-  // The kernel's SMEM (untraced): Q, O's own buffer (else O is staged in Q's once the last QK has
-  // read it), the K and V rings, the mbarriers, the dynamic scheduler's tile slot and the
-  // alignment slack. o_staging auto: an own O buffer where it fits (FA3 keeps O apart from Q too).
+  // The kernel's SMEM (untraced): Q, O's own buffer (else O is staged in the V ring or in Q's
+  // once the last QK has read it), the K and V rings, the mbarriers (barrier_o with O in the V
+  // ring), the dynamic scheduler's tile slot and the alignment slack. o_staging auto: an own O buffer where it fits (FA3 keeps O apart from Q too).
   auto smem_bytes = [&](TileScheduler sched, bool own_o, bool o_in_v = false) {
     return sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
                              static_cast<int>(p.elem_bytes()), false, sched == TileScheduler::DynamicLpt, own_o,
