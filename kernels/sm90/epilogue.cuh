@@ -28,11 +28,8 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   constexpr int kChunkRows = T::kOInV ? 64 : T::kMBlock;
   uint32_t t0;
   if constexpr (T::kOInV) {
-    // The stage is free once every consumer warp released its last use: the parity the load
-    // warp's acquire of it would wait for (its position in the ring is the consumers' next read,
-    // one phase apart, since it loads no V of the next tile before barrier_o).
-    PipelineState w{v_next.index, v_next.phase ^ 1u, T::kKvStage};
-    for (int i = 0; i < group; ++i) w.advance();
+    // The stage is free once every consumer warp has released its last use (structure.h).
+    const PipelineState w = o_stage_in_v_ring(v_next, group);
     traced_wait(tr, &s.v_empty[w.index], w.phase, ATTNSIM_WAIT_V_EMPTY, w.index, -1, tile);
     base = s.v(w.index);
     row0 = 0;

@@ -14,7 +14,7 @@ template <class T>
 struct Smem {
   uint8_t* q;       // [chunk][m_block][64] bf16; stages O for the TMA store unless T::kOwnO
   uint8_t* o;       // O staged for the TMA store: its own buffer (T::kOwnO), else q (T::kOInV: unused, O goes
-                    // to a V stage: o_in_v)
+                    // to a V stage: o_stage_in_v_ring)
   uint8_t* k_ring;  // [stage][chunk][n_block][64]
   uint8_t* v_ring;  // [stage][chunk][n_block][64]
   uint64_t *q_full, *q_empty, *k_full, *k_empty, *v_full, *v_empty;
@@ -47,11 +47,6 @@ struct Smem {
   }
   __device__ uint8_t* k(int stage) const { return k_ring + stage * T::kKBytes; }
   __device__ uint8_t* v(int stage) const { return v_ring + stage * T::kVBytes; }
-  /// T::kOInV: where consumer warpgroup `group` stages O when the consumers read V stage
-  /// `next_read` next (o_stage_in_v_ring).
-  __device__ uint8_t* o_in_v(int next_read, int group) const {
-    return v(o_stage_in_v_ring(next_read, group, T::kKvStage));
-  }
 };
 
 }  // namespace attnsim::sm90

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/pipeline_state.h"
 #include "common/tile_order.h"  // ATTNSIM_HD
 
 namespace attnsim::sm90 {
@@ -172,10 +173,14 @@ ATTNSIM_HD constexpr int barrier_o_arrivals(int consumers) { return consumers; }
 ATTNSIM_HD constexpr bool o_fits_v_ring(int n_block, int kv_stage, int consumers) {
   return n_block >= kRowsPerConsumer && kv_stage >= consumers;
 }
-/// The V stage consumer warpgroup `group` stages O in: `group` stages past `next_read`, the
-/// stage the consumers read next.
-ATTNSIM_HD constexpr int o_stage_in_v_ring(int next_read, int group, int kv_stage) {
-  return (next_read + group) % kv_stage;
+/// The V stage consumer warpgroup `group` stages O in (index), and the parity with which its empty
+/// barrier completes once every consumer warp has released that stage's last use (phase): `group`
+/// stages past `next_read`, the consumers' next read position in the V ring, in the load warp's
+/// terms (its position too, one phase apart: it loads no V of the next tile before barrier_o).
+ATTNSIM_HD PipelineState o_stage_in_v_ring(const PipelineState& next_read, int group) {
+  PipelineState s{next_read.index, next_read.phase ^ 1u, next_read.stages};
+  for (int g = 0; g < group; ++g) s.advance();
+  return s;
 }
 
 // ---- Named barriers ---------------------------------------------------------------------------

@@ -227,11 +227,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     // and barrier_o arrived on (sm90::o_stage_in_v_ring).
     w.tags(group, -1, tile);
     if (k.own_o_buffer) w.bar_sync(c.epilogue_bar[group], 32);
-    if (k.o_in_v_ring) {
-      PipelineState stage{v_rel.index, v_rel.phase ^ 1u, v_rel.stages};
-      for (int g = 0; g < group; ++g) stage.advance();
-      w.producer_acquire(c.v_pipe.ids, stage);
-    }
+    if (k.o_in_v_ring) w.producer_acquire(c.v_pipe.ids, sm90::o_stage_in_v_ring(v_rel, group));
     w.compute(ATTNSIM_OP_FINAL_O, final_work, final_latency, final_chain, final_measured);
     w.bar_sync(c.epilogue_bar[group], 32);
     if (warp_in_group == 0) {
