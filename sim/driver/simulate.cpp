@@ -136,6 +136,7 @@ class CtaRunner {
     };
     const double z = first(kTileSteadyFrom - 2), a = first(kTileSteadyFrom - 1), b = first(kTileSteadyFrom);
     if (std::abs((b - a) - (a - z)) > kTileSteadyTolerance * (b - a)) return cycles(tiles, false);
+    sampled_by_[signature(tiles)] = signature(std::vector<TileWork>(tiles.begin(), tiles.begin() + kTileSteadyFrom));
     return hw_.cta_prologue_cycles + b + (T - kTileSteadyFrom) * (b - a);
   }
 
@@ -184,9 +185,19 @@ class CtaRunner {
                                              budget, s_.name(), hw_.name, p_.describe()));
   }
 
-  /// The recorded CTA simulation that best represents `tiles` (itself when simulated exactly).
+  /// Tiles of the sample that stands for `tiles` when persistent_cycles took them from their
+  /// steady state, else 0.
+  int sampled_tiles(const std::vector<TileWork>& tiles) const {
+    const auto s = sampled_by_.find(signature(tiles));
+    return s == sampled_by_.end() ? 0 : static_cast<int>(s->second.size());
+  }
+
+  /// The recorded CTA simulation that best represents `tiles`: itself when simulated exactly, the
+  /// sample of its first tiles when taken from its steady state (persistent_cycles).
   SimResult take(const std::vector<TileWork>& tiles) {
-    auto it = done_.find(signature(tiles));
+    const Signature sig = signature(tiles);
+    auto it = done_.find(sig);
+    if (const auto s = sampled_by_.find(sig); it == done_.end() && s != sampled_by_.end()) it = done_.find(s->second);
     if (it == done_.end()) it = std::prev(done_.end());  // extrapolated: the largest sample kept
     return std::move(it->second);
   }
@@ -199,6 +210,7 @@ class CtaRunner {
   int ctas_per_sm_;
   Prediction& out_;
   std::map<Signature, SimResult> done_;
+  std::map<Signature, Signature> sampled_by_;  ///< a CTA's tiles -> the sample of them simulated
 };
 }  // namespace
 
@@ -372,6 +384,7 @@ Prediction predict(const Schedule& schedule, const Hardware& hw_in, const Proble
     p.cycles = worst;
   }
   if (critical) {
+    p.critical_sampled_tiles = runner.sampled_tiles(*critical);
     p.critical = runner.take(*critical);
     p.critical_tiles = static_cast<int>(critical->size());
   }

@@ -49,6 +49,9 @@ struct Prediction {
   double flops = 0;
   SimResult critical;      ///< the CTA that finishes last (its timeline when recorded)
   int critical_tiles = 0;  ///< tiles that CTA processed
+  /// Of those, the first this many make up `critical` when the CTA's time was taken from its
+  /// steady state over like tiles (sim/driver/simulate.cpp, kTileSteadyFrom); 0: all of them.
+  int critical_sampled_tiles = 0;
   int ctas_simulated = 0;  ///< distinct CTA simulations run
   uint64_t events = 0;     ///< engine events over all of them
   GridPlan::Mode mode = GridPlan::Mode::Single;

@@ -38,6 +38,9 @@ Summary summarize(const Prediction& p, const Schedule& s, const Hardware& hw, co
     case GridPlan::Mode::StaticPersistent:
       out.grid = fmt::format("static persistent: {} CTAs ({}-CTA clusters), {} tiles; the critical CTA runs {} tiles",
                              p.resident_ctas, p.cta_group, p.total_tiles, p.critical_tiles);
+      if (p.critical_sampled_tiles > 0)
+        out.grid += fmt::format(" (simulated: its first {}, the others from their steady state)",
+                                p.critical_sampled_tiles);
       break;
     case GridPlan::Mode::LptSingleTile:
       out.grid = fmt::format("LPT single-tile: {} tiles on {} CTA slots", p.total_tiles, p.resident_ctas);

@@ -340,7 +340,8 @@ TEST_CASE("fa3_sm90 O staged in the V ring: Q freed after the last QK and the ne
   // hd256 (O fits no buffer of its own), two tiles of 3 KV blocks in a ring of 2 stages.
   const Hardware hw = h100();
   const Problem p = shape(256, 1024);
-  const auto s = load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/tile={\"m_block\":128,\"n_block\":64}"});
+  const auto s =
+      load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/tile={\"m_block\":128,\"n_block\":64}"});
   s->check(hw, p);
   const auto kk = std::get<sm90::KernelKnobs>(s->real_kernel(hw, p).knobs);
   CHECK(kk.o_in_v_ring);
@@ -405,18 +406,21 @@ TEST_CASE("fa3_sm90 O staged in the V ring: Q freed after the last QK and the ne
   }
   // It runs to the end, whatever the tiles' lengths (one block: a stage never used before).
   for (int blocks : {1, 2, 5})
-    CHECK(simulate_cta(hw, s->lower(hw, p, {TileWork{0, 128, blocks, 0}, TileWork{1, 128, 1, 0},
-                                            TileWork{2, 128, blocks, 0}}))
+    CHECK(simulate_cta(
+              hw, s->lower(hw, p, {TileWork{0, 128, blocks, 0}, TileWork{1, 128, 1, 0}, TileWork{2, 128, blocks, 0}}))
               .end_cycles > 0);
   // Its reason to be: the next tile's Q and first K load under the epilogue, so a CTA of short
   // tiles finishes sooner than with O in Q's buffer.
-  const auto q_buffer = load_schedule(schedule("fa3_sm90"), {"/o_staging=\"q_buffer\"", "/tile={\"m_block\":128,\"n_block\":64}"});
+  const auto q_buffer =
+      load_schedule(schedule("fa3_sm90"), {"/o_staging=\"q_buffer\"", "/tile={\"m_block\":128,\"n_block\":64}"});
   const std::vector<TileWork> tiles(8, TileWork{0, 128, 4, 0});
-  CHECK(simulate_cta(hw, s->lower(hw, p, tiles)).end_cycles < simulate_cta(hw, q_buffer->lower(hw, p, tiles)).end_cycles);
+  CHECK(simulate_cta(hw, s->lower(hw, p, tiles)).end_cycles <
+        simulate_cta(hw, q_buffer->lower(hw, p, tiles)).end_cycles);
   // Where O does not fit: blocks narrower than a warpgroup's 64 rows, fewer stages than warpgroups.
-  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/tile={\"m_block\":128,\"n_block\":48}"})
-                        ->check(hw, p),
-                    Catch::Contains("needs n_block >= 64 and kv_stage >= 2"));
+  CHECK_THROWS_WITH(
+      load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/tile={\"m_block\":128,\"n_block\":48}"})
+          ->check(hw, p),
+      Catch::Contains("needs n_block >= 64 and kv_stage >= 2"));
   CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/kv_stage=1"})->check(hw, p),
                     Catch::Contains("kv_stage 1"));
   CHECK_THROWS_WITH(
@@ -477,6 +481,11 @@ TEST_CASE("static persistent grids: a CTA of many like tiles from its periodic s
   const Prediction a = predict(*s, hw, p, quick), b = predict(*s, hw, p, exact);
   CHECK(a.cycles == Approx(b.cycles).epsilon(0.001));
   CHECK(a.ctas_simulated == 3);  // the first 2, 3 and 4 tiles of the critical list
+  // The timeline reported is that sample of 4 tiles (and says so), not another list simulated.
+  CHECK(a.critical_sampled_tiles == 4);
+  CHECK(b.critical_sampled_tiles == 0);
+  REQUIRE(a.critical_tiles == b.critical_tiles);
+  CHECK(a.critical.units.tensor_flops * a.critical_tiles == Approx(b.critical.units.tensor_flops * 4));
   CHECK(a.events * 3 < b.events);
   const auto no_pp = load_schedule(schedule("fa3_sm90"), {"/pingpong=false"});
   const Prediction c = predict(*no_pp, hw, p, quick);

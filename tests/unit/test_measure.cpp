@@ -112,9 +112,10 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   // sections of 8 MiB; hd256 rescales O conditionally (threshold 2^8).
   CHECK(k64.knobs == AnyKernelKnobs{sm90::KernelKnobs{64, 192, 128, 2, true, true, 160, 32, false, true, 8}});
   CHECK(k128.knobs == AnyKernelKnobs{sm90::KernelKnobs{128, 128, 128, 2, true, true, 240, 24, false, true, 8}});
-  CHECK(k256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, true, true, 240, 24, false, false, 8, 8000, 0, 0, true}});
+  CHECK(k256.knobs ==
+        AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, true, true, 240, 24, false, false, 8, 8000, 0, 0, true}});
   CHECK(k128.scheduler == TileScheduler::StaticPersistent);  // non-causal: as the simulator's grid
-  // Causal: the dynamic scheduler, O in its own buffer where it fits, else in Q's (hd256).
+  // Causal: the dynamic scheduler, O in its own buffer where it fits, else in the V ring (hd256).
   Problem c = hd(128);
   c.causal = true;
   const KernelChoice c128 = s->real_kernel(h100(), c);
@@ -132,7 +133,8 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   c.head_dim = c.head_dim_v = 256;
   const KernelChoice c256 = s->real_kernel(h100(), c);
   CHECK(c256.scheduler == TileScheduler::DynamicLpt);
-  CHECK(c256.knobs == AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, true, true, 240, 24, true, false, 8, 8000, 0, 0, true}});
+  CHECK(c256.knobs ==
+        AnyKernelKnobs{sm90::KernelKnobs{256, 128, 80, 2, true, true, 240, 24, true, false, 8, 8000, 0, 0, true}});
   CHECK(load_schedule(fa3_file(), {}, "lpt_single_tile")->real_kernel(h100(), hd(128)).scheduler == TileScheduler::Lpt);
   // hd256: O's own 64 KB beside Q 64 KB and two K/V stages of 80 x 256 overflow SMEM: asked for,
   // the schedule is rejected with the reason.

@@ -110,7 +110,8 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.warp_specialization = knobs_.warp_specialization;
   // The kernel's SMEM (untraced): Q, O's own buffer (else O is staged in the V ring or in Q's
   // once the last QK has read it), the K and V rings, the mbarriers (barrier_o with O in the V
-  // ring), the dynamic scheduler's tile slot and the alignment slack. o_staging auto: an own O buffer where it fits (FA3 keeps O apart from Q too).
+  // ring), the dynamic scheduler's tile slot and the alignment slack. o_staging auto: an own O
+  // buffer where it fits (FA3 keeps O apart from Q too), else the V ring (below).
   auto smem_bytes = [&](TileScheduler sched, bool own_o, bool o_in_v = false) {
     return sm90::smem_layout(k.m_block, k.n_block, p.head_dim, p.head_dim_v, k.kv_stage,
                              static_cast<int>(p.elem_bytes()), false, sched == TileScheduler::DynamicLpt, own_o,
