@@ -1,6 +1,7 @@
 // Speed targets (issue 2): engine events per second, and the wall time of the default
 // `attnsim simulate` over the whole problem (every tile) — target under 0.2 s on the
-// 2-core CI machine; the bundled sweep under 60 s. Run: ./build/bench/attnsim_bench
+// 2-core CI machine; the bundled sweep under 60 s; (issue 9) no problem of the committed
+// validation set over 1 s to predict. Run: ./build/bench/attnsim_bench
 #include <benchmark/benchmark.h>
 
 #include "core/engine.hpp"
@@ -48,6 +49,27 @@ void BM_SimulateDefault(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SimulateDefault)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+/// The slowest prediction of the committed validation set (`attnsim fidelity` names it): FA3 at
+/// 192 x 128 without pingpong on hd64 s16k b2 (H200), whose tiles do not settle, so the
+/// static persistent CTA is simulated whole (21 tiles of 128 KV blocks). Target: under 1 s.
+void BM_SlowestValidationCase(benchmark::State& state) {
+  for (auto _ : state) {
+    clear_rescale_cache();
+    const Hardware hw = load_hardware(kRoot + "/configs/hw/h200.json");
+    Problem p = load_problem(kRoot + "/configs/problems/default.json");
+    p.batch = 2;
+    p.heads = p.kv_heads = 16;
+    p.seqlen_q = p.seqlen_k = 16384;
+    p.head_dim = p.head_dim_v = 64;
+    p.causal = false;
+    auto s = load_schedule(kRoot + "/schedules/fa3_sm90.json",
+                           {"/pingpong=false", R"(/tile={"m_block":192,"n_block":128})"});
+    Prediction r = predict(*s, hw, p);
+    benchmark::DoNotOptimize(r.time_us);
+  }
+}
+BENCHMARK(BM_SlowestValidationCase)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
 /// The bundled sweep (configs/sweeps/fa4_b200.json, >= 2000 candidates x 6 problems) on two
 /// threads, as `attnsim explore` runs it. Target: under 60 s on the 2-core CI machine.

@@ -1,6 +1,7 @@
 // Deterministic discrete-event queue: events are ordered by time, then priority,
 // then insertion order, so equal inputs give byte-identical runs (as gem5/SST do).
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <queue>
 #include <vector>
@@ -17,14 +18,41 @@ struct Event {
   int64_t b = 0;
 };
 
-/// Min-queue of events ordered by (time, priority, seq).
+/// Min-queue of events ordered by (time, priority, seq), plus keyed timers: at most one pending
+/// event per key, replaced or cancelled in place. A timer takes its seq when set, as a push
+/// would, so the order of everything is what pushing and discarding stale events would give;
+/// but a timer rescheduled at every rate change (a compute block under pipe sharing) leaves no
+/// stale events in the heap.
 class EventQueue {
  public:
+  /// `timers`: the number of timer keys (0 .. timers-1).
+  explicit EventQueue(size_t timers = 0) : timers_(timers) {}
+
   void push(double time, int32_t priority, uint32_t type, int32_t a, int64_t b = 0) {
     heap_.push(Event{time, priority, next_seq_++, type, a, b});
   }
-  bool empty() const { return heap_.empty(); }
+  /// Sets (or replaces) timer `key`'s event.
+  void set_timer(size_t key, double time, int32_t priority, uint32_t type, int32_t a, int64_t b = 0) {
+    if (!timers_[key].armed) ++armed_;
+    timers_[key] = {Event{time, priority, next_seq_++, type, a, b}, true};
+  }
+  /// Cancels timer `key`'s pending event, if any.
+  void cancel_timer(size_t key) {
+    if (timers_[key].armed) --armed_;
+    timers_[key].armed = false;
+  }
+  bool empty() const { return heap_.empty() && armed_ == 0; }
+  /// Removes and returns the earliest event (of the heap and the armed timers). Not empty().
   Event pop() {
+    size_t best = timers_.size();
+    if (armed_ > 0)
+      for (size_t k = 0; k < timers_.size(); ++k)
+        if (timers_[k].armed && (best == timers_.size() || Later{}(timers_[best].event, timers_[k].event))) best = k;
+    if (best < timers_.size() && (heap_.empty() || Later{}(heap_.top(), timers_[best].event))) {
+      timers_[best].armed = false;
+      --armed_;
+      return timers_[best].event;
+    }
     Event e = heap_.top();
     heap_.pop();
     return e;
@@ -40,7 +68,13 @@ class EventQueue {
       return x.seq > y.seq;
     }
   };
+  struct Timer {
+    Event event;
+    bool armed = false;
+  };
   std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  std::vector<Timer> timers_;
+  size_t armed_ = 0;
   uint64_t next_seq_ = 0;
 };
 

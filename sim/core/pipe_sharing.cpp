@@ -77,6 +77,7 @@ double PipeSharing::start(int warp, int smsp, const Work& w, double now, const M
       throw std::runtime_error("a compute block uses a pipe this GPU does not have (e.g. TMEM on SM90)");
     s.standalone = std::max(s.standalone, s.demand[r] / nominal_[r]);
     consumed_[r] += s.demand[r];
+    s.used[static_cast<size_t>(s.n_used++)] = static_cast<int8_t>(r);
   }
   if (measured.alone > 0) {
     s.standalone = std::max(s.standalone, measured.alone);
@@ -139,7 +140,10 @@ void PipeSharing::solve() {
       std::array<double, kNumResources> load{};
       for (int w : open) {
         const Slot& s = slots_[static_cast<size_t>(w)];
-        for (int r = 0; r < kNumResources; ++r) load[r] += s.effective[r] / s.effective_standalone;
+        for (int i = 0; i < s.n_used; ++i) {
+          const int r = s.used[static_cast<size_t>(i)];
+          load[r] += s.effective[r] / s.effective_standalone;
+        }
       }
       double inc = 1 - level;
       for (int r = 0; r < kNumResources; ++r)
@@ -152,8 +156,10 @@ void PipeSharing::solve() {
       for (int w : open) {
         Slot& s = slots_[static_cast<size_t>(w)];
         bool saturated = level >= 1 - 1e-12;
-        for (int r = 0; r < kNumResources && !saturated; ++r)
+        for (int i = 0; i < s.n_used && !saturated; ++i) {
+          const int r = s.used[static_cast<size_t>(i)];
           saturated = s.effective[r] > 0 && used[r] >= nominal_[r] * (1 - 1e-12);
+        }
         if (saturated)
           s.speed = level;
         else

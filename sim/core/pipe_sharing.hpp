@@ -82,6 +82,10 @@ class PipeSharing {
     int rank = 0;                                   ///< its CTA's launch order on the SM (0 served first)
     std::array<double, kNumResources> effective{};  ///< demand as its SMSP's tensor core state makes it
     double effective_standalone = 0;                ///< cycles at full speed in that state
+    /// Resources with demand, as indices (at most the SMSP's 5 pipes and the 2 SM-wide ones):
+    /// solve() visits only these.
+    std::array<int8_t, kPipesPerSmsp + 2> used{};
+    int n_used = 0;
   };
   /// Recomputes the slot's effective demand and stand-alone time for its SMSP's tensor core state.
   void refresh(Slot& s) const;
