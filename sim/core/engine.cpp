@@ -229,7 +229,9 @@ class Engine {
           ws.state = WarpState::Computing;
           ws.since = now_;
           ws.compute_start = now_;
-          pipes_.start(w, ws.smsp, op.work, now_, op.measured, op.cta_rank);
+          static const ComputeBlock kNothing;
+          const ComputeBlock& block = op.compute ? *op.compute : kNothing;
+          pipes_.start(w, ws.smsp, block.work, now_, block.measured, op.cta_rank);
           reschedule_compute();
           return;
         }

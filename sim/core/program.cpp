@@ -44,6 +44,7 @@ CtaProgram merge_ctas(const std::vector<CtaProgram>& ctas) {
       max_warp = std::max(max_warp, w.warp);
       out.warps.push_back(std::move(m));
     }
+    out.compute_blocks.insert(out.compute_blocks.end(), ctas[c].compute_blocks.begin(), ctas[c].compute_blocks.end());
     for (const auto& b : ctas[c].barriers) {
       BarrierDecl d = b;
       if (c > 0) d.name = "cta" + std::to_string(c) + " " + d.name;

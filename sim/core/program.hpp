@@ -4,6 +4,7 @@
 // with instruction counts per pipe.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct Work {
   Work& operator+=(const Work& o);
   Work scaled(double f) const;
   bool empty() const;
+  bool operator==(const Work&) const = default;
 };
 
 /// A compute block's timing measured on the GPU with the kernel's own code
@@ -37,6 +39,17 @@ struct MeasuredTiming {
   /// at ctas_per_sm > 1): their sharing is in it already, so PipeSharing serves it with the
   /// oldest CTA's blocks (Op::cta_rank does not apply).
   bool with_residents = false;
+  bool operator==(const MeasuredTiming&) const = default;
+};
+
+/// What a Compute op runs: its pipe work and, where measured, its timing. Lowering emits the same
+/// few blocks thousands of times per CTA, so the ops that run one block share it
+/// (CtaProgram::compute_blocks owns them) and an Op stays small: the op lists of a long static
+/// persistent CTA came to ~100 MB, and building them was a third of its prediction's time.
+struct ComputeBlock {
+  Work work;
+  MeasuredTiming measured;
+  bool operator==(const ComputeBlock&) const = default;
 };
 
 /// `n` warp instructions of integer/address work (descriptor updates, loop control): issue
@@ -85,8 +98,8 @@ struct Op {
   double latency = 0;    ///< Compute: cycles after the block (a tail no instruction of it overlaps)
   double chain = 0;      ///< Compute: dependency-chain latency, cycles: the block ends no sooner than
                          ///< its start + chain, however free the pipes are (critical path in the SASS)
-  Work work;             ///< Compute
-  MeasuredTiming measured;  ///< Compute: measured stand-alone time and slowdowns beside wgmma, if any
+  /// Compute: its work and measured timing (owned by the program's compute_blocks); null: none.
+  const ComputeBlock* compute = nullptr;
   /// Compute: launch order of the op's CTA among the CTAs resident on the SM (0 oldest). The
   /// SMSP's warp scheduler issues for the oldest ready warp first (greedy-then-oldest), so an
   /// older CTA's blocks take the pipes first (PipeSharing); one CTA's warps are equals.
@@ -112,6 +125,8 @@ struct BarrierDecl {
 struct CtaProgram {
   std::vector<WarpProgram> warps;
   std::vector<BarrierDecl> barriers;
+  /// Owners of the ComputeBlocks the ops point to (shared with copies and merged programs).
+  std::vector<std::shared_ptr<const ComputeBlock>> compute_blocks;
 };
 
 /// Several CTAs resident on one SM as one program: CTA c's warps are numbered after those of

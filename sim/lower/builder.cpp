@@ -1,6 +1,7 @@
 #include "lower/builder.hpp"
 
 #include <algorithm>
+#include <functional>
 
 namespace attnsim {
 
@@ -40,8 +41,27 @@ CtaProgram CtaBuilder::take() {
     for (int& a : b.arrivers) a = slot_of[static_cast<size_t>(a)];
     std::sort(b.arrivers.begin(), b.arrivers.end());
   }
+  out.compute_blocks = std::move(prog_.compute_blocks);
   prog_ = {};
+  interned_.clear();
   return out;
+}
+
+size_t CtaBuilder::BlockHash::operator()(const ComputeBlock& b) const {
+  size_t h = 0;
+  for (double v : {b.work.issue, b.work.fma_lanes, b.work.alu_lanes, b.work.mufu_lanes, b.work.mma_sync_flops,
+                   b.work.tmem_bytes, b.work.smem_bytes, b.measured.alone, b.measured.beside_ss, b.measured.beside_rs})
+    h = h * 1000003u ^ std::hash<double>{}(v);
+  return h ^ static_cast<size_t>(b.measured.with_residents);
+}
+
+const ComputeBlock* CtaBuilder::intern(const ComputeBlock& block) {
+  auto it = interned_.find(block);
+  if (it != interned_.end()) return it->second;
+  prog_.compute_blocks.push_back(std::make_shared<const ComputeBlock>(block));
+  const ComputeBlock* p = prog_.compute_blocks.back().get();
+  interned_.emplace(block, p);
+  return p;
 }
 
 WarpBuilder CtaBuilder::warp(int warp_index, const std::string& role) {
@@ -93,10 +113,9 @@ void WarpBuilder::arrive(int barrier, int count) {
 
 void WarpBuilder::compute(int name, const Work& work, double latency, double chain, const MeasuredTiming& measured) {
   Op& op = push(OpKind::Compute, name);
-  op.work = work;
+  op.compute = cta_->intern(ComputeBlock{work, measured});
   op.latency = latency;
   op.chain = chain;
-  op.measured = measured;
 }
 
 void WarpBuilder::tma_load(int name, int barrier, double bytes, bool from_hbm) {

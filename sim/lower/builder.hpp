@@ -3,6 +3,7 @@
 // steps on a PipelineState (kernels/common/pipeline_state.h, shared with the kernels).
 #pragma once
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/pipeline_state.h"
@@ -97,7 +98,13 @@ class CtaBuilder {
 
  private:
   friend class WarpBuilder;
+  /// The program's ComputeBlock equal to `block`, added if new.
+  const ComputeBlock* intern(const ComputeBlock& block);
+  struct BlockHash {
+    size_t operator()(const ComputeBlock& b) const;
+  };
   CtaProgram prog_;
+  std::unordered_map<ComputeBlock, const ComputeBlock*, BlockHash> interned_;  ///< prog_.compute_blocks by value
 };
 
 }  // namespace attnsim

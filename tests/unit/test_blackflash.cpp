@@ -137,7 +137,7 @@ TEST_CASE("blackflash warps run the ops the traced kernel records in its order",
   const auto& ops = cta.warps[1].ops;
   std::vector<double> max_alu;
   for (const Op& op : ops)
-    if (op.name == ATTNSIM_OP_SOFTMAX_MAX) max_alu.push_back(op.work.alu_lanes);
+    if (op.name == ATTNSIM_OP_SOFTMAX_MAX) max_alu.push_back(op.compute->work.alu_lanes);
   REQUIRE(max_alu.size() == 3);
   CHECK(max_alu[0] == max_alu[1]);
   CHECK(max_alu[2] > max_alu[1]);

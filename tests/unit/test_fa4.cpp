@@ -51,7 +51,7 @@ TEST_CASE("FA4 per-tile work on B200 matches the paper's 128x128x128 budget", "[
   for (const auto& w : prog.warps)
     for (const auto& op : w.ops) {
       if (op.kind == OpKind::Mma) flops += op.flops;
-      if (op.name == ATTNSIM_OP_SOFTMAX_EXP) exp_lanes += op.work.mufu_lanes;
+      if (op.name == ATTNSIM_OP_SOFTMAX_EXP) exp_lanes += op.compute->work.mufu_lanes;
     }
   const double mufu_per_clk = hw.mufu_lanes_per_clk_smsp * hw.smsp_per_sm;
   CHECK(flops / hw.tensor_flops_per_clk == Approx(1024).epsilon(0.01));

@@ -32,9 +32,10 @@ Budget budget(const Schedule& s, const Hardware& hw, const Problem& p, int block
   for (const auto& w : s.lower(hw, p, {TileWork{0, 128, blocks, 0}}).warps)
     for (const auto& op : w.ops) {
       if (op.kind == OpKind::Mma) b.tensor_flops += op.flops;
-      b.mma_sync_flops += op.work.mma_sync_flops;
-      if (op.name == ATTNSIM_OP_MMA_QK || op.name == ATTNSIM_OP_MMA_PV) b.fma_lanes += op.work.fma_lanes;
-      if (op.name == ATTNSIM_OP_SOFTMAX_EXP) b.mufu_lanes += op.work.mufu_lanes;
+      if (!op.compute) continue;
+      b.mma_sync_flops += op.compute->work.mma_sync_flops;
+      if (op.name == ATTNSIM_OP_MMA_QK || op.name == ATTNSIM_OP_MMA_PV) b.fma_lanes += op.compute->work.fma_lanes;
+      if (op.name == ATTNSIM_OP_SOFTMAX_EXP) b.mufu_lanes += op.compute->work.mufu_lanes;
     }
   return b;
 }
@@ -58,6 +59,32 @@ TEST_CASE("wgmma.wait_group and cp.async.wait_group wait for their own groups", 
   CHECK(warp_end(r, 0) == Approx(std::max(mma + hw.mma_latency + 100, 2 * mma + hw.mma_latency)));
   const double copy = 16384 / std::min(hw.tma_bytes_per_clk_sm, hw.l2_bytes_per_clk);
   CHECK(warp_end(r, 1) == Approx(copy + hw.tma_latency));
+}
+
+TEST_CASE("a CTA's compute ops share their blocks - the distinct blocks do not grow with the KV loop", "[hopper]") {
+  const Hardware hw = h100();
+  const auto s = load_schedule(schedule("fa3_sm90"));
+  const Problem p = shape(128, 8448);
+  auto lowered = [&](int blocks) { return s->lower(hw, p, {TileWork{0, 128, blocks, 0}}); };
+  const CtaProgram short_tile = lowered(4), long_tile = lowered(64);
+  auto compute_ops = [](const CtaProgram& prog) {
+    size_t n = 0;
+    for (const auto& w : prog.warps)
+      for (const auto& op : w.ops)
+        if (op.kind == OpKind::Compute) {
+          ++n;
+          bool owned = false;
+          for (const auto& b : prog.compute_blocks) owned |= b.get() == op.compute;
+          CHECK(owned);
+        }
+    return n;
+  };
+  CHECK(compute_ops(long_tile) > 5 * compute_ops(short_tile));
+  CHECK(long_tile.compute_blocks.size() == short_tile.compute_blocks.size());
+  CHECK(short_tile.compute_blocks.size() < 32);
+  // A merged program keeps every CTA's blocks alive.
+  const CtaProgram merged = merge_ctas({short_tile, long_tile});
+  CHECK(merged.compute_blocks.size() == 2 * short_tile.compute_blocks.size());
 }
 
 TEST_CASE("FA3 hd128 128x128 tile: QK and PV wgmma are 4*128^3 FLOP = 2048 tensor-core cycles per KV block",
@@ -279,8 +306,8 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     for (const Op& op : prog.warps[4].ops)
       if (op.name == ATTNSIM_OP_LOOP_CONTROL) {
         ++loop_controls;
-        CHECK(op.work.issue == Approx(lc.instructions));
-        CHECK(op.measured.alone == Approx(lc.issue_cycles));
+        CHECK(op.compute->work.issue == Approx(lc.instructions));
+        CHECK(op.compute->measured.alone == Approx(lc.issue_cycles));
       }
     CHECK(loop_controls == 2);
     // The tile's head (after its Q wait) and tail (after the store of O), as the plain kernel's
@@ -290,7 +317,7 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     REQUIRE(tc.head.instructions > 0);
     std::vector<double> tile_ops;
     for (const Op& op : prog.warps[4].ops)
-      if (op.name == ATTNSIM_OP_TILE_CONTROL) tile_ops.push_back(op.measured.alone);
+      if (op.name == ATTNSIM_OP_TILE_CONTROL) tile_ops.push_back(op.compute->measured.alone);
     CHECK(tile_ops == std::vector<double>{tc.head.issue_cycles, tc.tail.issue_cycles});
     // In the overlapped step (block 0 here) the PV's wait (wgmma.wait_group 0) comes where the
     // plain kernel's SASS has it: after the row max where ptxas sank it below most of the max.
@@ -506,7 +533,7 @@ TEST_CASE("fa3_sm90 conditional rescale: a warp rescales O only at the steps its
     std::vector<double> issue;
     for (const auto& w : load_schedule(schedule("fa3_sm90"), sets)->lower(hw, q, {TileWork{0, 128, blocks, 0}}).warps)
       for (const auto& op : w.ops)
-        if (op.name == ATTNSIM_OP_RESCALE_O) issue.push_back(op.work.issue);
+        if (op.name == ATTNSIM_OP_RESCALE_O) issue.push_back(op.compute->work.issue);
     return issue;
   };
   const std::vector<double> always = rescale_ops({"/rescale/conditional=false"}, std::nullopt);
@@ -553,7 +580,7 @@ TEST_CASE("fa3_sm90 exp2 emulation: a share of the scores' exp2 moves from the M
     sets.insert(sets.begin(), R"(/tile={"m_block":128,"n_block":176})");
     for (const auto& w : load_schedule(schedule("fa3_sm90"), sets)->lower(hw, p, {TileWork{0, 128, 4, 0}}).warps)
       for (const auto& op : w.ops)
-        if (op.name == ATTNSIM_OP_SOFTMAX_EXP) return op.work;
+        if (op.name == ATTNSIM_OP_SOFTMAX_EXP) return op.compute->work;
     FAIL("no softmax_exp op");
     return Work{};
   };
