@@ -16,7 +16,20 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
 #if ATTNSIM_HAVE_WGMMA
   extern __shared__ uint8_t smem_raw[];
   const Smem<T> s(smem_raw);
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Where it measured better, the warp index is broadcast from lane 0, which ptxas takes as
+  // warp-uniform, so the warpgroup's Q descriptors and barrier ids can live in uniform registers.
+  // In the traced static 192 x 128 kernels (160 registers per consumer thread) two of the four Q
+  // descriptors had spilled and were reloaded from local memory before every QK, in the plain
+  // tiles too (cuobjdump -sass; ptxas -v, CUDA 13.0: traced stack 80-96 -> 24 bytes). Measured
+  // on an H200 (2026-11-29, the 12 hd64 problems of `attnsim bench`, two runs each): dynamic with
+  // pingpong (the base schedule's causal kernels) 0.3-2.7% faster; static without pingpong 1-5%
+  // faster and its trace overhead 9-17% -> under 9%; static with pingpong no faster and 1-2 points
+  // more trace overhead; dynamic without pingpong 1-7% slower; at head_dim 128 and 256 more
+  // spills (plain hd256: 0 -> 4-20 bytes). kernels/sm90/README.md, "A warp-uniform warp index".
+  constexpr bool kUniformWarp = T::kHeadDim == 64 && T::kDynamic == T::kPingpong;
+  const int warp = kUniformWarp ? __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0)
+                                : static_cast<int>(threadIdx.x / 32);
+  const int lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
     // The load warp's lane 0 (thread 0) issues every TMA load, warp 0 of each consumer
     // warpgroup the O stores: their tensor maps are fetched under the prologue.
