@@ -46,6 +46,13 @@ if(TARGET attnsim_sm90)
   set_target_properties(attnsim_kernel_timing_tests PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
   add_test(NAME gpu.kernel_timing COMMAND attnsim_kernel_timing_tests)
   set_tests_properties(gpu.kernel_timing PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # gpu.trace_sampling: which tiles a traced SM90 kernel records under --trace-sample, static and
+  # dynamic scheduler. Skipped (exit 77, with the reason) without an H100/H200.
+  add_executable(attnsim_trace_sampling_tests ${CMAKE_CURRENT_SOURCE_DIR}/gpu/trace_sampling.cpp)
+  target_link_libraries(attnsim_trace_sampling_tests PRIVATE attnsim_sm90)
+  set_target_properties(attnsim_trace_sampling_tests PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR})
+  add_test(NAME gpu.trace_sampling COMMAND attnsim_trace_sampling_tests)
+  set_tests_properties(gpu.trace_sampling PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
 
 # gpu.softmax_math: FA4's emulated exp2 (kernels/common/softmax_math.h) on the GPU against the

@@ -80,11 +80,11 @@ __device__ __forceinline__ void tma_store(const void* tmap, const void* src, int
   cuda::ptx::cp_async_bulk_tensor(cuda::ptx::space_global, cuda::ptx::space_shared, tmap, coords, src);
 }
 
-/// Waits on an mbarrier phase, recording the wait as a WAIT span of `tr` (the recorder,
-/// kernels/common/trace_recorder.cuh); returns when it ended. kClusterScope: see try_wait_parity.
-template <bool kClusterScope = false, bool kOn>
-__device__ __forceinline__ uint32_t traced_wait(TraceRecorder<kOn>& tr, uint64_t* bar, uint32_t parity, int wait_on,
-                                                int stage, int block, int tile) {
+/// Waits on an mbarrier phase, recording the wait as a WAIT span of `tr` (a TraceRecorder or
+/// CursorRecorder, kernels/common/trace_recorder.cuh); returns when it ended. kClusterScope: see try_wait_parity.
+template <bool kClusterScope = false, class Recorder>
+__device__ __forceinline__ uint32_t traced_wait(Recorder& tr, uint64_t* bar, uint32_t parity, int wait_on, int stage,
+                                                int block, int tile) {
   const uint32_t t0 = tr.now();
   wait_parity<kClusterScope>(bar, parity);
   const uint32_t t1 = tr.now();

@@ -113,6 +113,87 @@ struct TraceRecorder {
       }
     }
   }
+
+  // Resumable recording (kernels/sm90): the recorder lives in registers only inside the tiles it
+  // records. Between them its state is the warp's Cursor in shared memory, so the code of the
+  // tiles and CTAs that record nothing keeps no recorder registers live (kept live across the
+  // tile loop, the traced SM90 kernels ran 3-9% slower than the plain ones even where they
+  // recorded nothing: H200, 2026-11-29, kernels/sm90/README.md, "Recorder state in shared
+  // memory").
+
+  /// A warp's recording state between the tiles it records, in its Slot's 16 bytes of shared
+  /// memory: the next record, and the end of its buffer or null once the warp records nothing
+  /// more (not selected by Params::trace_warps, or its buffer full).
+  struct alignas(16) Cursor {
+    attnsim_trace_record *next, *end;
+  };
+  /// Lane 0 of warp `warp` writes the warp's Cursor (`slots`: one per warp, in shared memory),
+  /// before the CTA's first barrier; the recorder itself holds nothing until resume().
+  template <class P>
+  __device__ __forceinline__ static void open_cursor(const P& p, void* slots, int warp, int lane) {
+    if constexpr (kOn) {
+      if (lane == 0) {
+        attnsim_trace_record* base = p.trace + index(warp) * p.trace_cap;
+        static_cast<Cursor*>(slots)[warp] = Cursor{base, (p.trace_warps >> warp) & 1u ? base + p.trace_cap : nullptr};
+      }
+    }
+  }
+  /// The recorder of warp `warp`, resumed from its Cursor: lane 0 writes when the warp records.
+  /// Only lane 0 reads the Cursor (the other lanes' stores are predicated off, their pointer
+  /// unused): lane 0 rewrites it in suspend() with no barrier before the next tile's resume(),
+  /// and the other lanes' reads raced with that write (compute-sanitizer racecheck, static grids,
+  /// H200 2026-11-29).
+  __device__ __forceinline__ static TraceRecorder resume(const void* slots, int warp, int lane) {
+    TraceRecorder r;
+    if constexpr (kOn) {
+      if (lane == 0) {
+        const Cursor c = static_cast<const Cursor*>(slots)[warp];
+        r.ptr = c.next;
+        r.on = c.end != nullptr ? 1u : 0u;
+      }
+    }
+    return r;
+  }
+  /// Starts a tile of a resumed recorder, as tile() does, the end of the buffer from the Cursor.
+  template <class P, class SpansPerTile>
+  __device__ __forceinline__ void tile_cursor(const P& p, const void* slots, int warp, int n_blocks,
+                                              SpansPerTile spans_per_tile) {
+    if constexpr (kOn) {
+      if (on) {
+        const Cursor c = static_cast<const Cursor*>(slots)[warp];
+        if (ptr + spans_per_tile(n_blocks) > c.end) {
+          p.trace_count[index(warp)] = static_cast<uint32_t>(ptr - (p.trace + index(warp) * p.trace_cap));
+          on = 0;
+        }
+      }
+    }
+  }
+  /// Lane 0 writes the recorder's state back to warp `warp`'s Cursor (records stop for good if
+  /// tile_cursor() found the buffer full).
+  __device__ __forceinline__ void suspend(void* slots, int warp, int lane) const {
+    if constexpr (kOn) {
+      if (lane == 0) {
+        Cursor* c = static_cast<Cursor*>(slots) + warp;
+        c->next = ptr;
+        if (!on) c->end = nullptr;
+      }
+    }
+  }
+  /// Lane 0 writes the warp's counts from its Cursor: records written (unless tile_cursor() did),
+  /// spans run.
+  template <class P>
+  __device__ __forceinline__ static void close_cursor(const P& p, const void* slots, int warp, int lane) {
+    if constexpr (kOn) {
+      if (lane == 0) {
+        const Cursor c = static_cast<const Cursor*>(slots)[warp];
+        const uint32_t n = static_cast<uint32_t>(c.next - (p.trace + index(warp) * p.trace_cap));
+        const bool selected = (p.trace_warps >> warp) & 1u;
+        if (c.end != nullptr || !selected) p.trace_count[index(warp)] = selected ? n : 0;
+        p.trace_spans[index(warp)] = selected ? n : 0;
+      }
+    }
+  }
+
   /// [CTA][warp] index of warp `warp` of this CTA.
   __device__ __forceinline__ static size_t index(int warp) {
     return static_cast<size_t>(blockIdx.x) * (blockDim.x / 32) + warp;
@@ -222,6 +303,94 @@ struct TraceRecorder {
       store1<12>(t);
       ++ptr;
     }
+  }
+};
+
+/// Records the spans of a role that one thread runs (the SM90 load warp's lane 0) through its
+/// warp's TraceRecorder::Cursor in shared memory, holding no register between spans: each span
+/// loads the cursor, stores the record (when the cursor has an end) and advances the cursor. The
+/// load warp runs on 24 registers (setmaxnreg); a TraceRecorder's pointer and flag in its recorded
+/// tiles made ptxas spill values that its plain tiles reload too, on the path to the next tile's
+/// Q and K loads (cuobjdump -sass, H200 2026-11-29). Same span interface as TraceRecorder (now,
+/// span, start, finish), so traced_wait takes either.
+template <bool kOn>
+struct CursorRecorder {
+  uint32_t cursor = 0;  ///< shared-space address of this warp's Cursor
+
+  /// The recorder of warp `warp`, whose Cursor is in `slots` (TraceRecorder::open_cursor).
+  __device__ __forceinline__ static CursorRecorder at(const void* slots, int warp) {
+    CursorRecorder r;
+    if constexpr (kOn)
+      r.cursor = static_cast<uint32_t>(__cvta_generic_to_shared(slots)) +
+                 warp * static_cast<uint32_t>(sizeof(typename TraceRecorder<true>::Cursor));
+    return r;
+  }
+  /// Starts a tile of `n_blocks` KV blocks: as TraceRecorder::tile_cursor, recording stops for
+  /// good, and the records written so far are counted, when the tile's spans might not fit.
+  template <class P, class SpansPerTile>
+  __device__ __forceinline__ void tile(const P& p, int warp, int n_blocks, SpansPerTile spans_per_tile) const {
+    if constexpr (kOn) {
+      const auto [next, end] = load();
+      if (end != nullptr && next + spans_per_tile(n_blocks) > end) {
+        p.trace_count[TraceRecorder<true>::index(warp)] =
+            static_cast<uint32_t>(next - (p.trace + TraceRecorder<true>::index(warp) * p.trace_cap));
+        asm volatile("st.shared.u64 [%0+8], %1;" ::"r"(cursor), "l"(0ull));
+      }
+    }
+  }
+  /// Current time stamp, as TraceRecorder::now.
+  __device__ __forceinline__ uint32_t now() const { return TraceRecorder<kOn>{}.now(); }
+  /// Appends one span [t0, t1), as TraceRecorder::span.
+  __device__ __forceinline__ void span(int op, uint32_t t0, uint32_t t1, int block = -1, int tile = -1,
+                                       int wait_on = ATTNSIM_WAIT_NONE, int stage = 0xff, int phase = 0xff) const {
+    if constexpr (kOn) {
+      const auto [next, end] = load();
+      const uint32_t w0 =
+          (op & 0xff) | ((wait_on & 0xff) << 8) | ((stage & 0xff) << 16) | (static_cast<uint32_t>(phase & 0xff) << 24);
+      const uint32_t w1 = (block & 0xffff) | (static_cast<uint32_t>(tile & 0xffff) << 16);
+      asm volatile(
+          "{\n .reg .pred p;\n setp.ne.u64 p, %0, 0;\n @p st.global.cs.v4.b32 [%1], {%2, %3, %4, %5};\n}" ::"l"(end),
+          "l"(next), "r"(w0), "r"(w1), "r"(t0), "r"(t1));
+      advance(next);
+    }
+  }
+  /// Opens a span, its start in the record's slot (as TraceRecorder::start); close it with finish().
+  __device__ __forceinline__ void start() const {
+    if constexpr (kOn) {
+      const auto [next, end] = load();
+      asm volatile("{\n .reg .pred p;\n setp.ne.u64 p, %0, 0;\n @p st.global.cs.b32 [%1+8], %2;\n}" ::"l"(end),
+                   "l"(next), "r"(now()));
+    }
+  }
+  /// Closes the span opened by start().
+  __device__ __forceinline__ void finish(int op, int block, int tile) const {
+    if constexpr (kOn) {
+      const uint32_t t = now();
+      const auto [next, end] = load();
+      const uint32_t w0 = (op & 0xff) | (0xffu << 16) | (0xffu << 24);
+      const uint32_t w1 = (block & 0xffff) | (static_cast<uint32_t>(tile & 0xffff) << 16);
+      asm volatile(
+          "{\n .reg .pred p;\n setp.ne.u64 p, %0, 0;\n @p st.global.cs.v2.b32 [%1], {%2, %3};\n"
+          " @p st.global.cs.b32 [%1+12], %4;\n}" ::"l"(end),
+          "l"(next), "r"(w0), "r"(w1), "r"(t));
+      advance(next);
+    }
+  }
+
+ private:
+  struct Loaded {
+    attnsim_trace_record *next, *end;
+  };
+  // The cursor through asm volatile, so that the compiler keeps it in shared memory, not in a
+  // register from one span to the next (only these asm touch it between open_cursor and
+  // close_cursor, each side of a __syncthreads).
+  __device__ __forceinline__ Loaded load() const {
+    uint64_t next, end;
+    asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];" : "=l"(next), "=l"(end) : "r"(cursor));
+    return {reinterpret_cast<attnsim_trace_record*>(next), reinterpret_cast<attnsim_trace_record*>(end)};
+  }
+  __device__ __forceinline__ void advance(const attnsim_trace_record* next) const {
+    asm volatile("st.shared.u64 [%0], %1;" ::"r"(cursor), "l"(reinterpret_cast<uint64_t>(next + 1)));
   }
 };
 

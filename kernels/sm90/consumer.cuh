@@ -18,9 +18,10 @@
 
 namespace attnsim::sm90 {
 
-/// kRecord: this object's spans are recorded (a traced build's sampled tiles); a traced build
-/// runs its other tiles through a Consumer<T, false>, the plain kernel's code.
-template <class T, bool kRecord = T::kTrace>
+/// kRecord: this object's spans are recorded (one tile a traced build samples: recorded_tile).
+/// The tile loop, run(), is a Consumer<T, false>'s, in traced builds too: their tiles that record
+/// nothing run the plain kernel's code.
+template <class T, bool kRecord = false>
 struct Consumer {
   static constexpr int N = T::kNBlock, D = T::kHeadDim;
   const Params& p;
@@ -56,7 +57,7 @@ struct Consumer {
     if constexpr (T::kPingpong) {
       const uint32_t t0 = tr.now();
       named_sync(kBarPingpong + group, kPingpongThreads);
-      tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), j, tile, ATTNSIM_WAIT_PINGPONG, group);
+      tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), j, tile, ATTNSIM_WAIT_PINGPONG, group);
     }
   }
   __device__ void turn_end() {
@@ -178,71 +179,76 @@ struct Consumer {
     v_read.advance();
   }
 
-  __device__ void run() {
+  /// The tile loop. `recording`: this CTA records (cta_records; always false in plain builds),
+  /// the tiles records_tile picks. A recorded tile runs through recorded_tile, the others through
+  /// the plain kernel's code.
+  __device__ void run(bool recording) {
     if constexpr (T::kPingpong)
       if (group == T::kConsumers - 1) named_arrive(kBarPingpong + 0, kPingpongThreads);  // warpgroup 0 issues first
     PipelineState q_read = PipelineState::consumer_start(kQStages);
     if constexpr (T::kDynamic) {
       // The load warp hands over each tile with its Q (an index past the last: no more tiles).
       for (int local = 0;; ++local) {
-        const uint32_t t0 = tr.now();
+        const uint32_t t0 = TraceRecorder<T::kTrace>{}.now();
         wait_parity(&s.q_full[q_read.index], q_read.phase);
-        const uint32_t t1 = tr.now();
-        copy_tile_slot(s.tile, s.warp_tile(tr.warp_index()), lane);
+        const uint32_t t1 = TraceRecorder<T::kTrace>{}.now();
+        copy_tile_slot(s.tile, s.warp_tile(TraceRecorder<false>::warp_index()), lane);
         const Tile c = slot_tile();
         if (c.index >= p.num_tiles) break;
-        const bool rec = records(local);
-        if (rec) {
-          tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
-          tr.span(ATTNSIM_OP_WAIT, t0, t1, -1, local, ATTNSIM_WAIT_Q_FULL, 0, q_read.phase);
-        }
+        const uint32_t q_phase = q_read.phase;
         q_read.advance();
-        tile(c, local, rec);
+        if (T::kTrace && recording && records_tile<T::kDynamic>(p, local))
+          recorded_tile(c, local,
+                        [&](auto& r) { r.span(ATTNSIM_OP_WAIT, t0, t1, -1, local, ATTNSIM_WAIT_Q_FULL, 0, q_phase); });
+        else
+          plain_tile(c, local);
       }
     } else {
       int local = 0;
       for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
         const Tile c = tile_at(p, t, T::kMBlock, N);
-        const bool rec = records(local);
-        if (rec) {
-          tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
-          traced_wait(tr, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
+        // Both branches wait for Q, then advance, then run the tile: the plain kernel's order.
+        if (T::kTrace && recording && records_tile<T::kDynamic>(p, local)) {
+          recorded_tile(c, local, [&](auto& r) {
+            traced_wait(r, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
+            q_read.advance();
+          });
         } else {
-          TraceRecorder<false> off;
-          traced_wait(off, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
+          wait_parity(&s.q_full[q_read.index], q_read.phase);
+          q_read.advance();
+          plain_tile(c, local);
         }
-        q_read.advance();
-        tile(c, local, rec);
       }
     }
   }
 
-  /// Whether this CTA's local tile `local` is recorded (records_tile); always false when this
-  /// object does not record.
-  __device__ bool records(int local) const {
-    if constexpr (kRecord)
-      return records_tile<T::kDynamic>(p, local);
-    else
-      return false;
-  }
-
-  /// Runs one tile, recorded (`rec`) or through the plain kernel's code. A traced build runs
-  /// both kinds through a fresh Consumer, so that no accumulator outlives its tile: one object's
+  /// Runs tile `c` through the plain kernel's code. In a traced build the tile runs in a fresh
+  /// Consumer (as recorded_tile's do), so that no accumulator outlives its tile: one object's
   /// accumulators kept live across the other's tiles cost the traced hd128 kernel 364 bytes of
   /// spills and serialized its wgmma (ptxas C7512). The ring positions are the only state that
   /// outlives a tile.
-  __device__ __forceinline__ void tile(const Tile& c, int local, bool rec) {
-    if constexpr (kRecord) {
-      if (rec) {
-        run_tile_in<true>(tr, c, local);
-      } else {
-        TraceRecorder<false> off;
-        run_tile_in<false>(off, c, local);
-      }
-    } else {
+  __device__ __forceinline__ void plain_tile(const Tile& c, int local) {
+    if constexpr (T::kTrace)
+      run_tile_in(tr, c, local);
+    else
       run_tile(c, local);
+  }
+  /// Runs tile `c` recorded: the warp's recorder is resumed from its Cursor in shared memory
+  /// (TraceRecorder::resume) for this tile only, `first(recorder)` records what precedes the KV
+  /// loop (the wait for Q), and a fresh Consumer<T, true> runs the tile (as in plain_tile), so
+  /// that neither the recorder nor any accumulator outlives it.
+  template <class First>
+  __device__ __forceinline__ void recorded_tile(const Tile& c, int local, First first) {
+    if constexpr (T::kTrace) {
+      const int w = TraceRecorder<true>::warp_index();
+      TraceRecorder<true> r = TraceRecorder<true>::resume(s.trace, w, lane);
+      r.tile_cursor(p, s.trace, w, c.n_blocks, trace_spans_per_tile);
+      first(r);
+      run_tile_in(r, c, local);
+      r.suspend(s.trace, w, lane);
     }
   }
+  /// Runs tile `c` in a fresh Consumer recording through `r`; the ring positions carry over.
   template <bool kRec>
   __device__ __forceinline__ void run_tile_in(TraceRecorder<kRec>& r, const Tile& c, int local) {
     Consumer<T, kRec> x{p, s, r, group, warp, lane};

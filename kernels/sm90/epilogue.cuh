@@ -39,7 +39,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
     t0 = tr.now();
     if (warp == 0 && lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
     named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
-    tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
+    tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   }
   t0 = tr.now();
   write_o<D, kChunkRows>(smem_u32(base), row0, warp, lane, o, st);
@@ -47,7 +47,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
   t0 = tr.now();
   named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
-  tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
+  tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   if (warp == 0 && lane == 0) {
     t0 = tr.now();
 #pragma unroll
@@ -73,7 +73,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   if constexpr (!T::kQFreeAfterQk) {  // every warp knows the store has read Q's buffer
     t0 = tr.now();
     named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
-    tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.trace), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
+    tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   }
 }
 

@@ -57,49 +57,34 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
       p.cta_clock[blockIdx.x].smid = sm;
     }
   }
-  // One recorder per thread, set up before the role branches and closed after them: ptxas keeps
-  // the consumers' 240-register budget only while their branch ends with their tile loop (any
-  // code after it there, even one store, made it compile the consumers within the 168 registers
-  // of the launch: hundreds of bytes of spills and serialized wgmma).
-  TraceRecorder<T::kTrace> tr;
-  tr.init(p, s.trace, warp, lane);
+  // Traced builds: each warp's recording state (its Cursor) lives in shared memory between the
+  // tiles it records; a recorder is resumed from it for each recorded tile only (Consumer::
+  // recorded_tile, load_warp), so that the tiles and CTAs that record nothing run the plain
+  // kernel's code with no recorder registers live.
+  TraceRecorder<T::kTrace>::open_cursor(p, s.trace, warp, lane);
   __syncthreads();
   int tiles = 0;  // tiles this CTA ran, as the load warp (thread 0) counts them
-  // Traced build: a CTA that records no tile (trace sampling) runs the plain kernel's roles and
-  // skips the end-of-CTA code. Uniform over the CTA.
+  // Whether this CTA records any tile (trace sampling); one that does not skips the end-of-CTA
+  // code. Uniform over the CTA.
   const bool recording = T::kTrace && cta_records<T::kDynamic>(p);
   if (warp_role(warp) != Role::Consumer) {
     set_registers<T::kRegProducer>(false);
-    if (warp_role(warp) == Role::Load && lane == 0) {
-      if (recording) {
-        tiles = load_warp<T>(p, s, tr);
-      } else {
-        TraceRecorder<false> off;
-        tiles = load_warp<T>(p, s, off);
-      }
-    }
+    if (warp_role(warp) == Role::Load && lane == 0) tiles = load_warp<T>(p, s, recording);
   } else {
     set_registers<T::kRegConsumer>(true);
-    // Under the dynamic scheduler a CTA records all of its tiles or none, and one that records
-    // none runs the plain consumers; static grids pick tiles inside Consumer (records_tile). A
-    // second copy of the consumer loop in the static kernels raised their ptxas spills and their
-    // traced time (H100: hd64 s2k b8 +2.6% -> +5.3%); without it the dynamic hd256 kernel
-    // recorded some tiles of every CTA and ran 37% slower traced than plain.
-    if (!T::kDynamic || recording) {
-      Consumer<T> c{p, s, tr, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
-      c.run();
-    } else {
-      TraceRecorder<false> off;
-      Consumer<T, false> c{p, s, off, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
-      c.run();
-    }
+    // ptxas keeps the consumers' 240-register budget only while their branch ends with their
+    // tile loop (any code after it there, even one store, made it compile the consumers within
+    // the 168 registers of the launch: hundreds of bytes of spills and serialized wgmma).
+    TraceRecorder<false> off;
+    Consumer<T> c{p, s, off, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
+    c.run(recording);
   }
   // The epilogue does not wait for its last TMA store of O from a buffer of its own: the SMEM
   // must have been read before the CTA exits (a no-op in threads that issued no store).
   if constexpr (T::kOwnO) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
   if constexpr (T::kTrace) {
     if (recording) {
-      tr.close(p, s.trace, warp, lane);
+      TraceRecorder<true>::close_cursor(p, s.trace, warp, lane);
       __syncthreads();
       if (threadIdx.x == 0) {
         p.cta_clock[blockIdx.x].ns1 = globaltimer();

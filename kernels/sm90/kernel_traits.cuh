@@ -191,16 +191,16 @@ __device__ __forceinline__ void release_counter(const Params& p, int next) {
   }
 }
 
-/// Traced builds: which work tiles are recorded, one in p.trace_sample (1: all). Recording costs
-/// the recorded warps their clock reads and stores; the other tiles run the plain kernel's code
-/// (kernels/sm90/README.md, "Instrumentation").
+/// Traced builds: which work tiles are recorded, one in p.trace_sample (1: all). A recorded tile
+/// costs its warps their clock reads and stores; the other tiles run the plain kernel's code
+/// (kernels/sm90/README.md, "Trace sampling").
 /// - A static persistent grid (several tiles per CTA, which all finish together) records tile
 ///   `local` (0, 1, ...) of CTA c when (local + c) % trace_sample == 0: every CTA is slowed alike.
 /// - A one-tile-per-CTA grid thus records the CTAs with c % trace_sample == 0.
 /// - The dynamic scheduler's grid (where a slower CTA takes fewer tiles) records whole CTAs, those
-///   with c % trace_sample == 0; the others run the plain kernel's roles throughout.
-/// A CTA that records no tile runs the plain load warp and skips the end-of-CTA code (see the
-/// kernel, fa3_forward).
+///   with c % trace_sample == 0. (Tile i of CTA c as in static grids instead: hd64 s512 b64
+///   causal 10.5% over the plain kernel against 3.9% at trace sample 8, and 8.5% with nothing
+///   recorded; H200 2026-11-29, kernels/sm90/README.md.)
 /// records_tile: whether a CTA that records (cta_records) records its tile `local`.
 template <bool kDynamic>
 __device__ __forceinline__ bool records_tile(const Params& p, int local) {
@@ -208,10 +208,9 @@ __device__ __forceinline__ bool records_tile(const Params& p, int local) {
   return (static_cast<uint32_t>(local) + blockIdx.x) % p.trace_sample == 0;
 }
 
-/// Traced builds: whether this CTA records any tile (see records_tile). Only such a CTA runs the
-/// recording code at all, and writes its records' counts and its end anchor: in a
-/// one-tile-per-CTA grid of short tiles the end-of-CTA code alone cost 3% of the kernel's time
-/// (H100, hd64 s512 causal).
+/// Traced builds: whether this CTA records any tile (see records_tile). Only such a CTA writes
+/// its records' counts and its end anchor: in a one-tile-per-CTA grid of short tiles the
+/// end-of-CTA code alone cost 3% of the kernel's time (H100, hd64 s512 causal).
 template <bool kDynamic>
 __device__ __forceinline__ bool cta_records(const Params& p) {
   if (p.trace_sample <= 1) return true;

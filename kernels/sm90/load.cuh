@@ -14,18 +14,18 @@
 
 namespace attnsim::sm90 {
 
-/// Returns the number of tiles the CTA ran. `tr`: the CTA's recorder, or one compiled out when the
-/// CTA records nothing (cta_records).
-template <class T, bool kRecord>
-__device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, TraceRecorder<kRecord>& tr) {
+/// Returns the number of tiles the CTA ran. `recording`: the CTA records (cta_records) the tiles
+/// records_tile picks, the consumers' tiles; their spans go through the warp's Cursor in shared
+/// memory (CursorRecorder), and the other tiles run the plain kernel's code.
+template <class T>
+__device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, bool recording) {
   // Write positions: every stage starts free, so the first pass through each ring does not wait.
   PipelineState q_write = PipelineState::producer_start(kQStages), kv_write = PipelineState::producer_start(T::kKvStage);
   int local = 0, next = 0;
   unsigned ticket = 0;  // the dynamic scheduler's: next = gridDim.x + ticket, read after the tile's loads
-  for (int t = blockIdx.x; t < p.num_tiles; t = T::kDynamic ? next : t + gridDim.x, ++local) {
-    const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
+  // The loads of one tile, recorded by `tr`.
+  auto tile_loads = [&](const Tile& c, auto& tr) {
     const int kv_head = c.head / p.group;
-    tr.tile(p, s.trace, c.n_blocks, trace_spans_per_tile);
     // One K or V tile of block j into ring stage kv_write.index, after the consumers freed it.
     auto load_tile = [&](const CUtensorMap* tmap, uint8_t* dst, uint64_t* full, uint64_t* empty, int wait_on, int op,
                          int j) {
@@ -72,6 +72,17 @@ __device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, Trac
           traced_wait(tr, s.barrier_o, static_cast<uint32_t>(local - 1) & 1u, ATTNSIM_WAIT_BARRIER_O, 0, j, local);
       load_tile(&p.tm_v, s.v(kv_write.index), s.v_full, s.v_empty, ATTNSIM_WAIT_V_EMPTY, ATTNSIM_OP_LOAD_V, j);
       kv_write.advance();  // K and V rings advance together
+    }
+  };
+  for (int t = blockIdx.x; t < p.num_tiles; t = T::kDynamic ? next : t + gridDim.x, ++local) {
+    const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
+    if (T::kTrace && recording && records_tile<T::kDynamic>(p, local)) {
+      CursorRecorder<T::kTrace> tr = CursorRecorder<T::kTrace>::at(s.trace, kLoadWarp);
+      tr.tile(p, kLoadWarp, c.n_blocks, trace_spans_per_tile);
+      tile_loads(c, tr);
+    } else {
+      TraceRecorder<false> off;
+      tile_loads(c, off);
     }
     if constexpr (T::kDynamic) {
       next = static_cast<int>(gridDim.x + ticket);

@@ -21,7 +21,7 @@ struct Smem {
   uint64_t* barrier_o;  // T::kOInV: the consumers' O stores have read the V ring (structure.h)
   Tile* tile;   // dynamic scheduler: the tile whose Q the Q buffer holds (index past the last: no more),
                 // then one copy per warp (warp_tile)
-  void* trace;  // traced kernels: one TraceRecorder::Slot per warp
+  void* trace;  // traced kernels: one TraceRecorder::Cursor per warp
 
   /// Carves the layout out of `raw` (aligned up to 1024 B, as 128B swizzle atoms require).
   __device__ explicit Smem(uint8_t* raw) {
@@ -45,6 +45,10 @@ struct Smem {
   __device__ Tile* warp_tile(int w) const {
     return reinterpret_cast<Tile*>(reinterpret_cast<uint8_t*>(tile) + kTileSlotBytes * (1 + w));
   }
+  /// Traced kernels: a shared word that no thread writes after the CTA's first barrier, for
+  /// TraceRecorder::now_after_barrier: the Cursor of warp 1, an idle warp that never records (the
+  /// recording warps rewrite theirs after each tile they record).
+  __device__ const void* barrier_probe() const { return static_cast<const uint8_t*>(trace) + kTraceSlotBytes; }
   __device__ uint8_t* k(int stage) const { return k_ring + stage * T::kKBytes; }
   __device__ uint8_t* v(int stage) const { return v_ring + stage * T::kVBytes; }
 };

@@ -205,7 +205,8 @@ inline constexpr int kTileSlotBytes = 32;
 /// The dynamic scheduler's tile slots: the load warp's, then one copy per warp of the CTA (each
 /// consumer warp's lane 0 copies the tile there for its lanes: kernels/sm90/kernel_traits.cuh).
 ATTNSIM_HD constexpr int tile_slots_bytes(int consumers) { return kTileSlotBytes * (1 + cta_warps(consumers)); }
-/// Bytes of one warp's trace slot (traced kernels: its trace buffer's bounds, TraceRecorder::Slot).
+/// Bytes of one warp's trace slot (traced kernels: where its recording stands between the tiles it
+/// records, TraceRecorder::Cursor).
 inline constexpr int kTraceSlotBytes = 16;
 /// Slack requested on top of the layout so that the base can be aligned up to 1024 B, as the
 /// 128B-swizzle atoms that TMA writes require.
