@@ -13,18 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "expect.h"
 #include "sm90/fa3_api.h"
 
 using namespace attnsim::sm90;
+using attnsim::gpu_test::expect;
+using attnsim::gpu_test::failures;
 
 namespace {
-int failures = 0;
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    ++failures;
-    std::printf("FAIL: %s\n", what.c_str());
-  }
-}
 /// A series' own consistency: reps times, each positive, the median within [min, max]; a clock
 /// probe behind each of its turns (at least one per repetition), each an SM clock an H100 / H200 /
 /// B200 can run at (0.3-3 GHz), the median among them.

@@ -19,19 +19,15 @@
 #include <variant>
 
 #include "common/op_names.h"
+#include "expect.h"
 #include "sm90/fa3_api.h"
 #include "sm90/structure.h"
 
 using namespace attnsim::sm90;
+using attnsim::gpu_test::expect;
+using attnsim::gpu_test::failures;
 
 namespace {
-int failures = 0;
-void expect(bool ok, const std::string& what) {
-  if (!ok) {
-    ++failures;
-    std::printf("FAIL: %s\n", what.c_str());
-  }
-}
 
 constexpr uint32_t kSample = 3;
 
