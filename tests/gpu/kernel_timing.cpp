@@ -56,7 +56,10 @@ int main() {
     if (s && !s->dynamic && k.launch_traced && kernel_unrunnable(k.knobs, gpu).empty())
       by_dim[attnsim::kernel_head_dim(k.knobs)].push_back(&k);
   }
-  const Shape shape{.batch = 2, .heads = 4, .kv_heads = 4, .seqlen_q = 1000, .seqlen_k = 1000, .head_dim = 64};
+  // Long enough that CTAs run past the 20 us the kernel clock needs (Timing::kernel_clock_ghz: the
+  // CTAs with both anchors at least 20 us apart): at seqlen 1000 the 192-row hd64 kernels' CTAs
+  // ran one short tile each, and no traced turn had a kernel clock (H200, 2026-11-29).
+  const Shape shape{.batch = 2, .heads = 4, .kv_heads = 4, .seqlen_q = 4096, .seqlen_k = 4096, .head_dim = 64};
   DeviceProblem prob(shape, 7);
   std::vector<TimedKernel> ks;
   std::vector<int> smem;
