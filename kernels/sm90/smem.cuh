@@ -6,9 +6,13 @@
 
 #include <cstdint>
 
+#include "common/trace_recorder.cuh"  // TraceRecorder::Cursor, the trace slots' layout
 #include "kernel_traits.cuh"
 
 namespace attnsim::sm90 {
+
+// The layout's trace slots (structure.h) are the recorders' cursors.
+static_assert(sizeof(TraceRecorder<true>::Cursor) == kTraceSlotBytes, "a trace slot holds one TraceRecorder::Cursor");
 
 template <class T>
 struct Smem {
