@@ -155,12 +155,17 @@ struct Validate : Command {
     // The kernels of a problem take turns within the power controller's averaging window, so they
     // run at the clock their mean activity holds: their predictions too (as `fidelity` re-predicts
     // them, timing.json saying so).
+    // Then they are simulated again at it (the L2 and HBM rates per cycle follow the clock).
     for (const auto& group : groups) {
       std::vector<ValidationCase*> together;
       for (size_t i : group) together.push_back(&pending[i].c);
       share_clock(hardware, together);
+      for (size_t i : group) {
+        ValidationCase& c = pending[i].c;
+        Prediction pred = predict_case(*pending[i].schedule, hardware, c, c.predicted_clock_ghz);
+        if (i == first_predicted && first_pred) first_pred = std::move(pred);
+      }
     }
-    if (first_pred) first_pred->critical.timeline.clock_ghz = pending[first_predicted].c.predicted_clock_ghz;
     const sm90::TimingOptions topt{.warmup = timing.warmup,
                                    .reps = timing.reps,
                                    .launches = timing.launches,

@@ -35,6 +35,10 @@ struct PredictOptions {
   /// Budget: tiles of the problem the grid planner places (--max-tiles); its time and memory grow
   /// with them (the bundled cases have at most 65 thousand).
   long long max_tiles = 1LL << 22;
+  /// The SM clock to simulate at and predict with, GHz; 0: the clock the schedule's activity
+  /// holds (the power model). Kernels timed together share one clock (shared_clock_ghz), and a
+  /// prediction at that clock is simulated at it.
+  double clock_ghz = 0;
 };
 
 /// Predicted time of a kernel on a problem, and the CTA that bounds it.

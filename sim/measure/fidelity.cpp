@@ -22,8 +22,10 @@ namespace attnsim {
 
 namespace fs = std::filesystem;
 
-Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c) {
-  Prediction p = predict(schedule, hw, c.problem);
+Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz) {
+  PredictOptions opt;
+  opt.clock_ghz = clock_ghz;
+  Prediction p = predict(schedule, hw, c.problem, opt);
   c.predicted_us = p.time_us;
   c.predicted_cycles = p.cycles;
   c.predicted_clock_ghz = p.clock_ghz;
@@ -705,7 +707,8 @@ double PredictionMemo::get(const std::string& key, ValidationCase& c,
 }
 
 std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,
-                              int threads, std::vector<std::string>& errors, PredictionMemo* memo) {
+                              int threads, std::vector<std::string>& errors, PredictionMemo* memo,
+                              bool at_case_clock) {
   std::vector<double> seconds(cases.size(), 0.0);
   std::vector<std::string> err(cases.size());
   std::atomic<size_t> next{0};
@@ -738,11 +741,13 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
             s = load_schedule(file, sets, variant);
           }
         }
+        const double ghz = at_case_clock ? c.predicted_clock_ghz : 0.0;
+        std::string key = memo_key(hw, file, sets, variant, c.problem);
+        if (at_case_clock) key += fmt::format("|at {:a} GHz", ghz);
         if (memo)
-          simulated_s = memo->get(memo_key(hw, file, sets, variant, c.problem), c,
-                                  [&](ValidationCase& into) { predict_case(*s, hw, into); });
+          simulated_s = memo->get(key, c, [&](ValidationCase& into) { predict_case(*s, hw, into, ghz); });
         else
-          predict_case(*s, hw, c);
+          predict_case(*s, hw, c, ghz);
       } catch (const std::exception& e) {
         c.measured = false;  // out of the statistics; the caller reports the error
         c.predicted_us = 0;

@@ -26,9 +26,10 @@
 
 namespace attnsim {
 
-/// The prediction `validate` makes of a case: the whole problem, exact mode. Sets
+/// The prediction `validate` makes of a case: the whole problem, exact mode, simulated and timed
+/// at `clock_ghz` (GHz; 0: the clock of its own activity, PredictOptions::clock_ghz). Sets
 /// c.predicted_us and c.predicted_ops (the critical CTA's spans) and returns the prediction.
-Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c);
+Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz = 0);
 
 /// Re-clocks the predictions of cases whose kernels were timed together (validate's turns of one
 /// problem) at the clock they share (shared_clock_ghz): predicted_us, predicted_cycles,
@@ -194,9 +195,11 @@ class PredictionMemo {
 /// longer predicts (bad schedule, deadlock) leaves the statistics (measured = false) and gets
 /// its message in `errors`. With `memo`, a case predicted before (same hardware name, schedule
 /// file, overrides, variant and problem) is not simulated again; its time is then the seconds
-/// its simulation took.
+/// its simulation took. `at_case_clock`: each case is simulated and predicted at its
+/// predicted_clock_ghz (one that share_clock set), not at the clock of its own activity.
 std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,
-                              int threads, std::vector<std::string>& errors, PredictionMemo* memo = nullptr);
+                              int threads, std::vector<std::string>& errors, PredictionMemo* memo = nullptr,
+                              bool at_case_clock = false);
 
 // ---- baseline and regression rule ------------------------------------------------------
 
