@@ -178,7 +178,7 @@ std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
                   "indices \"0,4,5\"");
   sub->add_option("--trace-sample", c->trace_sample,
                   "SM90 kernels record one work tile in N (static grids: of each CTA; dynamic scheduler: "
-                  "whole CTAs), the others run uninstrumented (default 1: every tile; validate samples 16)")
+                  "whole CTAs), the others run uninstrumented (default 1: every tile; validate samples 32)")
       ->check(CLI::Range(1, 1 << 20));
   sub->add_flag("--full-trace", c->full_trace, "traces of whole CTAs instead of their first tile");
   sub->add_flag("--list", c->list, "list the kernels compiled into this build");
