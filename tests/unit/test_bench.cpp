@@ -18,16 +18,7 @@ using namespace attnsim;
 
 namespace {
 
-Problem shape(int batch, int heads, int kv_heads, int seqlen, int head_dim, bool causal) {
-  Problem p;
-  p.batch = batch;
-  p.heads = heads;
-  p.kv_heads = kv_heads;
-  p.seqlen_q = p.seqlen_k = seqlen;
-  p.head_dim = p.head_dim_v = head_dim;
-  p.causal = causal;
-  return p;
-}
+using test::shape;
 
 BenchRow row(const std::string& label, const Problem& p, double ours_us, double cudnn_us) {
   BenchRow r;

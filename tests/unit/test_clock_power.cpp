@@ -124,11 +124,7 @@ TEST_CASE("a prediction's spans turn into time at the prediction's clock and not
   // A tensor-heavy FA3 run: the power model lowers the clock below clock_under_load, and the
   // critical CTA's last span must end (in us) within the predicted time, not past or short of it.
   const Hardware hw = load_hardware(resolve_hardware_path("h100_sxm"));
-  Problem p;
-  p.batch = 2;
-  p.heads = p.kv_heads = 16;
-  p.seqlen_q = p.seqlen_k = 2048;
-  p.head_dim = p.head_dim_v = 128;
+  const Problem p = test::shape(2, 16, 16, 2048, 128, false);
   const auto s = load_schedule(test::root() + "/schedules/fa3_sm90.json");
   const Prediction r = predict(*s, hw, p, {});
   REQUIRE(r.clock_ghz < hw.clock_under(s->clock_load()) - 0.01);
@@ -190,12 +186,7 @@ TEST_CASE("kernels timed in turns share the clock of their time-weighted mean ac
 TEST_CASE("the CTAs are simulated at the clock they are predicted at: L2 and HBM move bytes per second",
           "[clock_power][driver]") {
   const Hardware hw = load_hardware(resolve_hardware_path("h200"));
-  Problem p;
-  p.batch = 8;
-  p.heads = p.kv_heads = 16;
-  p.seqlen_q = p.seqlen_k = 2048;
-  p.head_dim = p.head_dim_v = 256;
-  p.causal = true;
+  const Problem p = test::shape(8, 16, 16, 2048, 256, true);
   const std::string file = test::root() + "/schedules/fa3_sm90.json";
   auto grid_cycles = [&](const Schedule& s, const Problem& pr, double ghz) {
     PredictOptions o;
@@ -212,11 +203,7 @@ TEST_CASE("the CTAs are simulated at the clock they are predicted at: L2 and HBM
   // The base schedule on a long non-causal problem keeps the tensor cores busy: about the same
   // cycles at either clock.
   const auto base = load_schedule(file);
-  Problem dense = p;
-  dense.batch = 2;
-  dense.seqlen_q = dense.seqlen_k = 8192;
-  dense.head_dim = dense.head_dim_v = 128;
-  dense.causal = false;
+  const Problem dense = test::shape(2, 16, 16, 8192, 128, false);
   const double dense_ratio = grid_cycles(*base, dense, 1.8) / grid_cycles(*base, dense, 1.3);
   CHECK(dense_ratio == Approx(1.0).margin(0.03));
   // predict() simulates at the clock its own activity holds: asked to predict at that clock, it

@@ -15,6 +15,18 @@ inline std::string micro(const std::string& name) { return std::string(ATTNSIM_T
 inline std::string fa4() { return root() + "/schedules/fa4_sm100.json"; }
 inline Hardware b200() { return load_hardware(root() + "/configs/hw/b200.json"); }
 inline Problem default_problem() { return load_problem(root() + "/configs/problems/default.json"); }
+/// A self-attention problem of `batch` x `heads` (`kv_heads` K/V heads) x `seqlen` queries and
+/// keys at `head_dim` (Q, K and V alike), bf16.
+inline Problem shape(int batch, int heads, int kv_heads, int seqlen, int head_dim, bool causal) {
+  Problem p;
+  p.batch = batch;
+  p.heads = heads;
+  p.kv_heads = kv_heads;
+  p.seqlen_q = p.seqlen_k = seqlen;
+  p.head_dim = p.head_dim_v = head_dim;
+  p.causal = causal;
+  return p;
+}
 
 /// `hw` without the costs outside a CTA's warp programs and without the cost of waits that are
 /// already satisfied (launch, CTA launch gap and prologue, mbarrier / wgmma ready checks) and with
