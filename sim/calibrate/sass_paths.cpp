@@ -560,6 +560,7 @@ std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled) {
   if (v.size() >= 13) k.rescale_milli = v[12];
   if (v.size() >= 15) k.exp2_emu_freq = v[13], k.exp2_emu_res = v[14];
   k.o_in_v = v.size() >= 16 && v[15] != 0;
+  k.args = static_cast<int>(v.size());
   return k;
 }
 
@@ -640,6 +641,12 @@ struct Walk {
     for (size_t i = b; i < e;) {
       const Instr& in = code[i];
       out.on.push_back(i);
+      // BRA.DIV jumps to a fallback only when the warp has diverged (ptxas's check before a
+      // warp-wide operation such as a shuffle): converged warps, the steady state, go on.
+      if (in.target && in.opcode.starts_with("BRA.DIV")) {
+        ++i;
+        continue;
+      }
       if (in.target) {
         const auto it = index.find(*in.target);
         const size_t t = it == index.end() ? code.size() : it->second;

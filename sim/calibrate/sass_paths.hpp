@@ -172,9 +172,7 @@ struct Fa3Knobs {
   int rescale_milli = -1;               ///< conditional rescale threshold x 1000 (13th; -1: every block)
   int exp2_emu_freq = 0, exp2_emu_res = 0;  ///< exp2 emulation (14th, 15th; 0: none)
   bool o_in_v = false;                      ///< O staged in the V ring (16th)
-  /// A variant's code path (conditional rescale, exp2 emulation, O in the V ring), not the base
-  /// schedule's.
-  bool variant_code() const { return rescale_milli >= 0 || exp2_emu_freq > 0 || o_in_v; }
+  int args = 0;  ///< template arguments in the name: a listing older than a knob has none for it
 };
 /// The knobs of `mangled` when it is an attnsim::sm90::fa3_forward instance.
 std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled);

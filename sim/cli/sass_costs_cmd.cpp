@@ -17,6 +17,7 @@
 #include <set>
 #include <tuple>
 
+#include "calibrate/sass_base_code.hpp"
 #include "calibrate/sass_paths.hpp"
 #include "cli/commands.hpp"
 #include "cli/sass_costs_issue.hpp"
@@ -42,6 +43,7 @@ std::string short_name(const sass::Fa3Knobs& k) {
   std::string variant;
   if (k.rescale_milli >= 0) variant += fmt::format(" rescale>{:g}", k.rescale_milli / 1000.0);
   if (k.exp2_emu_freq > 0) variant += fmt::format(" exp2 emu {}/{}", k.exp2_emu_res, k.exp2_emu_freq);
+  if (k.o_in_v) variant += " o_in_v";
   return fmt::format("fa3_forward<Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}>>{}", k.head_dim, k.m_block, k.n_block,
                      k.kv_stage, k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, k.trace, k.dynamic, variant);
 }
@@ -145,8 +147,12 @@ struct SassCosts : Command {
     const sass::Latencies lat = sass::Latencies::from(hw);
     std::vector<sass::KernelAnalysis> kernels;
     // With --into, the cost file's points describe the base schedule's code: instances of variant
-    // code paths (conditional rescale, exp2 emulation) are analysed only when not writing.
-    auto skip = [&](const sass::Fa3Knobs& k) { return !into.empty() && k.variant_code(); };
+    // code paths (conditional rescale, exp2 emulation, O staging where the base stages it elsewhere)
+    // are analysed only when not writing.
+    const std::string base_schedule = project_root() + "/schedules/fa3_sm90.json";
+    auto skip = [&](const sass::Fa3Knobs& k) {
+      return !into.empty() && !sass::runs_schedule_code(k, hw, base_schedule);
+    };
     for (const auto& fn : functions) {
       const auto k = sass::fa3_knobs(fn.mangled);
       if (!k || !k->trace || skip(*k)) continue;

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "calibrate/sass_base_code.hpp"
 #include "calibrate/sass_paths.hpp"
 #include "lower/costs.hpp"
 #include "model/hardware.hpp"
@@ -396,6 +397,17 @@ TEST_CASE("SASS tile control of a hand-written plain fa3_forward tile loop", "[s
   CHECK(tc.head_issue_cycles == 1 + 2 + 1 + 1 + 1 + 3);
   CHECK(tc.tail_chain.cycles == Approx(kLat.mufu));  // MUFU.LG2 -> STG: one MUFU on the chain
 
+  // A divergence check (BRA.DIV) in place of the exit test's IADD3, its fallback past the q.full
+  // wait and the tile slot: a converged warp goes on, so the head keeps its path (the fallback's
+  // region holds a retry loop, which once made the walk jump over it).
+  Function div = fns[0];
+  Instr bra_div = parse_instruction(0x40, "BRA.DIV UR8, 0x140");
+  bra_div.stall = div.code[4].stall;
+  div.code[4] = bra_div;
+  const TilePaths dc = tile_paths(div, kLat);
+  CHECK(addresses(dc.head) == std::vector<uint32_t>{0x10, 0x20, 0x30, 0x40, 0x60, 0xa0});
+  CHECK(dc.head_end == 0xb0);
+
   Function no_store = fns[0];
   no_store.code.erase(no_store.code.begin() + 14);  // the UTMASTG
   CHECK_THROWS_WITH(tile_paths(no_store, kLat), Catch::Contains("no UTMASTG"));
@@ -553,7 +565,6 @@ TEST_CASE("fa3_forward instances with the conditional rescale and exp2 emulation
   CHECK(emu->rescale_milli == -1);
   CHECK(emu->exp2_emu_freq == 4);
   CHECK(emu->exp2_emu_res == 1);
-  CHECK(emu->variant_code());
   // 13 arguments: the conditional rescale at 2^8.
   const auto rescale = fa3_knobs(
       "_ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi256ELi128ELi80ELi2ELb1ELb1ELi240ELi24ELb1ELb0ELb0ELi8ELi8000EEEEEvNS0_"
@@ -562,8 +573,45 @@ TEST_CASE("fa3_forward instances with the conditional rescale and exp2 emulation
   CHECK(rescale->trace);
   CHECK(rescale->rescale_milli == 8000);
   CHECK(rescale->exp2_emu_freq == 0);
-  CHECK(rescale->variant_code());
   const auto base = fa3_knobs("_ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi128ELi128ELi128ELi3ELb1ELb1ELi240ELi24ELb1EEEEEvNS0_6ParamsE");
   REQUIRE(base);
-  CHECK_FALSE(base->variant_code());
+  CHECK_FALSE(base->o_in_v);
+}
+
+TEST_CASE("sass-costs --into: the instances whose code the base schedule runs", "[sass]") {
+  // Which knobs are a variant's depends on the head_dim: the base schedule rescales O
+  // conditionally and stages it in the V ring at hd256, and at hd64/hd128 rescales at every block
+  // with O in a buffer of its own (schedules/fa3_sm90.json, "auto").
+  const Hardware hw = load_hardware(resolve_hardware_path("h200"));
+  const std::string base = project_root() + "/schedules/fa3_sm90.json";
+  auto knobs = [](int hd, int n, bool dynamic, bool own_o, int rescale_milli, bool o_in_v, int emu = 0) {
+    Fa3Knobs k;
+    k.head_dim = hd;
+    k.m_block = hd == 64 ? 192 : 128;
+    k.n_block = n;
+    k.kv_stage = 2;
+    k.pingpong = k.overlap = true;
+    k.dynamic = dynamic;
+    k.own_o = own_o;
+    k.rescale_milli = rescale_milli;
+    k.o_in_v = o_in_v;
+    k.exp2_emu_freq = emu, k.exp2_emu_res = emu > 0 ? 1 : 0;
+    k.args = 16;
+    return k;
+  };
+  CHECK(runs_schedule_code(knobs(256, 80, true, false, 8000, true), hw, base));
+  CHECK(runs_schedule_code(knobs(256, 64, false, false, 8000, true), hw, base));
+  CHECK_FALSE(runs_schedule_code(knobs(256, 80, false, false, 8000, false), hw, base));  // o_in_q_buffer
+  CHECK_FALSE(runs_schedule_code(knobs(256, 80, false, false, -1, true), hw, base));     // unconditional_rescale
+  CHECK(runs_schedule_code(knobs(128, 128, true, true, -1, false), hw, base));
+  CHECK(runs_schedule_code(knobs(64, 128, false, true, -1, false), hw, base));
+  CHECK_FALSE(runs_schedule_code(knobs(128, 128, false, true, 8000, false), hw, base));  // conditional at hd128
+  CHECK_FALSE(runs_schedule_code(knobs(128, 128, false, false, -1, false), hw, base));   // O in Q's buffer
+  CHECK_FALSE(runs_schedule_code(knobs(64, 128, false, true, -1, false, 4), hw, base));  // exp2 emulation
+  CHECK(runs_schedule_code(knobs(128, 176, false, false, -1, true), hw, base));  // 176 wide: no own O, V ring
+  // A listing from before the O staging knob (9 template arguments): its O in Q's buffer was the
+  // only choice, so the instance is the base's.
+  auto old = knobs(128, 128, false, false, -1, false);
+  old.args = 9;
+  CHECK(runs_schedule_code(old, hw, base));
 }
