@@ -388,13 +388,14 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels, const st
     j["pingpong"] = k.pingpong;
     j["overlap"] = k.overlap;
     j["dynamic"] = k.dynamic;
+    j["n_block"] = k.n_block;
     return j;
   };
   nlohmann::ordered_json lc_points = nlohmann::ordered_json::array();
-  std::set<std::tuple<int, bool, bool, bool>> lc_done;
+  std::set<std::tuple<int, int, bool, bool, bool>> lc_done;
   for (const auto* ka : order) {
     const auto& k = ka->knobs;
-    if (!lc_done.insert({k.head_dim, k.pingpong, k.overlap, k.dynamic}).second) continue;
+    if (!lc_done.insert({k.head_dim, k.n_block, k.pingpong, k.overlap, k.dynamic}).second) continue;
     int instructions = 0, issue = 0;
     for (const auto& sp : ka->spans)
       if (sp.op == "-") instructions += static_cast<int>(sp.code.size()), issue += std::max(0, sp.issue_cycles);

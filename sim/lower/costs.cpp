@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -79,6 +80,7 @@ CostModel::InstanceKnobs CostModel::read_instance(JsonReader& pr, bool with_own_
   k.overlap = pr.boolean("overlap");
   k.dynamic = pr.boolean("dynamic");
   if (with_own_o) k.own_o = pr.boolean("own_o");
+  k.n_block = static_cast<int>(pr.integer_or("n_block", 0, 8, 1024));
   return k;
 }
 
@@ -214,12 +216,12 @@ CostModel CostModel::read(const std::string& file) {
 }
 
 namespace {
-/// The point of `points` for an instance: the one `exact` accepts, else the mean of those `same`
-/// accepts, else the mean of all; `zero` when there are none. `add`/`scale` sum and divide costs.
-template <class Point, class Cost, class Exact, class Same, class Add, class Scale>
-Cost pick_point(const std::vector<Point>& points, Exact exact, Same same, Add add, Scale scale) {
-  for (const auto& p : points)
-    if (exact(p)) return p.cost;
+/// The cost of `points` for an instance: the mean of the first non-empty group of `tiers` (each a
+/// predicate on a point, from the closest match to the loosest), else the mean of all; `zero` when
+/// there are none. `add`/`scale` sum and divide costs.
+template <class Point, class Cost, class Add, class Scale>
+Cost pick_point(const std::vector<Point>& points, const std::vector<std::function<bool(const Point&)>>& tiers, Add add,
+                Scale scale) {
   auto mean_of = [&](auto keep) {
     Cost sum{};
     int n = 0;
@@ -228,7 +230,8 @@ Cost pick_point(const std::vector<Point>& points, Exact exact, Same same, Add ad
     if (n > 0) scale(sum, 1.0 / n);
     return std::pair{sum, n};
   };
-  if (const auto [c, n] = mean_of(same); n > 0) return c;
+  for (const auto& tier : tiers)
+    if (const auto [c, n] = mean_of(tier); n > 0) return c;
   return mean_of([](const Point&) { return true; }).first;
 }
 void add_lc(LoopControl& a, const LoopControl& b) {
@@ -237,26 +240,29 @@ void add_lc(LoopControl& a, const LoopControl& b) {
 void scale_lc(LoopControl& a, double f) { a.instructions *= f, a.issue_cycles *= f; }
 }  // namespace
 
-LoopControl CostModel::loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic) const {
-  const auto same = [&](const LoopControlPoint& p) { return p.knobs.same_structure(pingpong, overlap, dynamic); };
-  return pick_point<LoopControlPoint, LoopControl>(
-      loop_control_, [&](const LoopControlPoint& p) { return same(p) && p.knobs.head_dim == head_dim; }, same, add_lc,
-      scale_lc);
+LoopControl CostModel::loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic, int n_block) const {
+  using P = LoopControlPoint;
+  const auto same = [=](const P& p) { return p.knobs.same_structure(pingpong, overlap, dynamic); };
+  const auto own = [=](const P& p) { return same(p) && p.knobs.head_dim == head_dim; };
+  return pick_point<P, LoopControl>(
+      loop_control_, {[=](const P& p) { return own(p) && p.knobs.same_width(n_block); }, own, same}, add_lc, scale_lc);
 }
 
-TileControl CostModel::tile_control(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o) const {
-  const auto same = [&](const TileControlPoint& p) {
-    return p.knobs.same_structure(pingpong, overlap, dynamic) && p.knobs.own_o == own_o;
-  };
-  return pick_point<TileControlPoint, TileControl>(
-      tile_control_, [&](const TileControlPoint& p) { return same(p) && p.knobs.head_dim == head_dim; }, same,
+TileControl CostModel::tile_control(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o,
+                                    int n_block) const {
+  using P = TileControlPoint;
+  const auto same = [=](const P& p) { return p.knobs.same_structure(pingpong, overlap, dynamic) && p.knobs.own_o == own_o; };
+  const auto own = [=](const P& p) { return same(p) && p.knobs.head_dim == head_dim; };
+  return pick_point<P, TileControl>(
+      tile_control_, {[=](const P& p) { return own(p) && p.knobs.same_width(n_block); }, own, same},
       [](TileControl& a, const TileControl& b) { add_lc(a.head, b.head), add_lc(a.tail, b.tail); },
       [](TileControl& a, double f) { scale_lc(a.head, f), scale_lc(a.tail, f); });
 }
 
-double CostModel::max_before_pv_wait(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o) const {
-  // ptxas's placement follows the code of the head dimension and the O staging (register
-  // pressure), not the other knobs; with no instance of this head dimension, the source's order.
+double CostModel::max_before_pv_wait(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o,
+                                     int n_block) const {
+  // ptxas's placement follows the code of the head dimension, the tile and the O staging (register
+  // pressure), less the other knobs; with no instance of this head dimension, the source's order.
   auto mean_of = [&](auto keep) {
     double sum = 0;
     int n = 0;
@@ -264,10 +270,11 @@ double CostModel::max_before_pv_wait(int head_dim, bool pingpong, bool overlap, 
       if (keep(p.knobs)) sum += p.cost, ++n;
     return n > 0 ? std::optional<double>(sum / n) : std::nullopt;
   };
-  if (auto v = mean_of([&](const InstanceKnobs& k) {
-        return k.head_dim == head_dim && k.own_o == own_o && k.same_structure(pingpong, overlap, dynamic);
-      }))
-    return *v;
+  const auto own = [&](const InstanceKnobs& k) {
+    return k.head_dim == head_dim && k.own_o == own_o && k.same_structure(pingpong, overlap, dynamic);
+  };
+  if (auto v = mean_of([&](const InstanceKnobs& k) { return own(k) && k.same_width(n_block); })) return *v;
+  if (auto v = mean_of(own)) return *v;
   if (auto v = mean_of([&](const InstanceKnobs& k) { return k.head_dim == head_dim && k.own_o == own_o; })) return *v;
   return mean_of([&](const InstanceKnobs& k) { return k.head_dim == head_dim; }).value_or(0.0);
 }

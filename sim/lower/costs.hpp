@@ -104,16 +104,19 @@ class CostModel {
   /// The loop control of the instance with these knobs: the point of the same head_dim, pingpong,
   /// overlap and scheduler, else the mean of the points with the same pingpong, overlap and
   /// scheduler, else the mean of all; zeros when the file has none ("loop_control" is optional).
-  LoopControl loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic) const;
+  /// `n_block`: the tile's KV block width; a point counted at that width (or one that names none)
+  /// is preferred to the others of its head_dim and structure (0: any width).
+  LoopControl loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic, int n_block = 0) const;
   /// The tile control of the plain instance with these knobs, chosen as loop_control's point (own
   /// O buffer part of the match); zeros when the file has none ("tile_control" is optional).
-  TileControl tile_control(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o) const;
+  TileControl tile_control(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o, int n_block = 0) const;
   /// The fraction of the row max that the plain instance with these knobs runs before its wait
   /// for the PV GEMM in an overlapped KV step (ptxas's placement, `attnsim sass-costs`): the point
-  /// with all these knobs, else the mean of those with this head_dim and O staging, else of those
-  /// with this head_dim; 0 (the source's order: the wait before the softmax) when there is none
-  /// ("pv_wait" is optional).
-  double max_before_pv_wait(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o) const;
+  /// with all these knobs (at this KV block width where one was counted at it), else the mean of
+  /// those with this head_dim and O staging, else of those with this head_dim; 0 (the source's
+  /// order: the wait before the softmax) when there is none ("pv_wait" is optional).
+  double max_before_pv_wait(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o,
+                            int n_block = 0) const;
   const std::string& file() const { return file_; }
   /// Writes `doc` to cost file `file` in the files' own layout (format_json), replacing it only
   /// if the result loads (read uncached); throws InputError naming the file and JSON path if not.
@@ -126,7 +129,10 @@ class CostModel {
   struct InstanceKnobs {
     int head_dim = 0;
     bool pingpong = false, overlap = false, dynamic = false, own_o = false;
+    int n_block = 0;  ///< the instance's KV block width (0: not recorded, files written before it was)
     bool same_structure(bool pp, bool ov, bool dyn) const { return pingpong == pp && overlap == ov && dynamic == dyn; }
+    /// Counted at KV block width `n` (or at an unrecorded one; n = 0 asks for any).
+    bool same_width(int n) const { return n == 0 || n_block == 0 || n_block == n; }
   };
   static InstanceKnobs read_instance(JsonReader& point, bool with_own_o);
   struct LoopControlPoint {

@@ -300,7 +300,7 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     // Each KV block (2 here) of a consumer warp runs the code between the kernel's spans once, as
     // the cost file's SASS count for this instance says.
     const LoopControl lc = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json")
-                               .loop_control(hd, kk.pingpong, kk.overlap, false);
+                               .loop_control(hd, kk.pingpong, kk.overlap, false, kk.n_block);
     REQUIRE(lc.instructions > 0);
     int loop_controls = 0;
     for (const Op& op : prog.warps[4].ops)
@@ -313,7 +313,7 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     // The tile's head (after its Q wait) and tail (after the store of O), as the plain kernel's
     // SASS counts them for this instance.
     const TileControl tc = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json")
-                               .tile_control(hd, kk.pingpong, kk.overlap, false, hd <= 128);
+                               .tile_control(hd, kk.pingpong, kk.overlap, false, hd <= 128, kk.n_block);
     REQUIRE(tc.head.instructions > 0);
     std::vector<double> tile_ops;
     for (const Op& op : prog.warps[4].ops)
@@ -322,8 +322,8 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     // In the overlapped step (block 0 here) the PV's wait (wgmma.wait_group 0) comes where the
     // plain kernel's SASS has it: after the row max where ptxas sank it below most of the max.
     const bool under_max = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json")
-                               .max_before_pv_wait(hd, kk.pingpong, kk.overlap, false, kk.own_o_buffer) >= 0.5;
-    CHECK(under_max == (hd <= 128));  // the b3eb563 listing: hd64/hd128 with O's own buffer, not hd256
+                               .max_before_pv_wait(hd, kk.pingpong, kk.overlap, false, kk.own_o_buffer, kk.n_block) >= 0.5;
+    CHECK(under_max == (hd <= 128));  // the 2026-11-29 listing: hd64/hd128 with O's own buffer, not hd256
     const auto& ops = prog.warps[4].ops;
     std::vector<size_t> waits, maxes;
     for (size_t i = 0; i < ops.size(); ++i) {

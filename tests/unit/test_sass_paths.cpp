@@ -305,6 +305,18 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     CHECK(mm.loop_control(64, false, true, false).instructions == 40);
     CHECK(mm.loop_control(128, false, true, false).issue_cycles == Approx(85));          // same structure: mean of 2
     CHECK(mm.loop_control(128, false, false, false).instructions == Approx(134.0 / 3));  // none: mean of all
+    // Points counted at a KV block width: the instance's width first, then its head_dim's others.
+    auto wide = pt(256, false, true, 60, 174);
+    wide["n_block"] = 80;
+    auto narrow = pt(256, false, true, 40, 100);
+    narrow["n_block"] = 64;
+    doc["loop_control"]["points"] = {wide, narrow, pt(64, false, true, 40, 80)};
+    const TempCostFile widths(doc, "loop_control_widths");
+    const CostModel mw = CostModel::load(widths.string());
+    CHECK(mw.loop_control(256, false, true, false, 80).issue_cycles == 174);
+    CHECK(mw.loop_control(256, false, true, false, 64).issue_cycles == 100);
+    CHECK(mw.loop_control(256, false, true, false, 128).issue_cycles == Approx(137));  // its head_dim's mean
+    CHECK(mw.loop_control(256, false, true, false).issue_cycles == Approx(137));       // any width
     doc["loop_control"]["points"][0].erase("issue_cycles");
     const TempCostFile bad(doc, "loop_control_bad");
     CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/loop_control/points/0"));
@@ -353,6 +365,18 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     doc["pv_wait"]["points"][2]["max_before_pv_wait"] = 1.5;
     const TempCostFile bad(doc, "pv_wait_bad");
     CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/pv_wait/points/2/max_before_pv_wait"));
+    // hd256 at two widths, ptxas placing the wait differently: the tile's own width decides.
+    auto at = [&](int n, double f) {
+      auto j = pt(256, false, false, f);
+      j["n_block"] = n;
+      return j;
+    };
+    doc["pv_wait"]["points"] = {at(80, 0.115), at(64, 0.909)};
+    const TempCostFile widths(doc, "pv_wait_widths");
+    const CostModel mw = CostModel::load(widths.string());
+    CHECK(mw.max_before_pv_wait(256, false, true, false, false, 80) == Approx(0.115));
+    CHECK(mw.max_before_pv_wait(256, false, true, false, false, 64) == Approx(0.909));
+    CHECK(mw.max_before_pv_wait(256, false, true, false, false) == Approx(0.512));  // any width: the mean
   }
   SECTION("a block's provenance needs its source; \"was\" keeps what a count replaced") {
     auto doc = load_json_file(data("costs_chain.json"));

@@ -58,7 +58,8 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   // The code between the kernel's spans in each KV iteration (stage releases, pipeline indices
   // and phases, the pingpong arrive, the loop branch), counted in its SASS (sass-costs): its
   // instructions on the issue slot and ALU pipe, its static issue time as the floor.
-  const LoopControl lc = c.costs.loop_control(d, k.pingpong, k.overlap, k.scheduler == TileScheduler::DynamicLpt);
+  const LoopControl lc =
+      c.costs.loop_control(d, k.pingpong, k.overlap, k.scheduler == TileScheduler::DynamicLpt, k.n_block);
   const Work lc_work = alu_instructions(lc.instructions);
   const MeasuredTiming lc_timing{lc.issue_cycles};
   // The rescale_o span at KV iteration `it` (0: the tile's first block): O *= alpha and P packed,
@@ -78,17 +79,18 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   // its head (tile slot or coordinates, KV block count, exit test) after the pipeline_q.full
   // wait, its tail (LSE, the tile loop's bookkeeping) after the store of O.
   const TileControl tc =
-      c.costs.tile_control(d, k.pingpong, k.overlap, k.scheduler == TileScheduler::DynamicLpt, k.own_o_buffer);
+      c.costs.tile_control(d, k.pingpong, k.overlap, k.scheduler == TileScheduler::DynamicLpt, k.own_o_buffer, k.n_block);
   auto tile_control = [&](const LoopControl& part) {
     if (part.instructions > 0)
       w.compute(ATTNSIM_OP_TILE_CONTROL, alu_instructions(part.instructions), 0, 0, MeasuredTiming{part.issue_cycles});
   };
   // Where an overlapped KV step waits for its PV GEMM: the source waits before the softmax; in the
   // plain kernel's SASS ptxas may sink that wgmma.wait_group 0 below the row max (the hd64 and
-  // hd128 instances with O in its own buffer: below every FMNMX of it; hd256: not at all). The
+  // hd128 instances with O in its own buffer: below every FMNMX of it; hd256: mostly not). The
   // wait follows the max where the SASS runs most of it first.
-  const bool pv_under_max = c.costs.max_before_pv_wait(d, k.pingpong, k.overlap,
-                                                       k.scheduler == TileScheduler::DynamicLpt, k.own_o_buffer) >= 0.5;
+  const bool pv_under_max =
+      c.costs.max_before_pv_wait(d, k.pingpong, k.overlap, k.scheduler == TileScheduler::DynamicLpt, k.own_o_buffer,
+                                 k.n_block) >= 0.5;
   const bool loader = !k.warp_specialization && group == 0 && warp_in_group == 0;
   if (loader)  // its TMA arrive.expect_tx is the "load" arrival of each full barrier
     for (Pipe* p : {&c.q, &c.k_pipe, &c.v_pipe}) p->arrive_count("load", true, false);
