@@ -808,22 +808,18 @@ bool matches(const Span& s, const std::string& op) {
 
 }  // namespace
 
-KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
-  KernelAnalysis ka;
-  ka.function = &fn;
-  const auto knobs = fa3_knobs(fn.mangled);
-  if (!knobs) throw std::runtime_error(fmt::format("{}: not an attnsim::sm90::fa3_forward instance", fn.name));
-  if (!knobs->trace)
-    throw std::runtime_error(fmt::format("{}: not a traced instance (Trace = 0): no clock reads", fn.name));
-  ka.knobs = *knobs;
-  const auto& code = fn.code;
-  Walk walk(code);
+namespace {
+/// A KV loop candidate: a backward branch (`back`) to `head` over HGMMA and MUFU.EX2.
+struct Loop {
+  size_t head, back;
+  int clocks;  ///< trace clock reads in it
+};
 
-  // Loops: backward branches; candidates hold HGMMA and MUFU.EX2; keep the innermost.
-  struct Loop {
-    size_t head, back;
-    int clocks;
-  };
+/// The consumer's steady-state KV loop of `fn`: of the innermost loops with HGMMA and MUFU.EX2,
+/// the one with the most clock reads (a traced instance's recorded loop), then the fewest -INF
+/// writes (the unmasked blocks' loop, where the kernel has a masked one too).
+Loop steady_kv_loop(const Function& fn, const Walk& walk) {
+  const auto& code = fn.code;
   std::vector<Loop> loops;
   for (size_t i = 0; i < code.size(); ++i) {
     if (!code[i].backward()) continue;
@@ -854,9 +850,40 @@ KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
     for (size_t k = l.head; k <= l.back; ++k) n += code[k].writes_neg_inf;
     return n;
   };
-  const Loop loop = *std::min_element(inner.begin(), inner.end(), [&](const Loop& a, const Loop& b) {
+  return *std::min_element(inner.begin(), inner.end(), [&](const Loop& a, const Loop& b) {
     return a.clocks != b.clocks ? a.clocks > b.clocks : neg_inf(a) < neg_inf(b);
   });
+}
+}  // namespace
+
+PlainKvLoop plain_kv_loop(const Function& fn) {
+  const auto& code = fn.code;
+  const Walk walk(code);
+  const Loop loop = steady_kv_loop(fn, walk);
+  Walk::Path path;
+  walk.walk(loop.head, loop.back + 1, path);
+  PlainKvLoop out;
+  out.begin = code[loop.head].address;
+  out.end = code[loop.back].address;
+  out.on_path = static_cast<int>(path.on.size());
+  std::vector<const Instr*> on;
+  for (size_t k : path.on) on.push_back(&code[k]);
+  out.issue_cycles = static_issue_cycles(on);
+  return out;
+}
+
+
+KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
+  KernelAnalysis ka;
+  ka.function = &fn;
+  const auto knobs = fa3_knobs(fn.mangled);
+  if (!knobs) throw std::runtime_error(fmt::format("{}: not an attnsim::sm90::fa3_forward instance", fn.name));
+  if (!knobs->trace)
+    throw std::runtime_error(fmt::format("{}: not a traced instance (Trace = 0): no clock reads", fn.name));
+  ka.knobs = *knobs;
+  const auto& code = fn.code;
+  Walk walk(code);
+  const Loop loop = steady_kv_loop(fn, walk);
   ka.loop_begin = code[loop.head].address;
   ka.loop_end = code[loop.back].address;
   ka.loop_instructions = static_cast<int>(loop.back - loop.head + 1);

@@ -214,6 +214,18 @@ std::vector<PvWaitStep> pv_wait_steps(const Function& fn);
 /// masked; -1 when there are none.
 double max_before_pv_wait(const std::vector<PvWaitStep>& steps);
 
+/// The consumer's steady-state KV loop of a plain (untraced) fa3_forward instance, the code the
+/// timed kernel runs per KV block: of the innermost loops with HGMMA and MUFU.EX2, the one with the
+/// fewest -INF writes (unmasked blocks), and the path an unmasked block whose barriers are complete
+/// takes through it (wait retries off it).
+struct PlainKvLoop {
+  uint32_t begin = 0, end = 0;  ///< the loop's head and backward branch
+  int on_path = 0;              ///< instructions on that path
+  int issue_cycles = 0;         ///< their static issue time (static_issue_cycles; -1: no control codes)
+};
+/// plain_kv_loop of `fn`; throws std::runtime_error when it has no loop with HGMMA and MUFU.EX2.
+PlainKvLoop plain_kv_loop(const Function& fn);
+
 /// The spans of one traced kernel.
 struct KernelAnalysis {
   const Function* function = nullptr;

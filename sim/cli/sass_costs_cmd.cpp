@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "calibrate/sass_base_code.hpp"
+#include "calibrate/sass_loop_control.hpp"
 #include "calibrate/sass_paths.hpp"
 #include "cli/commands.hpp"
 #include "cli/sass_costs_issue.hpp"
@@ -79,6 +80,7 @@ struct PlainInstance {
   sass::Fa3Knobs knobs;
   sass::TilePaths tile;
   std::vector<sass::PvWaitStep> pv_wait;
+  sass::PlainKvLoop loop;
 };
 
 struct SassCosts : Command {
@@ -169,7 +171,7 @@ struct SassCosts : Command {
       if (!kernel.empty() && fn.name.find(kernel) == std::string::npos &&
           fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
         continue;
-      tiles.push_back({*k, sass::tile_paths(fn, lat), sass::pv_wait_steps(fn)});
+      tiles.push_back({*k, sass::tile_paths(fn, lat), sass::pv_wait_steps(fn), sass::plain_kv_loop(fn)});
     }
     if (kernels.empty())
       throw InputError(sass_file, "",
@@ -185,7 +187,7 @@ struct SassCosts : Command {
     std::cout << "\ntile control (plain instances): per consumer warp and work tile, the code after the TMA store of "
                  "O to the tile loop's branch (tail) and from the loop's top to the first turn, K wait or GEMM "
                  "(head), the q.full wait left out; instructions and static issue cycles\n";
-    for (const auto& [k, tc, pv] : tiles) {
+    for (const auto& [k, tc, pv, loop] : tiles) {
       std::cout << fmt::format(
           "  {}{}: tail {:#x}: {} instructions, {} cycles, chain {:.0f} ({}); head {:#x}-{:#x}: "
           "{} instructions, {} cycles, chain {:.0f} ({})\n",
@@ -199,7 +201,7 @@ struct SassCosts : Command {
     }
     std::cout << "\npv wait (plain instances with overlap): per overlapped KV step, the row max (FMNMX) before the "
                  "PV's wgmma wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) / all the step's FMNMX\n";
-    for (const auto& [k, tc, pv] : tiles) {
+    for (const auto& [k, tc, pv, loop] : tiles) {
       if (pv.empty()) continue;
       std::vector<std::string> at;
       for (const auto& st : pv)
@@ -391,27 +393,37 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels, const st
     j["n_block"] = k.n_block;
     return j;
   };
+  std::vector<sass::PlainLoop> plain_loops;
+  for (const auto& t : tiles) plain_loops.emplace_back(t.knobs, t.loop);
   nlohmann::ordered_json lc_points = nlohmann::ordered_json::array();
   std::set<std::tuple<int, int, bool, bool, bool>> lc_done;
   for (const auto* ka : order) {
     const auto& k = ka->knobs;
     if (!lc_done.insert({k.head_dim, k.n_block, k.pingpong, k.overlap, k.dynamic}).second) continue;
-    int instructions = 0, issue = 0;
-    for (const auto& sp : ka->spans)
-      if (sp.op == "-") instructions += static_cast<int>(sp.code.size()), issue += std::max(0, sp.issue_cycles);
+    const sass::LoopControlCount lcc = sass::loop_control_count(*ka, kernels, plain_loops);
     nlohmann::ordered_json j = instance(k);
-    j["instructions"] = instructions;
-    j["issue_cycles"] = issue;
+    j["instructions"] = lcc.instructions;
+    j["issue_cycles"] = lcc.issue_cycles;
+    std::string note;
+    if (lcc.plain_over_static_instructions) {
+      j["plain_over_static_instructions"] = *lcc.plain_over_static_instructions;
+      j["plain_over_static_issue_cycles"] = *lcc.plain_over_static_issue_cycles;
+      note = fmt::format(" (the static twin's), {:+} instructions and {:+} cycles in the plain loop over the static one's",
+                         *lcc.plain_over_static_instructions, *lcc.plain_over_static_issue_cycles);
+    }
     lc_points.push_back(j);
-    std::cout << fmt::format("  {:<12} {}: {} instructions, {} cycles of static issue per KV iteration\n",
-                             "loop_control", short_name(k), instructions, issue);
+    std::cout << fmt::format("  {:<12} {}: {} instructions, {} cycles of static issue per KV iteration{}\n",
+                             "loop_control", short_name(k), lcc.instructions, lcc.issue_cycles, note);
   }
   nlohmann::ordered_json lc;
   lc["derivation"] =
       "per consumer warp and KV iteration: the instructions between its traced spans (stage-release arrives, "
       "pipeline indices and phases, the pingpong arrive, the loop branch), trace instrumentation and wait retries "
       "left out, and their static issue time (sum of max(1, stall count)); no span records them, so a measured "
-      "timeline shows them as gaps";
+      "timeline shows them as gaps. Dynamic scheduler instances: their static twin's gaps, and "
+      "plain_over_static_*: the steady-state KV loop of the dynamic plain (untraced) instance less that of the "
+      "static plain one (the tile's values in vector registers, warp-uniform guards, descriptors moved to uniform "
+      "registers: code the traced build does not have), which the model runs in the same gaps";
   // Where the loop and tile control counts came from.
   const std::string counted_in =
       fmt::format("attnsim sass-costs in {}; {}", std::filesystem::path(sass_file).filename().string(), origin);
@@ -440,7 +452,7 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels, const st
   // The code a consumer warp runs once per work tile outside the spans.
   nlohmann::ordered_json tc_points = nlohmann::ordered_json::array();
   std::set<std::string> tc_done;
-  for (const auto& [k, tc, pv] : tiles) {
+  for (const auto& [k, tc, pv, loop] : tiles) {
     if (!tc_done.insert(plain_key(k)).second) continue;
     if (tc.tail_issue_cycles < 0 || tc.head_issue_cycles < 0)
       throw InputError(sass_file, "", fmt::format("{}: the listing has no control codes (encodings)", short_name(k)));
@@ -464,7 +476,7 @@ void SassCosts::write(const std::vector<sass::KernelAnalysis>& kernels, const st
   // Where the overlapped KV steps wait for the PV GEMM (plain instances with overlap).
   nlohmann::ordered_json pv_points = nlohmann::ordered_json::array();
   std::set<std::string> pv_done;
-  for (const auto& [k, tc, pv] : tiles) {
+  for (const auto& [k, tc, pv, loop] : tiles) {
     if (pv.empty() || !pv_done.insert(plain_key(k)).second) continue;
     nlohmann::ordered_json j = plain_instance(k);
     j["max_before_pv_wait"] = std::round(sass::max_before_pv_wait(pv) * 1000) / 1000;

@@ -192,6 +192,12 @@ CostModel CostModel::read(const std::string& file) {
       p.knobs = read_instance(pr, false);
       p.cost.instructions = pr.number("instructions", 0, 1e6);
       p.cost.issue_cycles = pr.number("issue_cycles", 0, 1e7);
+      // The dynamic scheduler's kernels: what their plain loop holds over the static twin's (whose
+      // traced gaps "instructions" then are), run in the same gaps.
+      p.cost.instructions += pr.number_or("plain_over_static_instructions", 0, -1e6, 1e6);
+      p.cost.issue_cycles += pr.number_or("plain_over_static_issue_cycles", 0, -1e7, 1e7);
+      if (p.cost.instructions < 0 || p.cost.issue_cycles < 0)
+        pr.fail_at("plain_over_static_instructions", "a loop control of at least 0 instructions and cycles");
       m.loop_control_.push_back(p);
     });
   if (auto tc = r.optional_object("tile_control"))

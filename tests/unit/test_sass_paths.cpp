@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "calibrate/sass_base_code.hpp"
+#include "calibrate/sass_loop_control.hpp"
 #include "calibrate/sass_paths.hpp"
 #include "lower/costs.hpp"
 #include "model/hardware.hpp"
@@ -237,6 +238,58 @@ TEST_CASE("SASS analysis of the real hd128 KV loop (H200 cuobjdump excerpt)", "[
   CHECK(fin.off_path.at(Skip::slow_path) > 0);
   CHECK(fin.chain.by_name.at("SHFL") == 2);
   CHECK(fin.chain.cycles == 96);
+
+  // The same loop read as a plain instance's: the path through it, every instruction on it
+  // counted (the clock reads and record code too, as a plain build would have none of them).
+  const PlainKvLoop plain = plain_kv_loop(fns[0]);
+  CHECK(plain.begin == ka.loop_begin);
+  CHECK(plain.end == ka.loop_end);
+  int off = 0;
+  for (const auto& [why, n] : ka.loop_off_path) off += n;
+  CHECK(plain.on_path == ka.loop_instructions - off);
+  CHECK(plain.issue_cycles == -1);  // the excerpt keeps no encodings, so no control codes
+}
+
+TEST_CASE("loop control of the dynamic scheduler's kernels: the static twin's gaps and the plain loops' difference",
+          "[sass]") {
+  auto knobs = [](bool dynamic, bool trace) {
+    Fa3Knobs k;
+    k.head_dim = k.m_block = k.n_block = 128;
+    k.kv_stage = 2;
+    k.pingpong = k.overlap = true;
+    k.reg_consumer = 240, k.reg_producer = 24;
+    k.dynamic = dynamic, k.trace = trace, k.own_o = true;
+    return k;
+  };
+  auto traced = [&](bool dynamic, int gap_instructions) {
+    KernelAnalysis a;
+    a.knobs = knobs(dynamic, true);
+    sass::Span gap, qk;
+    gap.op = "-", qk.op = "mma_qk";
+    gap.code.assign(gap_instructions, nullptr);
+    gap.issue_cycles = 2 * gap_instructions;
+    qk.code.assign(40, nullptr);
+    a.spans = {qk, gap, gap};
+    return a;
+  };
+  const std::vector<KernelAnalysis> kernels = {traced(false, 27), traced(true, 25)};
+  PlainKvLoop stat_loop, dyn_loop;
+  stat_loop.on_path = 544, stat_loop.issue_cycles = 1123;
+  dyn_loop.on_path = 561, dyn_loop.issue_cycles = 1126;
+  const std::vector<PlainLoop> plain = {{knobs(false, false), stat_loop}, {knobs(true, false), dyn_loop}};
+
+  const LoopControlCount s = loop_control_count(kernels[0], kernels, plain);
+  CHECK(s.instructions == 54);  // its own gaps
+  CHECK(s.issue_cycles == 108);
+  CHECK_FALSE(s.plain_over_static_instructions);
+  const LoopControlCount d = loop_control_count(kernels[1], kernels, plain);
+  CHECK(d.instructions == 54);  // the static twin's gaps, not its own 50
+  CHECK(d.plain_over_static_instructions == 17);
+  CHECK(d.plain_over_static_issue_cycles == 3);
+  // Without the static twin's plain loop: its own gaps, nothing added.
+  const LoopControlCount alone = loop_control_count(kernels[1], kernels, {plain[1]});
+  CHECK(alone.instructions == 50);
+  CHECK_FALSE(alone.plain_over_static_instructions);
 }
 
 TEST_CASE("CostModel chain latency: interpolated between points and scaled outside them", "[sass][costs]") {
@@ -317,6 +370,20 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     CHECK(mw.loop_control(256, false, true, false, 64).issue_cycles == 100);
     CHECK(mw.loop_control(256, false, true, false, 128).issue_cycles == Approx(137));  // its head_dim's mean
     CHECK(mw.loop_control(256, false, true, false).issue_cycles == Approx(137));       // any width
+    // A dynamic instance's point: its static twin's gaps plus the plain loops' difference.
+    auto dyn = pt(128, true, true, 54, 125);
+    dyn["dynamic"] = true;
+    dyn["plain_over_static_instructions"] = 17;
+    dyn["plain_over_static_issue_cycles"] = -5;
+    doc["loop_control"]["points"].push_back(dyn);
+    const TempCostFile with_dyn(doc, "loop_control_dynamic");
+    const LoopControl dl = CostModel::load(with_dyn.string()).loop_control(128, true, true, true);
+    CHECK(dl.instructions == 71);
+    CHECK(dl.issue_cycles == 120);
+    doc["loop_control"]["points"].back()["plain_over_static_instructions"] = -60;
+    const TempCostFile negative(doc, "loop_control_negative");
+    CHECK_THROWS_WITH(CostModel::load(negative.string()), Catch::Contains("at least 0 instructions"));
+    doc["loop_control"]["points"].erase(doc["loop_control"]["points"].size() - 1);
     doc["loop_control"]["points"][0].erase("issue_cycles");
     const TempCostFile bad(doc, "loop_control_bad");
     CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/loop_control/points/0"));

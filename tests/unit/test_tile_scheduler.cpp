@@ -104,11 +104,11 @@ TEST_CASE("dynamic LPT with no more tiles than SMs runs each tile on its own CTA
   const Prediction dyn = run(fa3(), h100(), p, "dynamic_lpt");
   CHECK(dyn.mode == GridPlan::Mode::DynamicLpt);
   CHECK(dyn.critical_tiles == 1);
-  // The same schedule; only the kernels' own control code differs (configs/costs/sm90_softmax.json:
-  // loop_control 111 against 110 cycles of static issue per KV iteration at hd128, 16 iterations
-  // in the longest tile; tile_control's head 196 against 406, the static grid's tile coordinates
-  // take integer divisions), where a second tile on a CTA would double the time.
-  CHECK(dyn.cycles == Approx(lpt.cycles).epsilon(1e-2));
+  // The same schedule; only the kernels' own control code differs (configs/costs/sm90_softmax.json,
+  // hd128: the dynamic kernel's KV loop 17 instructions longer per iteration in its plain SASS,
+  // loop_control's plain_over_static, 16 iterations in the longest tile; tile_control's head and
+  // tail), where a second tile on a CTA would double the time.
+  CHECK(dyn.cycles == Approx(lpt.cycles).epsilon(3e-2));
 }
 
 TEST_CASE("dynamic LPT pays a CTA's fixed costs once - not once per tile", "[tile_scheduler][fa3]") {
