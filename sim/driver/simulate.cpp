@@ -229,10 +229,12 @@ ChipActivity chip_activity(const Prediction& p, const Hardware& hw) {
       issued += u.pipe_consumed[sp * kPipesPerSmsp + kIssuePipe];
   const double cycles = std::max(1.0, p.cycles);
   const double sm_cycles = hw.num_sms * cycles;
-  if (u.tensor_flops > 0 && p.flops > 0) {
+  // The tensor work the chip executes: whole tiles, diagonal blocks' masked elements included.
+  const double executed = p.mma_flops > 0 ? p.mma_flops : p.flops;
+  if (u.tensor_flops > 0 && executed > 0) {
     // The problem's work in CTAs like the critical one (tails, short CTAs and idle SMs count as idle).
-    const double ctas = p.flops / u.tensor_flops;
-    a.tensor_duty = p.flops / hw.tensor_flops_per_clk / sm_cycles;
+    const double ctas = executed / u.tensor_flops;
+    a.tensor_duty = executed / hw.tensor_flops_per_clk / sm_cycles;
     a.issue_duty = issued * ctas / (hw.smsp_per_sm * sm_cycles);
     a.l2_bytes_per_clk = u.tma_bytes * ctas / cycles;
   } else {
@@ -401,6 +403,7 @@ Prediction predict_at(const Schedule& schedule, const Hardware& hw_in, const Pro
   // (flops 0: explicit programs, one CTA) moves what its CTA loads from and stores to HBM.
   p.hbm_bytes = p.flops > 0 ? compulsory_hbm_bytes(problem) : p.critical.units.hbm_bytes;
   if (p.flops <= 0) p.flops = p.critical.units.tensor_flops;
+  p.mma_flops = p.flops > 0 && !plan.cta_tiles.empty() ? schedule.executed_mma_flops(hw, problem, plan) : p.flops;
   p.grid_cycles = p.cycles;
   p.activity = chip_activity(p, hw);
   // The clock the chip holds under this activity (power limit, tensor-core ceiling). The CTAs were

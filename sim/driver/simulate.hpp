@@ -51,6 +51,9 @@ struct Prediction {
   double clock_ghz = 0;
   double tflops = 0;  ///< problem FLOP / time (dense FLOP, halved when causal)
   double flops = 0;
+  /// Tensor-core FLOP the kernel executes (Schedule::executed_mma_flops: whole diagonal blocks and
+  /// padded tiles; at least `flops`' share of them), what the chip's activity counts.
+  double mma_flops = 0;
   SimResult critical;      ///< the CTA that finishes last (its timeline when recorded)
   int critical_tiles = 0;  ///< tiles that CTA processed
   /// Of those, the first this many make up `critical` when the CTA's time was taken from its
@@ -94,7 +97,8 @@ void set_clock(Prediction& p, const Hardware& hw, double ghz);
 /// the time (its cycles). nullopt when any of them is not power_clocked.
 std::optional<double> shared_clock_ghz(const Hardware& hw, const std::vector<const Prediction*>& together);
 
-/// The chip's mean activity over a prediction (Prediction::activity): needs p.critical, p.flops,
+/// The chip's mean activity over a prediction (Prediction::activity): needs p.critical, p.flops and
+/// p.mma_flops (the tensor work executed, whole tiles; 0: p.flops),
 /// p.hbm_bytes, p.cycles (before the launch is added), p.resident_ctas and p.ctas_per_sm.
 ChipActivity chip_activity(const Prediction& p, const Hardware& hw);
 

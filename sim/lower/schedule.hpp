@@ -53,6 +53,12 @@ class Schedule {
   virtual std::vector<std::string> knob_lines(const Hardware& hw, const Problem& problem) const = 0;
   /// Problem-independent FLOP of the work (for TFLOPS); families without a problem return 0.
   virtual double flops(const Problem& problem) const { return problem.flops(); }
+  /// Tensor-core FLOP the kernel executes for `problem` placed as `plan`: whole tiles, so with the
+  /// masked elements of the blocks a causal diagonal crosses and the padded rows and keys of the
+  /// last tile and block (what draws power, model/clock_power.hpp). By default flops(problem).
+  virtual double executed_mma_flops(const Hardware& hw, const Problem& problem, const GridPlan& plan) const {
+    return flops(problem);
+  }
   /// Role names in display order.
   virtual std::vector<std::string> roles() const = 0;
   /// Resources one CTA uses for `problem` (for sweep constraints and Pareto fronts):

@@ -213,3 +213,27 @@ TEST_CASE("the CTAs are simulated at the clock they are predicted at: L2 and HBM
   at.clock_ghz = own.clock_ghz;
   CHECK(predict(*streaming, hw, p, at).time_us == Approx(own.time_us).epsilon(0.01));
 }
+
+TEST_CASE("the chip's tensor activity counts the MMA work the kernel executes: whole diagonal blocks, padded tiles",
+          "[clock_power][driver]") {
+  const Hardware hw = load_hardware(resolve_hardware_path("h200"));
+  const auto base = load_schedule(test::root() + "/schedules/fa3_sm90.json");
+  // hd128 at 900 keys, causal, one head: 8 m-blocks of 128 rows running 1, 2, ..., 8 KV blocks of
+  // 128 keys, 36 blocks of QK and PV (2 x 128 x 128 x (128 + 128) FLOP each), where the problem's
+  // FLOP (4 x 900^2 x 128 / 2) count the causal half.
+  const Problem causal = test::shape(1, 1, 1, 900, 128, true);
+  const GridPlan plan = base->plan_grid(hw, causal, 1 << 20);
+  const double block = 2.0 * 128 * 128 * 256;
+  CHECK(base->executed_mma_flops(hw, causal, plan) == Approx(36 * block));
+  CHECK(causal.flops() == Approx(4.0 * 900 * 900 * 128 / 2));
+  // Non-causal, a whole number of tiles: exactly the problem's FLOP.
+  const Problem dense = test::shape(1, 1, 1, 1024, 128, false);
+  CHECK(base->executed_mma_flops(hw, dense, base->plan_grid(hw, dense, 1 << 20)) == Approx(dense.flops()));
+  // The prediction's tensor duty is the executed work over the chip's MMA rate and time: 1.46x
+  // what the problem's FLOP would say for the causal one.
+  const Problem many = test::shape(32, 16, 16, 900, 128, true);
+  const Prediction pr = predict(*base, hw, many, {});
+  CHECK(pr.mma_flops / pr.flops == Approx(36 * block / causal.flops()).epsilon(1e-9));
+  CHECK(pr.activity.tensor_duty ==
+        Approx(pr.mma_flops / hw.tensor_flops_per_clk / (hw.num_sms * pr.grid_cycles)).epsilon(1e-9));
+}

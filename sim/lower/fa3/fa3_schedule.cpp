@@ -252,6 +252,16 @@ void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {
                      "registers");
 }
 
+double Fa3Schedule::executed_mma_flops(const Hardware& hw, const Problem& p, const GridPlan& plan) const {
+  if (plan.cta_tiles.empty()) return flops(p);
+  const Resolved k = resolve(hw, p);
+  long long blocks = 0;
+  for (const auto& cta : plan.cta_tiles)
+    for (const TileWork& t : cta) blocks += t.n_blocks;
+  // Every tile runs all its m_block rows (TMA zero-fills past seqlen_q) and whole KV blocks.
+  return static_cast<double>(blocks) * 2.0 * k.m_block * k.n_block * (k.head_dim + k.head_dim_v);
+}
+
 GridPlan Fa3Schedule::plan_grid(const Hardware& hw, const Problem& p, long long max_tiles) const {
   const Resolved k = resolve(hw, p);
   TilingSpec t;

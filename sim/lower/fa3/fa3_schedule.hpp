@@ -96,6 +96,9 @@ class Fa3Schedule : public Schedule {
   explicit Fa3Schedule(JsonReader& r);
   void check(const Hardware& hw, const Problem& problem) const override;
   GridPlan plan_grid(const Hardware& hw, const Problem& problem, long long max_tiles) const override;
+  /// Per tile of the plan, its KV blocks times a block's QK and PV (2 m_block n_block (head_dim +
+  /// head_dim_v)); flops(problem) for a plan that holds no tiles (over budget).
+  double executed_mma_flops(const Hardware& hw, const Problem& problem, const GridPlan& plan) const override;
   CtaProgram lower(const Hardware& hw, const Problem& problem, const std::vector<TileWork>& tiles) const override;
   std::vector<std::string> knob_lines(const Hardware& hw, const Problem& problem) const override;
   std::vector<std::string> roles() const override;
