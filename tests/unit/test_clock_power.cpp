@@ -214,7 +214,7 @@ TEST_CASE("the CTAs are simulated at the clock they are predicted at: L2 and HBM
   CHECK(predict(*streaming, hw, p, at).time_us == Approx(own.time_us).epsilon(0.01));
 }
 
-TEST_CASE("the chip's tensor activity counts the MMA work the kernel executes: whole diagonal blocks, padded tiles",
+TEST_CASE("the chip's tensor activity counts the MMA work the kernel executes - whole diagonal blocks and padded tiles",
           "[clock_power][driver]") {
   const Hardware hw = load_hardware(resolve_hardware_path("h200"));
   const auto base = load_schedule(test::root() + "/schedules/fa3_sm90.json");
