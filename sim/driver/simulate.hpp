@@ -52,7 +52,7 @@ struct Prediction {
   double tflops = 0;  ///< problem FLOP / time (dense FLOP, halved when causal)
   double flops = 0;
   /// Tensor-core FLOP the kernel executes (Schedule::executed_mma_flops: whole diagonal blocks and
-  /// padded tiles; at least `flops`' share of them), what the chip's activity counts.
+  /// padded tiles, so at least `flops`), what the chip's activity counts.
   double mma_flops = 0;
   SimResult critical;      ///< the CTA that finishes last (its timeline when recorded)
   int critical_tiles = 0;  ///< tiles that CTA processed

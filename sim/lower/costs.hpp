@@ -101,11 +101,11 @@ class CostModel {
   /// the chain decide).
   MeasuredTiming measured_timing(const std::string& block, double elements, double exp2_emu_share = 0) const;
   const BlockCost& block(const std::string& name) const;
-  /// The loop control of the instance with these knobs: the point of the same head_dim, pingpong,
-  /// overlap and scheduler, else the mean of the points with the same pingpong, overlap and
-  /// scheduler, else the mean of all; zeros when the file has none ("loop_control" is optional).
-  /// `n_block`: the tile's KV block width; a point counted at that width (or one that names none)
-  /// is preferred to the others of its head_dim and structure (0: any width).
+  /// The loop control of the instance with these knobs: the mean of the points of the same
+  /// head_dim, pingpong, overlap and scheduler counted at KV block width `n_block` (or naming
+  /// none; n_block 0: any width), else of those at any width, else of the points with the same
+  /// pingpong, overlap and scheduler, else of all; zeros when the file has none ("loop_control" is
+  /// optional).
   LoopControl loop_control(int head_dim, bool pingpong, bool overlap, bool dynamic, int n_block = 0) const;
   /// The tile control of the plain instance with these knobs, chosen as loop_control's point (own
   /// O buffer part of the match); zeros when the file has none ("tile_control" is optional).
