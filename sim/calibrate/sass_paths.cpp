@@ -872,7 +872,6 @@ PlainKvLoop plain_kv_loop(const Function& fn) {
   return out;
 }
 
-
 KernelAnalysis analyse_kernel(const Function& fn, const Latencies& lat) {
   KernelAnalysis ka;
   ka.function = &fn;
