@@ -19,22 +19,9 @@
 
 using namespace attnsim;
 using namespace attnsim::sass;
-namespace fs = std::filesystem;
 
 namespace {
-/// A cost file written from `doc` for one check, under a name of its own (CostModel::load caches
-/// by path), removed when the check is done.
-struct TempCostFile {
-  fs::path path;
-  TempCostFile(const nlohmann::json& doc, const std::string& name)
-      : path(fs::temp_directory_path() / ("attnsim_costs_" + name + ".json")) {
-    std::ofstream(path) << doc.dump();
-  }
-  ~TempCostFile() { fs::remove(path); }
-  TempCostFile(const TempCostFile&) = delete;
-  TempCostFile& operator=(const TempCostFile&) = delete;
-  std::string string() const { return path.string(); }
-};
+using test::TempCostFile;
 
 std::string data(const std::string& name) { return std::string(ATTNSIM_TEST_DATA) + "/data/" + name; }
 

@@ -1,7 +1,11 @@
 // Helpers shared by the unit tests: paths to bundled files and a one-call prediction.
 #pragma once
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "driver/simulate.hpp"
 #include "model/hardware.hpp"
@@ -55,6 +59,20 @@ inline Hardware round_power_hw() {
   hw.clock_power_hbm_w_per_tbps = 100;
   return hw;
 }
+
+/// A cost file written from `doc` for one check, under a name of its own (CostModel::load caches
+/// by path), removed when the check is done.
+struct TempCostFile {
+  std::filesystem::path path;
+  TempCostFile(const nlohmann::json& doc, const std::string& name)
+      : path(std::filesystem::temp_directory_path() / ("attnsim_costs_" + name + ".json")) {
+    std::ofstream(path) << doc.dump();
+  }
+  ~TempCostFile() { std::filesystem::remove(path); }
+  TempCostFile(const TempCostFile&) = delete;
+  TempCostFile& operator=(const TempCostFile&) = delete;
+  std::string string() const { return path.string(); }
+};
 
 /// Predicts `schedule_file` (with a variant and overrides) on `hw` for `problem`.
 inline Prediction run(const std::string& schedule_file, const Hardware& hw, const Problem& problem,
