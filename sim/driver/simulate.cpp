@@ -403,7 +403,7 @@ Prediction predict_at(const Schedule& schedule, const Hardware& hw_in, const Pro
   // (flops 0: explicit programs, one CTA) moves what its CTA loads from and stores to HBM.
   p.hbm_bytes = p.flops > 0 ? compulsory_hbm_bytes(problem) : p.critical.units.hbm_bytes;
   if (p.flops <= 0) p.flops = p.critical.units.tensor_flops;
-  p.mma_flops = p.flops > 0 && !plan.cta_tiles.empty() ? schedule.executed_mma_flops(hw, problem, plan) : p.flops;
+  p.mma_flops = std::max(p.flops, schedule.executed_mma_flops(hw, problem, plan));
   p.grid_cycles = p.cycles;
   p.activity = chip_activity(p, hw);
   // The clock the chip holds under this activity (power limit, tensor-core ceiling). The CTAs were
