@@ -820,9 +820,22 @@ struct Loop {
 /// writes (the unmasked blocks' loop, where the kernel has a masked one too).
 Loop steady_kv_loop(const Function& fn, const Walk& walk) {
   const auto& code = fn.code;
+  // A BRA.DIV's fallback (the warp-wide operation for a diverged warp, placed after the kernel's
+  // body) ends in an unconditional branch back to the instruction after the BRA.DIV: a backward
+  // branch, but no loop. Its instructions, from the target to that branch, are left out here.
+  std::vector<bool> fallback(code.size(), false);
+  for (const Instr& in : code) {
+    if (!in.target || !in.opcode.starts_with("BRA.DIV")) continue;
+    const auto it = walk.index.find(*in.target);
+    if (it == walk.index.end()) continue;
+    for (size_t k = it->second; k < code.size(); ++k) {
+      fallback[k] = true;
+      if (code[k].base == "BRA" && !code[k].predicated && !code[k].opcode.starts_with("BRA.DIV")) break;
+    }
+  }
   std::vector<Loop> loops;
   for (size_t i = 0; i < code.size(); ++i) {
-    if (!code[i].backward()) continue;
+    if (!code[i].backward() || fallback[i]) continue;
     const auto it = walk.index.find(*code[i].target);
     if (it == walk.index.end()) continue;
     bool hgmma = false, ex2 = false;

@@ -237,6 +237,40 @@ TEST_CASE("SASS analysis of the real hd128 KV loop (H200 cuobjdump excerpt)", "[
   CHECK(plain.issue_cycles == -1);  // the excerpt keeps no encodings, so no control codes
 }
 
+TEST_CASE("A BRA.DIV fallback's branch back into the KV loop is no loop of its own", "[sass]") {
+  // ptxas places the fallback of a warp-wide operation (here a shuffle, as for the GEMMs' ring
+  // stage from lane 0 in kernels/sm90/consumer.cuh) after the kernel's body: BRA.DIV jumps to it
+  // when the warp has diverged, and it branches back behind the BRA.DIV. That backward branch
+  // spans the loop's tail and the epilogue, with HGMMA, MUFU.EX2 and more clock reads than the
+  // loop; taken for a loop, it was analysed as the KV loop (sass-costs failed on the listing).
+  std::ifstream in(data("sass_fa3_hd128_kv_loop.txt"));
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string listing = text.str();
+  const std::string warpsync = "/*6020*/                   WARPSYNC.ALL ;";
+  const size_t at = listing.find(warpsync);
+  REQUIRE(at != std::string::npos);
+  listing.replace(at, warpsync.size(), "/*6020*/ BRA.DIV UR8, 0xc600 ;");
+  listing +=
+      "/*c600*/ BSSY B3, 0xc650 ;\n"
+      "/*c610*/ WARPSYNC.COLLECTIVE R4, 0xc640 ;\n"
+      "/*c620*/ SHFL.IDX P1, R0, R0, R3, R2 ;\n"
+      "/*c630*/ ENDCOLLECTIVE ;\n"
+      "/*c640*/ BSYNC B3 ;\n"
+      "/*c650*/ BRA 0x6030 ;\n";
+  std::istringstream with_fallback(listing);
+  const auto fns = parse_cuobjdump(with_fallback);
+  REQUIRE(fns.size() == 1);
+  REQUIRE(fns[0].code.back().address == 0xc650);
+  const KernelAnalysis ka = analyse_kernel(fns[0], Latencies{4, 4, 18, 24, 6});
+  CHECK(ka.loop_begin == 0x5ff0);
+  CHECK(ka.loop_end == 0xae00);
+  REQUIRE(ka.spans.size() == 18);
+  CHECK(ka.spans[3].op == "mma_qk");
+  CHECK(plain_kv_loop(fns[0]).begin == 0x5ff0);
+}
+
 TEST_CASE("loop control of the dynamic scheduler's kernels: the static twin's gaps and the plain loops' difference",
           "[sass]") {
   auto knobs = [](bool dynamic, bool trace) {
