@@ -64,14 +64,33 @@ struct Consumer {
     if constexpr (T::kPingpong) named_arrive(kBarPingpong + (group + 1) % T::kConsumers, kPingpongThreads);
   }
 
+  /// The GEMMs' ring stage from lane 0, in the dynamic scheduler's kernels without pingpong at
+  /// head_dim 128 and 256. Their tiles come from shared memory, and ptxas kept the ring positions
+  /// in vector registers there, built each k-step's K and V descriptors on the vector ALU and moved
+  /// them to uniform registers (R2UR) before the HGMMAs: at hd256 about 150 vector instructions
+  /// per KV block more than the base kernel (ncu SourceCounters, H200). A stage index shuffled
+  /// from lane 0, once per GEMM, is warp-uniform to ptxas, and the descriptors move to the uniform
+  /// datapath as in the static kernels. Timed in turns against the kernels without it (H200,
+  /// 2026-11-29, kernels/sm90/README.md, "The GEMMs' ring stage from lane 0"): no_pingpong hd256
+  /// causal 5-6% faster, hd128 about 1%; the dynamic kernels without intra-warpgroup overlap
+  /// gained nothing (-0.8 to +1.6%), the base schedule's (uniform descriptors already) and hd64's
+  /// measured slower with it, so they keep the plain index.
+  static constexpr bool kStageFromLane0 = D >= 128 && T::kDynamic && !T::kPingpong;
+  /// Ring stage `index` as the GEMMs' descriptors read it (kStageFromLane0: lane 0's).
+  __device__ __forceinline__ static int gemm_stage(int index) {
+    if constexpr (kStageFromLane0) return __shfl_sync(0xffffffffu, index, 0);
+    return index;
+  }
+
   /// Waits for K_j and issues S = Q K_j^T (one commit group).
   __device__ void issue_qk(int j, int tile) {
     const uint32_t t0 =
         traced_wait(tr, &s.k_full[k_read.index], k_read.phase, ATTNSIM_WAIT_K_FULL, k_read.index, j, tile);
+    const int stage = gemm_stage(k_read.index);
     fence_regs(sacc);
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) Wgmma<N>::ss(sacc, desc_q(kk), desc_k(k_read.index, kk), kk > 0);
+    for (int kk = 0; kk < D / 16; ++kk) Wgmma<N>::ss(sacc, desc_q(kk), desc_k(stage, kk), kk > 0);
     wgmma_commit();
     fence_regs(sacc);
     tr.span(ATTNSIM_OP_MMA_QK, t0, tr.now(), j, tile);
@@ -80,12 +99,13 @@ struct Consumer {
   __device__ void issue_pv(int j, int tile, bool accumulate) {
     const uint32_t t0 =
         traced_wait(tr, &s.v_full[v_read.index], v_read.phase, ATTNSIM_WAIT_V_FULL, v_read.index, j, tile);
+    const int stage = gemm_stage(v_read.index);
     fence_regs(o);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < N / 16; ++kk) {
       const uint32_t a[4] = {pr[4 * kk], pr[4 * kk + 1], pr[4 * kk + 2], pr[4 * kk + 3]};
-      Wgmma<D>::rs_tb(o, a, desc_v(v_read.index, kk), accumulate || kk > 0);
+      Wgmma<D>::rs_tb(o, a, desc_v(stage, kk), accumulate || kk > 0);
     }
     wgmma_commit();
     fence_regs(o);
