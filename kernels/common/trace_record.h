@@ -40,7 +40,8 @@
   X(MBAR_KV_FULL, "mbar_kv.full")         \
   X(MBAR_KV_EMPTY, "mbar_kv.empty")       \
   X(BAR_CONSUMERS, "bar.consumers")      \
-  X(BARRIER_O, "barrier_o")
+  X(BARRIER_O, "barrier_o")               \
+  X(O_STAGED, "bar.o_staged")
 
 /// Wait-target ids (ATTNSIM_WAIT_LIST).
 enum attnsim_wait_on {

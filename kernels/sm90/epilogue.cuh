@@ -6,7 +6,8 @@
 // waits for it to have read the buffer before rewriting it (and the kernel before it exits), so
 // neither Q's next load nor this warpgroup's next tile waits for the store. In the V ring the
 // storing thread waits for the read and then arrives on barrier_o, which the load warp waits on
-// before the next tile's first V; the warpgroup's other warps go on.
+// before the next tile's first V; the warpgroup's other warps go on. Without pingpong the
+// warpgroups stage O in the V ring in turn (structure.h, o_staged_barriers).
 #pragma once
 
 #include "common/pipeline_state.h"
@@ -41,10 +42,21 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
     named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
     tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   }
+  // Without pingpong, after the previous warpgroup's O of this tile (of the tile before, for
+  // warpgroup 0): structure.h, o_staged_barriers.
+  constexpr bool kOrdered = o_staged_barriers(T::kOInV, T::kPingpong, T::kConsumers);
+  if constexpr (kOrdered)
+    if (group > 0 || tile > 0) {
+      const int before = (group + T::kConsumers - 1) % T::kConsumers;
+      t0 = tr.now();
+      named_sync(bar_o_staged(before), kPingpongThreads);
+      tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_O_STAGED, before);
+    }
   t0 = tr.now();
   write_o<D, kChunkRows>(smem_u32(base), row0, warp, lane, o, st);
   const int rbox = group * 64 + 16 * warp + lane / 4;
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
+  if constexpr (kOrdered) named_arrive(bar_o_staged(group), kPingpongThreads);
   t0 = tr.now();
   named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
   tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);

@@ -194,6 +194,21 @@ inline constexpr int kBarPingpong = 1;
 ATTNSIM_HD constexpr int bar_epilogue(int consumers) { return kBarPingpong + (consumers < 2 ? 2 : consumers); }
 inline constexpr int kPingpongThreads = 2 * kThreadsPerWarpgroup;
 inline constexpr int kEpilogueThreads = kThreadsPerWarpgroup;
+/// Without pingpong, with O staged in the V ring: a warpgroup's O of a tile goes into the V stage
+/// that another warpgroup's O of an earlier tile went into (o_stage_in_v_ring moves with the
+/// ring), ordered only by mbarriers and TMA (the stage's store read, barrier_o, its next loads and
+/// releases), which compute-sanitizer's racecheck does not take as synchronization: it reported
+/// each such pair of O stores as a write-write hazard (H200, 2026-11-29, kernels/sm90/README.md).
+/// A chain of named barriers on the pingpong's ids (unused without pingpong) makes the order
+/// explicit, without a wait where the warpgroups keep their order: warpgroup g arrives on
+/// bar_o_staged(g) once it has staged a tile's O, and warpgroup g + 1 syncs on it before staging
+/// its own; warpgroup 0 syncs on the last one's before its next tile's.
+ATTNSIM_HD constexpr bool o_staged_barriers(bool o_in_v_ring, bool pingpong, int consumers) {
+  return o_in_v_ring && !pingpong && consumers > 1;
+}
+/// The barrier id warpgroup `group` arrives on once it has staged a tile's O (o_staged_barriers);
+/// kPingpongThreads count on it: the arriving warpgroup and the one syncing.
+ATTNSIM_HD constexpr int bar_o_staged(int group) { return kBarPingpong + group; }
 
 // ---- Shared memory ----------------------------------------------------------------------------
 

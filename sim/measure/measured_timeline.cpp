@@ -17,7 +17,8 @@ namespace {
 std::string wait_label(const attnsim_trace_record& r) {
   const char* name = attnsim_wait_name(r.wait_on);
   if (attnsim_wait_is_mbarrier(r.wait_on)) return fmt::format("{}[{}] phase {}", name, r.stage, r.phase);
-  if (r.wait_on == ATTNSIM_WAIT_PINGPONG || r.wait_on == ATTNSIM_WAIT_EPILOGUE || r.wait_on == ATTNSIM_WAIT_ORDER_BAR)
+  if (r.wait_on == ATTNSIM_WAIT_PINGPONG || r.wait_on == ATTNSIM_WAIT_EPILOGUE || r.wait_on == ATTNSIM_WAIT_ORDER_BAR ||
+      r.wait_on == ATTNSIM_WAIT_O_STAGED)
     return fmt::format("{}[{}]", name, r.stage);
   // The SM100 kernel's softmax -> correction barriers, one per (Q stage, warp): stage = 4 s + w.
   if (r.wait_on == ATTNSIM_WAIT_STATS_BAR) return fmt::format("{}[s{}w{}]", name, r.stage / 4, r.stage % 4);

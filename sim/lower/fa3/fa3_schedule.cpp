@@ -278,7 +278,7 @@ CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::v
   CtaBuilder cta;
   std::map<std::string, Pipe> pipes =
       make_pipes(cta, k.pipelines, {{"kv_stage", k.kv_stage}}, k.pipeline_roles, 1, file_);
-  Context c{hw, p, k, costs_, tiles, pipes.at("pipeline_q"), pipes.at("pipeline_k"), pipes.at("pipeline_v"), {}, {}, {}};
+  Context c{hw, p, k, costs_, tiles, pipes.at("pipeline_q"), pipes.at("pipeline_k"), pipes.at("pipeline_v"), {}, {}, {}, {}};
   // Which warps rescale at which block depends on the data: the scores of random N(0,1) Q and K
   // (what benchmarks feed) or a given rate, as for FA4 (lower/rescale_model.hpp).
   if (k.conditional_rescale)
@@ -289,6 +289,8 @@ CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::v
     if (k.pingpong)
       c.pingpong_bar.push_back(cta.barrier(fmt::format("bar.pingpong[{}]", g), sm90::kPingpongThreads, true));
     c.epilogue_bar.push_back(cta.barrier(fmt::format("bar.epilogue[{}]", g), sm90::kEpilogueThreads, true));
+    if (sm90::o_staged_barriers(k.o_in_v_ring, k.pingpong, k.consumers))
+      c.o_staged_bar.push_back(cta.barrier(fmt::format("bar.o_staged[{}]", g), sm90::kPingpongThreads, true));
   }
   if (k.o_in_v_ring) c.barrier_o = cta.barrier("barrier_o", sm90::barrier_o_arrivals(k.consumers));
   const int warps = sm90::cta_warps(k.consumers, k.warp_specialization);

@@ -121,6 +121,9 @@ struct Context {
   Pipe &q, &k_pipe, &v_pipe;
   std::vector<int> pingpong_bar;  ///< [consumer warpgroup]: its turn to issue GEMMs (empty when off)
   std::vector<int> epilogue_bar;  ///< [consumer warpgroup]: O staged in SMEM by all 4 warps
+  /// [consumer warpgroup]: it has staged a tile's O, for the next warpgroup to stage its own
+  /// (sm90::o_staged_barriers: O in the V ring without pingpong; empty otherwise).
+  std::vector<int> o_staged_bar;
   /// Conditional rescale: which (consumer warp, KV iteration) steps rescale O (warps numbered
   /// 4 * group + warp in group, 16 rows each); unused when every block rescales.
   RescaleMask rescale;
