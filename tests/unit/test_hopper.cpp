@@ -455,6 +455,68 @@ TEST_CASE("fa3_sm90 O staged in the V ring: Q freed after the last QK and the ne
       Catch::Contains("v_ring needs warp specialization"));
 }
 
+TEST_CASE("fa3_sm90 without pingpong and with O in the V ring: the warpgroups stage O in turn (bar.o_staged)",
+          "[hopper][fa3][structure]") {
+  // Warpgroup g arrives on bar.o_staged[g] once it has staged a tile's O; warpgroup 1 syncs on
+  // [0] before staging its own, warpgroup 0 on [1] from its second tile on (kernels/sm90/epilogue.cuh).
+  const Hardware hw = h100();
+  const Problem p = shape(256, 1024);
+  const std::string tile = "/tile={\"m_block\":128,\"n_block\":64}";
+  const auto s = load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/pingpong=false", tile});
+  s->check(hw, p);
+  const auto kk = std::get<sm90::KernelKnobs>(s->real_kernel(hw, p).knobs);
+  REQUIRE(kk.o_in_v_ring);
+  REQUIRE_FALSE(kk.pingpong);
+  CHECK(sm90::o_staged_barriers(true, false, 2));
+  CHECK_FALSE(sm90::o_staged_barriers(true, true, 2));
+  CHECK_FALSE(sm90::o_staged_barriers(false, false, 2));
+  // The pingpong's ids, clear of the epilogue's.
+  CHECK(sm90::bar_o_staged(1) < sm90::bar_epilogue(2));
+  const CtaProgram prog = s->lower(hw, p, {TileWork{0, 128, 3, 0}, TileWork{1, 128, 2, 0}});
+  std::map<int, std::string> names;
+  int staged[2] = {-1, -1};
+  for (size_t b = 0; b < prog.barriers.size(); ++b) {
+    names[static_cast<int>(b)] = prog.barriers[b].name;
+    for (int g = 0; g < 2; ++g)
+      if (prog.barriers[b].name == fmt::format("bar.o_staged[{}]", g)) {
+        staged[g] = static_cast<int>(b);
+        CHECK(prog.barriers[b].named);
+        CHECK(prog.barriers[b].expected == sm90::kPingpongThreads);
+      }
+  }
+  REQUIRE(staged[0] >= 0);
+  REQUIRE(staged[1] >= 0);
+  for (const WarpProgram& w : prog.warps) {
+    if (w.role.rfind("consumer", 0) != 0) continue;
+    const int group = sm90::consumer_group(w.warp);
+    // Per tile: the barrier op right before final_o and right after it.
+    std::map<int, std::pair<const Op*, const Op*>> around;
+    for (size_t i = 0; i < w.ops.size(); ++i)
+      if (w.ops[i].name == ATTNSIM_OP_FINAL_O && w.ops[i].kind == OpKind::Compute) {
+        REQUIRE(i > 0);
+        REQUIRE(i + 1 < w.ops.size());
+        around[w.ops[i].tile] = {&w.ops[i - 1], &w.ops[i + 1]};
+      }
+    REQUIRE(around.size() == 2);
+    for (const auto& [t, ops] : around) {
+      const bool waits = group == 1 || t > 0;
+      CHECK((ops.first->kind == OpKind::BarSync) == waits);
+      if (waits) CHECK(ops.first->barrier == staged[1 - group]);
+      CHECK(ops.second->kind == OpKind::BarArrive);
+      CHECK(ops.second->barrier == staged[group]);
+    }
+  }
+  // It runs to the end whatever the tiles' lengths.
+  for (int blocks : {1, 2, 5})
+    CHECK(simulate_cta(
+              hw, s->lower(hw, p, {TileWork{0, 128, blocks, 0}, TileWork{1, 128, 1, 0}, TileWork{2, 128, blocks, 0}}))
+              .end_cycles > 0);
+  // With pingpong the turns order the warpgroups already: no such barrier.
+  const auto pp = load_schedule(schedule("fa3_sm90"), {"/o_staging=\"v_ring\"", "/pingpong=true", tile});
+  for (const BarrierDecl& b : pp->lower(hw, p, {TileWork{0, 128, 3, 0}}).barriers)
+    CHECK(b.name.rfind("bar.o_staged", 0) != 0);
+}
+
 TEST_CASE("causal one-tile grids: long CTAs from their steady state agree with exact runs", "[hopper][driver]") {
   const Hardware hw = h100();
   struct Case {
