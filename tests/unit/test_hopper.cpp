@@ -473,10 +473,8 @@ TEST_CASE("fa3_sm90 without pingpong and with O in the V ring: the warpgroups st
   // The pingpong's ids, clear of the epilogue's.
   CHECK(sm90::bar_o_staged(1) < sm90::bar_epilogue(2));
   const CtaProgram prog = s->lower(hw, p, {TileWork{0, 128, 3, 0}, TileWork{1, 128, 2, 0}});
-  std::map<int, std::string> names;
   int staged[2] = {-1, -1};
   for (size_t b = 0; b < prog.barriers.size(); ++b) {
-    names[static_cast<int>(b)] = prog.barriers[b].name;
     for (int g = 0; g < 2; ++g)
       if (prog.barriers[b].name == fmt::format("bar.o_staged[{}]", g)) {
         staged[g] = static_cast<int>(b);
