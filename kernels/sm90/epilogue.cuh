@@ -46,8 +46,8 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   // warpgroup 0): structure.h, o_staged_barriers.
   constexpr bool kOrdered = o_staged_barriers(T::kOInV, T::kPingpong, T::kConsumers);
   if constexpr (kOrdered)
-    if (group > 0 || tile > 0) {
-      const int before = (group + T::kConsumers - 1) % T::kConsumers;
+    if (o_staged_waits(group, tile)) {
+      const int before = o_staged_after(group, T::kConsumers);
       t0 = tr.now();
       named_sync(bar_o_staged(before), kPingpongThreads);
       tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_O_STAGED, before);

@@ -210,6 +210,12 @@ ATTNSIM_HD constexpr bool o_staged_barriers(bool o_in_v_ring, bool pingpong, int
 /// The barrier id warpgroup `group` arrives on once it has staged a tile's O (o_staged_barriers);
 /// kPingpongThreads count on it: the arriving warpgroup and the one syncing.
 ATTNSIM_HD constexpr int bar_o_staged(int group) { return kBarPingpong + group; }
+/// Whether warpgroup `group` syncs on a bar_o_staged before staging the O of its CTA's `tile`-th
+/// tile (from 0): all but warpgroup 0's first tile.
+ATTNSIM_HD constexpr bool o_staged_waits(int group, int tile) { return group > 0 || tile > 0; }
+/// The warpgroup whose bar_o_staged warpgroup `group` syncs on (o_staged_waits) among `consumers`:
+/// the one before it, round robin.
+ATTNSIM_HD constexpr int o_staged_after(int group, int consumers) { return (group + consumers - 1) % consumers; }
 
 // ---- Shared memory ----------------------------------------------------------------------------
 

@@ -606,9 +606,24 @@ struct Walk {
   /// SM100: a skipped region may hold a loop of its own (Skip::inner_loop); otherwise every
   /// backward branch in a skipped region is a wait's retry loop.
   bool inner_loops = false;
-  explicit Walk(const std::vector<Instr>& c) : code(c) {
+  /// Instructions of a BRA.DIV's fallback (the warp-wide operation for a diverged warp, which
+  /// ptxas places after the kernel's body): from its target to the unconditional branch back to
+  /// the instruction after the BRA.DIV. That branch is backward but closes no loop.
+  std::vector<bool> fallback;
+  explicit Walk(const std::vector<Instr>& c) : code(c), fallback(c.size(), false) {
     for (size_t i = 0; i < c.size(); ++i) index[c[i].address] = i;
+    for (const Instr& in : c) {
+      if (!in.target || !in.opcode.starts_with("BRA.DIV")) continue;
+      const auto it = index.find(*in.target);
+      if (it == index.end()) continue;
+      for (size_t k = it->second; k < c.size(); ++k) {
+        fallback[k] = true;
+        if (c[k].base == "BRA" && !c[k].predicated && !c[k].opcode.starts_with("BRA.DIV")) break;
+      }
+    }
   }
+  /// Whether code[i] closes a loop: a backward branch, not a BRA.DIV fallback's way back.
+  bool loop_back(size_t i) const { return code[i].backward() && !fallback[i]; }
   struct Path {
     std::vector<size_t> on;
     std::vector<std::pair<size_t, Skip>> off;
@@ -820,22 +835,9 @@ struct Loop {
 /// writes (the unmasked blocks' loop, where the kernel has a masked one too).
 Loop steady_kv_loop(const Function& fn, const Walk& walk) {
   const auto& code = fn.code;
-  // A BRA.DIV's fallback (the warp-wide operation for a diverged warp, placed after the kernel's
-  // body) ends in an unconditional branch back to the instruction after the BRA.DIV: a backward
-  // branch, but no loop. Its instructions, from the target to that branch, are left out here.
-  std::vector<bool> fallback(code.size(), false);
-  for (const Instr& in : code) {
-    if (!in.target || !in.opcode.starts_with("BRA.DIV")) continue;
-    const auto it = walk.index.find(*in.target);
-    if (it == walk.index.end()) continue;
-    for (size_t k = it->second; k < code.size(); ++k) {
-      fallback[k] = true;
-      if (code[k].base == "BRA" && !code[k].predicated && !code[k].opcode.starts_with("BRA.DIV")) break;
-    }
-  }
   std::vector<Loop> loops;
   for (size_t i = 0; i < code.size(); ++i) {
-    if (!code[i].backward() || fallback[i]) continue;
+    if (!walk.loop_back(i)) continue;
     const auto it = walk.index.find(*code[i].target);
     if (it == walk.index.end()) continue;
     bool hgmma = false, ex2 = false;
@@ -1151,7 +1153,7 @@ template <class Pred>
 std::vector<LoopRange> innermost_loops(const Walk& w, Pred want) {
   std::vector<LoopRange> all, out;
   for (size_t i = 0; i < w.code.size(); ++i) {
-    if (!w.code[i].backward()) continue;
+    if (!w.loop_back(i)) continue;
     const auto it = w.index.find(*w.code[i].target);
     if (it != w.index.end() && want(LoopRange{it->second, i})) all.push_back({it->second, i});
   }

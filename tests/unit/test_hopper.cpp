@@ -472,6 +472,14 @@ TEST_CASE("fa3_sm90 without pingpong and with O in the V ring: the warpgroups st
   CHECK_FALSE(sm90::o_staged_barriers(false, false, 2));
   // The pingpong's ids, clear of the epilogue's.
   CHECK(sm90::bar_o_staged(1) < sm90::bar_epilogue(2));
+  // Who waits on whom: warpgroup g on g - 1; warpgroup 0 on the last one from its second tile on.
+  CHECK(sm90::o_staged_waits(1, 0));
+  CHECK_FALSE(sm90::o_staged_waits(0, 0));
+  CHECK(sm90::o_staged_waits(0, 1));
+  CHECK(sm90::o_staged_after(1, 2) == 0);
+  CHECK(sm90::o_staged_after(0, 2) == 1);
+  CHECK(sm90::o_staged_after(0, 3) == 2);
+  CHECK(sm90::o_staged_after(2, 3) == 1);
   const CtaProgram prog = s->lower(hw, p, {TileWork{0, 128, 3, 0}, TileWork{1, 128, 2, 0}});
   int staged[2] = {-1, -1};
   for (size_t b = 0; b < prog.barriers.size(); ++b) {

@@ -232,7 +232,8 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     if (k.o_in_v_ring) w.producer_acquire(c.v_pipe.ids, sm90::o_stage_in_v_ring(v_rel, group));
     // Without pingpong, O staged after the previous warpgroup's (sm90::o_staged_barriers).
     const bool ordered = !c.o_staged_bar.empty();
-    if (ordered && (group > 0 || tile > 0)) w.bar_sync(c.o_staged_bar[(group + k.consumers - 1) % k.consumers], 32);
+    if (ordered && sm90::o_staged_waits(group, tile))
+      w.bar_sync(c.o_staged_bar[sm90::o_staged_after(group, k.consumers)], 32);
     w.compute(ATTNSIM_OP_FINAL_O, final_work, final_latency, final_chain, final_measured);
     if (ordered) w.bar_arrive(c.o_staged_bar[group], 32);
     w.bar_sync(c.epilogue_bar[group], 32);
