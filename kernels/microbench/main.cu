@@ -40,7 +40,7 @@ std::vector<Benchmark> registry() {
   for (auto part : {pipe_benchmarks(), mma_benchmarks(), clock_mix_benchmarks(), memory_benchmarks(), sync_benchmarks(),
                     latency_benchmarks(), launch_benchmarks(), operand_benchmarks(), mma_queue_benchmarks(),
                     softmax_block_benchmarks(), ifetch_benchmarks(), ldg_load_benchmarks(), tma_load_benchmarks(),
-                    mma_issue_beside_benchmarks()})
+                    mma_issue_beside_benchmarks(), smem_beside_async_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -124,6 +124,8 @@ const Expect kExpect[] = {
     {"mma_issue_beside", "/results/ss_n128_beside_softmax_cycles_per_wgmma", 1, 1e4},
     {"mma_issue_beside", "/results/ss_dispatch_cycles_per_n", 0, 10},
     {"mma_issue_beside", "/results/rs_dispatch_cycles_per_n", 0, 10},
+    {"smem_beside_async", "/results/ld_shared_latency_idle_cycles", 1, 1e4},
+    {"smem_beside_async", "/results/write_o_hd256_beside_ss_tma_cycles", 1, 1e6},
 };
 
 void usage() {
