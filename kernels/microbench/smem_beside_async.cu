@@ -1,10 +1,11 @@
 // How long a warp's own shared-memory accesses take while the SM's shared memory serves the
 // tensor cores' operand reads (wgmma) and TMA's writes (bulk copies landing).
 //
-// Why: in the traced hd256 kernel without pingpong (H200, 2026-11-29, kernels/sm90/README.md) the
-// warps' shared-memory work at a tile's end (mbarrier arrives and waits, the shared load behind
-// which the recorder reads the clock after a named barrier, O's stores) took 0.4-1.2 us while
-// the other warpgroup's last PV read V from shared memory and the next tile's Q and K landed;
+// Why: in the traced hd256 kernel without pingpong (H200, 2026-11-29; kernels/microbench/README.md,
+// smem_beside_async) the warps' shared-memory work at a tile's end (mbarrier arrives and waits,
+// the shared load after which the recorder reads the clock past a named barrier, O's stores) took
+// 0.4-1.2 us while the other warpgroup's last PV read V from shared memory and the next tile's Q
+// and K landed;
 // the simulator charges shared memory only inside an MMA's own duration. Whether the load/store
 // unit's shared-memory accesses wait behind those streams, and how long, decides whether the
 // model must share the SM's shared-memory bandwidth among them.
