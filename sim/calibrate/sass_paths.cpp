@@ -995,6 +995,7 @@ std::vector<PvWaitStep> pv_wait_steps(const Function& fn) {
       }
       s.max_total += in.base == "FMNMX";
       neg_inf += in.writes_neg_inf;
+      s.clocked = s.clocked || in.clock_read;
     }
     s.masked = neg_inf > s.max_total / 4;
     if (s.address != 0) steps.push_back(s);

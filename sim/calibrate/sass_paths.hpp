@@ -206,6 +206,7 @@ struct PvWaitStep {
   int max_before = 0;    ///< FMNMX between the QK wait and the PV wait
   int max_total = 0;     ///< FMNMX in the whole step
   bool masked = false;   ///< sets scores to -INF more often than a quarter of its FMNMX count: a masked block
+  bool clocked = false;  ///< reads the SM clock (SR_CLOCKLO): a traced build's recorded step
 };
 /// Every overlapped step of `fn`, in address order (none without intra-warpgroup overlap).
 std::vector<PvWaitStep> pv_wait_steps(const Function& fn);

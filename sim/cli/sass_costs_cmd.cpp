@@ -148,6 +148,9 @@ struct SassCosts : Command {
     const Hardware hw = load_hardware(resolve_hardware_path(hw_name));
     const sass::Latencies lat = sass::Latencies::from(hw);
     std::vector<sass::KernelAnalysis> kernels;
+    // The traced instances' overlapped steps: where their PV wait sits against the row max (their
+    // clock reads may hold it elsewhere than in the plain instances), what their per-op spans show.
+    std::vector<std::pair<sass::Fa3Knobs, std::vector<sass::PvWaitStep>>> traced_pv;
     // With --into, the cost file's points describe the base schedule's code: instances of variant
     // code paths (conditional rescale, exp2 emulation, O staging where the base stages it elsewhere)
     // are analysed only when not writing.
@@ -162,6 +165,7 @@ struct SassCosts : Command {
           fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
         continue;
       kernels.push_back(sass::analyse_kernel(fn, lat));
+      traced_pv.emplace_back(*k, sass::pv_wait_steps(fn));
     }
     // The per-tile code of the plain instances (what the timed kernel runs).
     std::vector<PlainInstance> tiles;
@@ -208,6 +212,16 @@ struct SassCosts : Command {
         at.push_back(fmt::format("{:#x}{} {}/{}", st.address, st.masked ? " masked" : "", st.max_before, st.max_total));
       std::cout << fmt::format("  {}{}: {}; before the wait: {:.2f} of the max\n", short_name(k),
                                k.own_o ? " own_o" : "", fmt::join(at, ", "), sass::max_before_pv_wait(pv));
+    }
+    std::cout << "\npv wait (traced instances with overlap; both their recorded and their plain tiles' steps): the "
+                 "same count\n";
+    for (const auto& [k, pv] : traced_pv) {
+      if (pv.empty()) continue;
+      std::vector<std::string> at;
+      for (const auto& st : pv)
+        at.push_back(fmt::format("{:#x}{}{} {}/{}", st.address, st.masked ? " masked" : "",
+                                 st.clocked ? " clocked" : "", st.max_before, st.max_total));
+      std::cout << fmt::format("  {}{}: {}\n", short_name(k), k.own_o ? " own_o" : "", fmt::join(at, ", "));
     }
     if (!into.empty()) write(kernels, tiles);
     return 0;

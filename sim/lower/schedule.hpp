@@ -70,6 +70,11 @@ class Schedule {
   /// The real kernel this schedule resolves to for `problem` on `hw` (the knobs resolved exactly
   /// as for the prediction). Families without a kernel say so in why_not.
   virtual KernelChoice real_kernel(const Hardware& hw, const Problem& problem) const;
+  /// The schedule as its instrumented twin (the kernel `run --trace` and `validate` record per-op
+  /// spans with) runs it on `problem`, where that kernel's code differs from the plain one's in a
+  /// way the model sees; nullptr where both run the same program. The per-op spans a prediction
+  /// is compared with come from that kernel, so `validate` and `fidelity` predict them from it.
+  virtual std::unique_ptr<Schedule> traced_twin(const Hardware& hw, const Problem& problem) const { return nullptr; }
 
  protected:
   /// Reads the fields every family has: name, family, arch, description, source.

@@ -28,7 +28,9 @@ namespace attnsim {
 
 /// The prediction `validate` makes of a case: the whole problem, exact mode, simulated and timed
 /// at `clock_ghz` (GHz; 0: the clock of its own activity, PredictOptions::clock_ghz). Sets
-/// c.predicted_us and c.predicted_ops (the critical CTA's spans) and returns the prediction.
+/// c.predicted_us and c.predicted_ops (the critical CTA's spans; those of the schedule's traced twin
+/// at the same clock where it has one, Schedule::traced_twin: the kernel the spans are measured on)
+/// and returns the prediction.
 Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz = 0);
 
 /// Re-clocks the predictions of cases whose kernels were timed together (validate's turns of one

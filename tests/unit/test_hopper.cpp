@@ -334,6 +334,24 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     REQUIRE(waits.size() == 3);
     REQUIRE(maxes.size() == 2);
     CHECK((maxes[1] < waits[1]) == under_max);
+    // The traced twin (the kernel whose spans are measured) waits for the PV before the whole max
+    // in its recorded steps, so it exists exactly where the plain kernel's wait sits below the max,
+    // and waits before the max.
+    const auto twin = s->traced_twin(hw, p);
+    REQUIRE((twin != nullptr) == under_max);
+    if (twin) {
+      CHECK(twin->traced_twin(hw, p) == nullptr);
+      const auto& tops = twin->lower(hw, p, {TileWork{0, kk.m_block, 2, 0}}).warps[4].ops;
+      std::vector<size_t> twaits, tmaxes;
+      for (size_t i = 0; i < tops.size(); ++i) {
+        if (tops[i].kind == OpKind::MmaWait && tops[i].count == 0) twaits.push_back(i);
+        if (tops[i].name == ATTNSIM_OP_SOFTMAX_MAX) tmaxes.push_back(i);
+      }
+      REQUIRE(twaits.size() == 3);
+      REQUIRE(tmaxes.size() == 2);
+      CHECK(tmaxes[1] > twaits[1]);
+      CHECK(tops.size() == ops.size());  // the same ops, another order
+    }
     // The SMEM the simulator checks is the kernel's layout (untraced), mbarriers included, with
     // O's own buffer where the schedule resolves to one (it does at hd64/hd128, not at hd256).
     CHECK(kk.own_o_buffer == (hd <= 128));

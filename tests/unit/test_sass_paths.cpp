@@ -620,8 +620,9 @@ TEST_CASE("control codes - stall cycles and scoreboards from the encoding's high
 
 TEST_CASE("The PV wait's place in overlapped KV steps of a hand-written listing", "[sass]") {
   // An unmasked step whose PV wait ptxas sank below 3 of the row max's 4 FMNMX, a masked step
-  // (scores set to -INF) that waits before its max, and a QK wait with no PV wait before the next
-  // GEMM (a sequential step: not counted).
+  // (scores set to -INF) that waits before its max and reads the SM clock (a traced build's
+  // recorded step), and a QK wait with no PV wait before the next GEMM (a sequential step: not
+  // counted).
   const std::vector<std::pair<uint32_t, const char*>> text = {
       {0x00, "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24, gsb0"},
       {0x10, "WARPGROUP.DEPBAR.LE gsb0, 0x1"},
@@ -636,6 +637,7 @@ TEST_CASE("The PV wait's place in overlapped KV steps of a hand-written listing"
       {0xa0, "WARPGROUP.DEPBAR.LE gsb0, 0x1"},
       {0xb0, "FSEL R24, R24, -INF , P0"},
       {0xc0, "FSEL R25, R25, -INF , P1"},
+      {0xc8, "CS2R R2, SR_CLOCKLO"},
       {0xd0, "WARPGROUP.DEPBAR.LE gsb0, 0x0"},
       {0xe0, "FMNMX R0, R24, R25, !PT"},
       {0xf0, "@P2 BRA 0x90"},
@@ -654,6 +656,8 @@ TEST_CASE("The PV wait's place in overlapped KV steps of a hand-written listing"
   CHECK(steps[0].max_before == 3);
   CHECK(steps[0].max_total == 4);
   CHECK_FALSE(steps[0].masked);
+  CHECK_FALSE(steps[0].clocked);
+  CHECK(steps[1].clocked);
   CHECK(steps[1].address == 0xd0);
   CHECK(steps[1].max_before == 0);
   CHECK(steps[1].max_total == 1);

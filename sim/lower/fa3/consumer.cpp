@@ -86,11 +86,9 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   };
   // Where an overlapped KV step waits for its PV GEMM: the source waits before the softmax; in the
   // plain kernel's SASS ptxas may sink that wgmma.wait_group 0 below the row max (the hd64 and
-  // hd128 instances with O in its own buffer: below every FMNMX of it; hd256: mostly not). The
-  // wait follows the max where the SASS runs most of it first.
-  const bool pv_under_max =
-      c.costs.max_before_pv_wait(d, k.pingpong, k.overlap, k.scheduler == TileScheduler::DynamicLpt, k.own_o_buffer,
-                                 k.n_block) >= 0.5;
+  // hd128 instances with O in its own buffer: below every FMNMX of it; hd256: mostly not), not in
+  // the traced kernel's recorded steps (Resolved::pv_wait_under_max).
+  const bool pv_under_max = k.pv_wait_under_max;
   const bool loader = !k.warp_specialization && group == 0 && warp_in_group == 0;
   if (loader)  // its TMA arrive.expect_tx is the "load" arrival of each full barrier
     for (Pipe* p : {&c.q, &c.k_pipe, &c.v_pipe}) p->arrive_count("load", true, false);

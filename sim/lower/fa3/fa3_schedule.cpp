@@ -190,7 +190,18 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.pipelines = {{"pipeline_q", pipeline("pipeline_q", sm90::kQStages)},
                  {"pipeline_k", pipeline("pipeline_k", 0)},
                  {"pipeline_v", pipeline("pipeline_v", 0)}};
+  k.pv_wait_under_max =
+      !traced_ && k.overlap &&
+      costs_.max_before_pv_wait(k.head_dim, k.pingpong, k.overlap, k.scheduler == TileScheduler::DynamicLpt,
+                                k.own_o_buffer, k.n_block) >= 0.5;
   return k;
+}
+
+std::unique_ptr<Schedule> Fa3Schedule::traced_twin(const Hardware& hw, const Problem& p) const {
+  if (traced_ || !resolve(hw, p).pv_wait_under_max) return nullptr;
+  auto twin = std::make_unique<Fa3Schedule>(*this);
+  twin->traced_ = true;
+  return twin;
 }
 
 void Fa3Schedule::check(const Hardware& hw, const Problem& p) const {

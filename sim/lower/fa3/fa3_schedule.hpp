@@ -84,6 +84,10 @@ struct Resolved {
   int reg_consumer, reg_producer;
   long long smem_bytes;
   int registers_needed;  ///< live registers a consumer thread needs (accumulators + S/P + bookkeeping)
+  /// Where an overlapped KV step waits for its PV GEMM: after the row max where the kernel's SASS
+  /// runs most of the max before that wait (the plain kernel's, at hd64/hd128 with O in its own
+  /// buffer), else before the softmax as the source has it (and every traced kernel's recorded steps).
+  bool pv_wait_under_max;
   std::map<std::string, RoleDecl> pipeline_roles;  ///< "load" and "consumer" warps, for pipeline counts
   std::map<std::string, PipelineDecl> pipelines;   ///< pipeline_q/k/v as structure.h defines them
 };
@@ -104,11 +108,18 @@ class Fa3Schedule : public Schedule {
   std::vector<std::string> roles() const override;
   std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const override;
   KernelChoice real_kernel(const Hardware& hw, const Problem& problem) const override;
+  /// The traced kernel where its PV wait sits elsewhere than the plain kernel's: in every traced
+  /// instance's recorded KV steps the PV's wgmma.wait_group precedes the whole row max (the clock
+  /// reads around the spans keep it there; `attnsim sass-costs`, "pv wait (traced instances)",
+  /// cuobjdump -sass on an H200, 2026-11-29), while ptxas sinks it below most of the max in the
+  /// plain hd64/hd128 instances with O in its own buffer (CostModel::max_before_pv_wait).
+  std::unique_ptr<Schedule> traced_twin(const Hardware& hw, const Problem& problem) const override;
   Resolved resolve(const Hardware& hw, const Problem& problem) const;
 
  private:
   Knobs knobs_;
   CostModel costs_;
+  bool traced_ = false;  ///< this is a traced twin: lowered as the instrumented kernel runs
 };
 
 /// What the role emitters need.
