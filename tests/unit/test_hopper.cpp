@@ -324,12 +324,17 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     const bool under_max = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json")
                                .max_before_pv_wait(hd, kk.pingpong, kk.overlap, false, kk.own_o_buffer, kk.n_block) >= 0.5;
     CHECK(under_max == (hd <= 128));  // the 2026-11-29 listing: hd64/hd128 with O's own buffer, not hd256
+    // Positions in a consumer warp's ops of its wgmma.wait_group 0 and of its row maxes.
+    auto waits_and_maxes = [](const std::vector<Op>& ops) {
+      std::pair<std::vector<size_t>, std::vector<size_t>> at;
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (ops[i].kind == OpKind::MmaWait && ops[i].count == 0) at.first.push_back(i);
+        if (ops[i].name == ATTNSIM_OP_SOFTMAX_MAX) at.second.push_back(i);
+      }
+      return at;
+    };
     const auto& ops = prog.warps[4].ops;
-    std::vector<size_t> waits, maxes;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (ops[i].kind == OpKind::MmaWait && ops[i].count == 0) waits.push_back(i);
-      if (ops[i].name == ATTNSIM_OP_SOFTMAX_MAX) maxes.push_back(i);
-    }
+    const auto [waits, maxes] = waits_and_maxes(ops);
     // Waits: QK of block 1, PV of block 1 in block 0's step, PV of block 0; maxes: blocks 1, 0.
     REQUIRE(waits.size() == 3);
     REQUIRE(maxes.size() == 2);
@@ -342,11 +347,7 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     if (twin) {
       CHECK(twin->traced_twin(hw, p) == nullptr);
       const auto& tops = twin->lower(hw, p, {TileWork{0, kk.m_block, 2, 0}}).warps[4].ops;
-      std::vector<size_t> twaits, tmaxes;
-      for (size_t i = 0; i < tops.size(); ++i) {
-        if (tops[i].kind == OpKind::MmaWait && tops[i].count == 0) twaits.push_back(i);
-        if (tops[i].name == ATTNSIM_OP_SOFTMAX_MAX) tmaxes.push_back(i);
-      }
+      const auto [twaits, tmaxes] = waits_and_maxes(tops);
       REQUIRE(twaits.size() == 3);
       REQUIRE(tmaxes.size() == 2);
       CHECK(tmaxes[1] > twaits[1]);
