@@ -203,26 +203,24 @@ struct SassCosts : Command {
         for (const auto* in : tc.head) std::cout << fmt::format("    head /*{:04x}*/ {}\n", in->address, in->text);
       }
     }
-    std::cout << "\npv wait (plain instances with overlap): per overlapped KV step, the row max (FMNMX) before the "
-                 "PV's wgmma wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) / all the step's FMNMX\n";
-    for (const auto& [k, tc, pv, loop] : tiles) {
-      if (pv.empty()) continue;
-      std::vector<std::string> at;
-      for (const auto& st : pv)
-        at.push_back(fmt::format("{:#x}{} {}/{}", st.address, st.masked ? " masked" : "", st.max_before, st.max_total));
-      std::cout << fmt::format("  {}{}: {}; before the wait: {:.2f} of the max\n", short_name(k),
-                               k.own_o ? " own_o" : "", fmt::join(at, ", "), sass::max_before_pv_wait(pv));
-    }
-    std::cout << "\npv wait (traced instances with overlap; both their recorded and their plain tiles' steps): the "
-                 "same count\n";
-    for (const auto& [k, pv] : traced_pv) {
-      if (pv.empty()) continue;
+    // One instance's overlapped steps: address, masked / clocked, FMNMX before the PV wait / all.
+    auto steps_text = [](const std::vector<sass::PvWaitStep>& pv) {
       std::vector<std::string> at;
       for (const auto& st : pv)
         at.push_back(fmt::format("{:#x}{}{} {}/{}", st.address, st.masked ? " masked" : "",
                                  st.clocked ? " clocked" : "", st.max_before, st.max_total));
-      std::cout << fmt::format("  {}{}: {}\n", short_name(k), k.own_o ? " own_o" : "", fmt::join(at, ", "));
-    }
+      return fmt::format("{}", fmt::join(at, ", "));
+    };
+    std::cout << "\npv wait (plain instances with overlap): per overlapped KV step, the row max (FMNMX) before the "
+                 "PV's wgmma wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) / all the step's FMNMX\n";
+    for (const auto& [k, tc, pv, loop] : tiles)
+      if (!pv.empty())
+        std::cout << fmt::format("  {}{}: {}; before the wait: {:.2f} of the max\n", short_name(k),
+                                 k.own_o ? " own_o" : "", steps_text(pv), sass::max_before_pv_wait(pv));
+    std::cout << "\npv wait (traced instances with overlap; both their recorded and their plain tiles' steps, "
+                 "clocked: a recorded tile's): the same count\n";
+    for (const auto& [k, pv] : traced_pv)
+      if (!pv.empty()) std::cout << fmt::format("  {}{}: {}\n", short_name(k), k.own_o ? " own_o" : "", steps_text(pv));
     if (!into.empty()) write(kernels, tiles);
     return 0;
   }
