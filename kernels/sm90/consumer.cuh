@@ -28,6 +28,10 @@ struct Consumer {
   const Smem<T>& s;
   TraceRecorder<kRecord>& tr;
   int group, warp, lane;
+  /// Which 64 rows of the tile this warpgroup computes (run_tile): its own, or with T::kTrimLast
+  /// (two warpgroups) the other's in every other tile, so that the warpgroup that trims the last
+  /// block (the one whose rows end first) changes from tile to tile.
+  int rows = group;
   float sacc[N / 2];   // S of the current block, then P in fp32
   float o[D / 2];      // O accumulator
   uint32_t pr[N / 4];  // P in bf16 (A fragments of the PV wgmma)
@@ -37,7 +41,7 @@ struct Consumer {
 
   /// Q descriptor of this warpgroup's 64 rows at k-step kk (16 columns of head_dim).
   __device__ uint64_t desc_q(int kk) const {
-    return smem_desc_sw128(smem_u32(s.q + (kk / 4) * T::kMBlock * 128 + group * 64 * 128 + (kk % 4) * 32), 16, 1024);
+    return smem_desc_sw128(smem_u32(s.q + (kk / 4) * T::kMBlock * 128 + rows * 64 * 128 + (kk % 4) * 32), 16, 1024);
   }
   /// K (B operand of QK, K-major: n_block rows of head_dim) at k-step kk.
   __device__ uint64_t desc_k(int stage, int kk) const {
@@ -133,24 +137,29 @@ struct Consumer {
   }
   /// Online softmax of block j; kMask: the block is at or past the tile's first_masked, so its
   /// scores are masked (mask_scores: a limit column per row, exact for every row). Returns whether
-  /// O must be rescaled (always, unless the kernel rescales conditionally: row_max).
-  template <bool kMask>
-  __device__ bool softmax(int j, int tile, int row0, RowStats& st, float (&alpha)[2]) {
+  /// O must be rescaled (always, unless the kernel rescales conditionally: row_max). kSplit and
+  /// `half` (a trimmed last block): the exponentials on the block's first N / 2 keys only, P of
+  /// the others 0 (rescale_and_pack); the mask and the row max still over the whole block (split
+  /// too, they left the traced kernels' wgmmas serialized for want of registers, ptxas C7511).
+  template <bool kMask, bool kSplit = false>
+  __device__ bool softmax(int j, int tile, int row0, RowStats& st, float (&alpha)[2], bool half = false) {
     uint32_t t0 = tr.now();
     if constexpr (kMask) mask_scores<N>(sacc, j, row0, p);
     const bool rescale_o =
         row_max<N, T::kConditionalRescale>(sacc, st, p.scale_log2, alpha, T::kRescaleThresholdLog2);
     uint32_t t1 = tr.now();
     tr.span(ATTNSIM_OP_SOFTMAX_MAX, t0, t1, j, tile);
-    exp_scores<N, T::kExp2EmuFreq, T::kExp2EmuRes>(sacc, st, p.scale_log2, alpha);
+    exp_scores<N, T::kExp2EmuFreq, T::kExp2EmuRes, kSplit>(sacc, st, p.scale_log2, alpha, half);
     tr.span(ATTNSIM_OP_SOFTMAX_EXP, t1, tr.now(), j, tile);
     return rescale_o;
   }
-  /// O *= alpha and P to bf16 (after the PV that read the previous P has completed).
-  __device__ void rescale_and_pack(int j, int tile, const float (&alpha)[2], bool rescale_o) {
+  /// O *= alpha and P to bf16 (after the PV that read the previous P has completed); kSplit,
+  /// `half`: the softmax took the first N / 2 keys only (softmax), P of the others is 0.
+  template <bool kSplit = false>
+  __device__ void rescale_and_pack(int j, int tile, const float (&alpha)[2], bool rescale_o, bool half = false) {
     const uint32_t t0 = tr.now();
     if (rescale_o) rescale<D>(o, alpha);
-    pack_p<N>(sacc, pr);
+    pack_p<N, kSplit>(sacc, pr, half);
     tr.span(ATTNSIM_OP_RESCALE_O, t0, tr.now(), j, tile);
   }
 
@@ -179,9 +188,11 @@ struct Consumer {
     const bool rescale_o = softmax<kMask>(j, local, row0, st, alpha);
     rescale_and_pack(j, local, alpha, rescale_o);
   }
-  /// One KV block j without overlap: QK(j), softmax, PV(j), each waited for.
-  template <bool kMask>
-  __device__ void sequential_step(int j, int n, int local, int row0, RowStats& st, float (&alpha)[2]) {
+  /// One KV block j without overlap: QK(j), softmax, PV(j), each waited for; kSplit, `half`: the
+  /// softmax on the block's first N / 2 keys (softmax).
+  template <bool kMask, bool kSplit = false>
+  __device__ void sequential_step(int j, int n, int local, int row0, RowStats& st, float (&alpha)[2],
+                                  bool half = false) {
     turn_start(j, local);
     issue_qk(j, local);
     turn_end();
@@ -189,8 +200,8 @@ struct Consumer {
     release(s.k_empty, k_read.index);
     k_read.advance();
     release_q_after_qk(j);
-    const bool rescale_o = softmax<kMask>(j, local, row0, st, alpha);
-    rescale_and_pack(j, local, alpha, j < n - 1 && rescale_o);
+    const bool rescale_o = softmax<kMask, kSplit>(j, local, row0, st, alpha, half);
+    rescale_and_pack<kSplit>(j, local, alpha, j < n - 1 && rescale_o, half);
     turn_start(j, local);
     issue_pv(j, local, j < n - 1);
     turn_end();
@@ -296,8 +307,9 @@ struct Consumer {
     // exponentials and its KV loop ran 1-3% slower, so it keeps the carried position there
     // (H100, 2026-11-28, kernels/sm90/README.md).
     if constexpr (D >= 128) k_read = v_read;
+    if constexpr (T::kTrimLast) rows = group ^ (local & 1);
     // This thread's first row (r0) in the sequence.
-    const int row0 = c.m * T::kMBlock + group * 64 + 16 * warp + lane / 4;
+    const int row0 = c.m * T::kMBlock + rows * 64 + 16 * warp + lane / 4;
     RowStats st;
     float alpha[2];
     if constexpr (T::kOverlap) {
@@ -308,11 +320,16 @@ struct Consumer {
       release(s.k_empty, k_read.index);
       k_read.advance();
       release_q_after_qk(n - 1);
-      if (n - 1 >= c.first_masked)
-        softmax<true>(n - 1, local, row0, st, alpha);
+      // Whether this warpgroup's rows see none of the last block's second half (trim_last_block):
+      // its softmax then takes the first half only, and P of the second is 0. Uniform over the
+      // warpgroup; taken here, after the QK, so that it is not live while the wgmma is in flight.
+      const bool half = T::kTrimLast && last_block_half(c.m, T::kMBlock, N, n, rows, p.seqlen_q, p.seqlen_k,
+                                                        p.causal != 0);
+      if (n - 1 >= c.first_masked)  // (so is every trimmed block)
+        softmax<true, T::kTrimLast>(n - 1, local, row0, st, alpha, half);
       else
         softmax<false>(n - 1, local, row0, st, alpha);
-      rescale_and_pack(n - 1, local, alpha, false);
+      rescale_and_pack<T::kTrimLast>(n - 1, local, alpha, false, half);
       // The blocks that need the mask come first (j descends), then the hot loop without the
       // mask test: a test per block (a parameter load, two branches and a reconvergence) took
       // about a quarter of softmax_max's PC samples (ncu, H100, 2026-11-23).
@@ -327,13 +344,16 @@ struct Consumer {
       v_read.advance();
     } else {
       int j = n - 1;
-      for (; j >= c.first_masked; --j) sequential_step<true>(j, n, local, row0, st, alpha);
+      const bool half = T::kTrimLast && last_block_half(c.m, T::kMBlock, N, n, rows, p.seqlen_q, p.seqlen_k,
+                                                        p.causal != 0);  // (as above)
+      for (; j >= c.first_masked; --j)
+        sequential_step<true, T::kTrimLast>(j, n, local, row0, st, alpha, half && j == n - 1);
       for (; j >= 0; --j) sequential_step<false>(j, n, local, row0, st, alpha);
     }
     if constexpr (T::kDynamic)
-      epilogue<T>(p, s, tr, slot_tile(), group, warp, lane, o, st, local, v_read);
+      epilogue<T>(p, s, tr, slot_tile(), group, rows, warp, lane, o, st, local, v_read);
     else
-      epilogue<T>(p, s, tr, c, group, warp, lane, o, st, local, v_read);
+      epilogue<T>(p, s, tr, c, group, rows, warp, lane, o, st, local, v_read);
     // Neither in a buffer of its own nor in the V ring, O was staged in Q's buffer: it may be refilled now, and with
     // the dynamic scheduler the tile slot, which lane 0 copied for this warp (copy_tile_slot),
     // rewritten (release_q_after_qk frees it earlier otherwise).

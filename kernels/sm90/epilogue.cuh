@@ -18,14 +18,19 @@
 
 namespace attnsim::sm90 {
 
+/// `group`: the consumer warpgroup (its barriers and its rows of the staging buffer); `rows`: which
+/// 64 rows of the tile it computed (Consumer::rows), where its O and LSE go in global memory.
 template <class T, bool kRecord>
 __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, TraceRecorder<kRecord>& tr, const Tile& c,
-                                         int group, int warp, int lane, const float (&o)[T::kHeadDim / 2], RowStats& st,
-                                         int tile, const PipelineState& v_next) {
+                                         int group, int rows, int warp, int lane, const float (&o)[T::kHeadDim / 2],
+                                         RowStats& st, int tile, const PipelineState& v_next) {
   constexpr int D = T::kHeadDim;
   // Where O is staged: this warpgroup's rows of a buffer of kMBlock-row chunks, or one V stage.
   uint8_t* base = s.o;
-  int row0 = group * 64;
+  // In its own buffer, the warpgroup's own 64 rows: its store of the previous tile, which only it
+  // waits for, read them. In Q's buffer, the rows whose Q it read: the other warpgroups' may
+  // still be read by their last QK.
+  int row0 = (T::kOwnO ? group : rows) * 64;
   constexpr int kChunkRows = T::kOInV ? 64 : T::kMBlock;
   uint32_t t0;
   if constexpr (T::kOInV) {
@@ -54,7 +59,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
     }
   t0 = tr.now();
   write_o<D, kChunkRows>(smem_u32(base), row0, warp, lane, o, st);
-  const int rbox = group * 64 + 16 * warp + lane / 4;
+  const int rbox = rows * 64 + 16 * warp + lane / 4;  // this thread's first row in the tile
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
   if constexpr (kOrdered) named_arrive(bar_o_staged(group), kPingpongThreads);
   t0 = tr.now();
@@ -64,7 +69,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
     t0 = tr.now();
 #pragma unroll
     for (int ch = 0; ch < D / 64; ++ch)
-      tma_store(&p.tm_o, base + ch * kChunkRows * 128 + row0 * 128, ch * 64, c.m * T::kMBlock + group * 64, c.head,
+      tma_store(&p.tm_o, base + ch * kChunkRows * 128 + row0 * 128, ch * 64, c.m * T::kMBlock + rows * 64, c.head,
                 c.batch);
     cuda::ptx::cp_async_bulk_commit_group();
     if constexpr (!T::kOwnO) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});  // the buffer reusable

@@ -25,14 +25,22 @@ namespace attnsim::sm90 {
 /// kRescaleMilli: conditional O rescale threshold in log2 units x 1000, -1: rescale every block
 /// (KernelKnobs::rescale_threshold_milli); kExp2EmuFreq/kExp2EmuRes: of every kExp2EmuFreq
 /// score elements of a thread, the last kExp2EmuRes take the emulated exp2 (0: none;
-/// KernelKnobs::exp2_emu_freq); kOInV: O is staged in the V ring (KernelKnobs::o_in_v_ring).
+/// KernelKnobs::exp2_emu_freq); kOInV: O is staged in the V ring (KernelKnobs::o_in_v_ring);
+/// kTrimLast: a warpgroup takes the exponentials of its tile's last KV block on the first
+/// n_block / 2 keys where it sees no key past them, and the two warpgroups swap rows in every other tile
+/// (KernelKnobs::trim_last_block).
 template <int kHeadDim_, int kMBlock_, int kNBlock_, int kKvStage_, bool kPingpong_, bool kOverlap_, int kRegConsumer_,
           int kRegProducer_, bool kTrace_, bool kDynamic_ = false, bool kOwnO_ = false, int kL2SectionMiB_ = 0,
-          int kRescaleMilli_ = -1, int kExp2EmuFreq_ = 0, int kExp2EmuRes_ = 0, bool kOInV_ = false>
+          int kRescaleMilli_ = -1, int kExp2EmuFreq_ = 0, int kExp2EmuRes_ = 0, bool kOInV_ = false,
+          bool kTrimLast_ = false>
 struct Traits {
   static constexpr int kHeadDim = kHeadDim_, kMBlock = kMBlock_, kNBlock = kNBlock_, kKvStage = kKvStage_;
   static constexpr bool kPingpong = kPingpong_, kOverlap = kOverlap_, kTrace = kTrace_, kDynamic = kDynamic_;
   static constexpr bool kOwnO = kOwnO_, kOInV = kOInV_;
+  /// The last KV block trimmed (KernelKnobs::trim_last_block: two consumer warpgroups, whose rows
+  /// swap, and n_block % 32 == 0, so that a half block is a whole number of the PV's 16-key
+  /// k-steps; elsewhere the knob changes nothing).
+  static constexpr bool kTrimLast = kTrimLast_ && kNBlock_ % 32 == 0 && consumer_warpgroups(kMBlock_) == 2;
   /// Q is released after the tile's last QK (O is not staged in Q's buffer).
   static constexpr bool kQFreeAfterQk = kOwnO || kOInV;
   static constexpr int kL2SectionMiB = kL2SectionMiB_;

@@ -89,18 +89,27 @@ __device__ __forceinline__ bool row_max(const float (&s)[N / 2], RowStats& st, f
 /// softmax_math.h, FA4's pattern), which take FA4's polynomial on the FMA and ALU pipes
 /// (exp2_emulated): at head_dim 64 a block's exp2s keep the MUFU (16 per clock per SM) as busy
 /// as its two GEMMs keep the tensor cores, so moving some off it could shorten the softmax
-/// (measured slower on an H200: kernels/sm90/README.md; the schedule keeps it off).
-template <int N, int kEmuFreq = 0, int kEmuRes = 0>
-__device__ __forceinline__ void exp_scores(float (&s)[N / 2], RowStats& st, float scale_log2, const float (&alpha)[2]) {
+/// (measured slower on an H200: kernels/sm90/README.md; the schedule keeps it off). kSplit and
+/// `half` (a trimmed last block, KernelKnobs::trim_last_block): over the block's first N / 2 keys
+/// only, the others left as they are (their P is 0: pack_p); a branch uniform over the
+/// warpgroup, the first half's code the same on both paths (a second copy of the whole softmax
+/// at half width left ptxas short of registers for the traced kernels' wgmmas, C7511).
+template <int N, int kEmuFreq = 0, int kEmuRes = 0, bool kSplit = false>
+__device__ __forceinline__ void exp_scores(float (&s)[N / 2], RowStats& st, float scale_log2, const float (&alpha)[2],
+                                           bool half = false) {
   float ms[2], add[2][4] = {};  // four independent partial sums per row (see row_max)
 #pragma unroll
   for (int r = 0; r < 2; ++r) ms[r] = st.max[r] == -INFINITY ? 0.f : st.max[r] * scale_log2;
-#pragma unroll
-  for (int i = 0; i < N / 2; ++i) {
+  auto take = [&](int i) {
     const float x = fmaf(s[i], scale_log2, -ms[(i / 2) % 2]);
     s[i] = exp2_element_emulated(i, kEmuFreq, kEmuRes) ? exp2_emulated(x) : exp2_mufu(x);
     add[(i / 2) % 2][(i % 2) + 2 * ((i / 8) % 2)] += s[i];
-  }
+  };
+#pragma unroll
+  for (int i = 0; i < N / 4; ++i) take(i);
+  if (!kSplit || !half)
+#pragma unroll
+    for (int i = N / 4; i < N / 2; ++i) take(i);
 #pragma unroll
   for (int r = 0; r < 2; ++r) st.sum[r] = st.sum[r] * alpha[r] + ((add[r][0] + add[r][1]) + (add[r][2] + add[r][3]));
 }
@@ -113,11 +122,19 @@ __device__ __forceinline__ void rescale(float (&o)[D / 2], const float (&alpha)[
 }
 
 /// P in bf16 as wgmma A fragments: k-step t (16 keys) uses p[4t .. 4t+3]. The accumulator
-/// layout of S matches the A-register layout, so this is a pairwise pack.
-template <int N>
-__device__ __forceinline__ void pack_p(const float (&s)[N / 2], uint32_t (&p)[N / 4]) {
+/// layout of S matches the A-register layout, so this is a pairwise pack. kSplit, `half`: the
+/// exponentials took the block's first N / 2 keys only (exp_scores); P of the others is 0.
+template <int N, bool kSplit = false>
+__device__ __forceinline__ void pack_p(const float (&s)[N / 2], uint32_t (&p)[N / 4], bool half = false) {
 #pragma unroll
-  for (int i = 0; i < N / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+  for (int i = 0; i < N / 8; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+  if (!kSplit || !half) {
+#pragma unroll
+    for (int i = N / 8; i < N / 4; ++i) p[i] = pack_bf16(s[2 * i], s[2 * i + 1]);
+  } else {
+#pragma unroll
+    for (int i = N / 8; i < N / 4; ++i) p[i] = 0u;
+  }
 }
 
 /// The final_o span of a consumer warpgroup (warp 0-3 of it, lane): completes each row's sum

@@ -51,10 +51,19 @@ struct KernelKnobs {
   /// tile's stores have read the ring (barrier_o). Q is released after the tile's last QK, as with
   /// an own buffer, without that buffer's SMEM. Excludes own_o_buffer.
   bool o_in_v_ring = false;
+  /// A consumer warpgroup whose keys end in the first half of its tile's last KV block
+  /// (last_block_half) takes that block's exponentials on those n_block / 2 keys only (the GEMMs,
+  /// the mask and the row max stay whole; P of the other keys is 0), and
+  /// the two consumer warpgroups swap their 64 rows of the tile in every other tile of a CTA, so
+  /// that the warpgroup with the lighter tile changes from tile to tile: in pingpong the
+  /// warpgroups take the same number of GEMM turns per tile, and the lighter one would otherwise
+  /// wait on the other's at every tile. Needs n_block % 32 == 0 and two consumer warpgroups
+  /// (else the kernel ignores it).
+  bool trim_last_block = false;
 
   bool operator==(const KernelKnobs&) const = default;
   /// "hd128 m128 n128 kv2 pingpong overlap reg 240/24" (+ " dynamic", " own_o", " l2 32MiB",
-  /// " rescale>8", " exp2 emu 1/8", " o_in_v").
+  /// " rescale>8", " exp2 emu 1/8", " o_in_v", " trim_last").
   std::string describe() const {
     char b[192];
     std::snprintf(b, sizeof b, "hd%d m%d n%d kv%d%s%s reg %d/%d%s%s", head_dim, m_block, n_block, kv_stage,
@@ -71,6 +80,7 @@ struct KernelKnobs {
       out += b;
     }
     if (o_in_v_ring) out += " o_in_v";
+    if (trim_last_block) out += " trim_last";
     return out;
   }
 };
@@ -216,6 +226,26 @@ ATTNSIM_HD constexpr bool o_staged_waits(int group, int tile) { return group > 0
 /// The warpgroup whose bar_o_staged warpgroup `group` syncs on (o_staged_waits) among `consumers`:
 /// the one before it, round robin.
 ATTNSIM_HD constexpr int o_staged_after(int group, int consumers) { return (group + consumers - 1) % consumers; }
+
+// ---- The last KV block, trimmed ----------------------------------------------------------------
+
+/// Whether consumer warpgroup `group` of a tile at m-block `m` (m_block query rows, n_blocks KV
+/// blocks of n_block keys) sees no key past the middle of the tile's last KV block (the first it
+/// computes): every key its 64 rows may see lies before the seqlen_k tail and, causal, at or
+/// before its last row's diagonal (bottom-right aligned: row r sees keys <= r + seqlen_k -
+/// seqlen_q). Where it holds, KernelKnobs::trim_last_block takes that block's exponentials on its
+/// first n_block / 2 keys only: the other half is masked out for all 64 rows. The half must be a whole
+/// number of wgmma K steps of the PV (16 keys), whose P the rest is 0: n_block % 32 == 0, else false. In a causal
+/// 128 x 128 tile of a square problem warpgroup 0 holds it on the diagonal block and warpgroup 1
+/// does not.
+ATTNSIM_HD constexpr bool last_block_half(int m, int m_block, int n_block, int n_blocks, int group, int seqlen_q,
+                                          int seqlen_k, bool causal) {
+  if (n_block % 32 != 0 || n_blocks < 1) return false;
+  const long long diagonal_end =  // one past the last key of the warpgroup's last row
+      static_cast<long long>(m) * m_block + kRowsPerConsumer * (group + 1) + seqlen_k - seqlen_q;
+  const long long end = causal && diagonal_end < seqlen_k ? diagonal_end : seqlen_k;
+  return end <= static_cast<long long>(n_blocks - 1) * n_block + n_block / 2;
+}
 
 // ---- Shared memory ----------------------------------------------------------------------------
 

@@ -26,7 +26,8 @@ bool runs_schedule_code(const Fa3Knobs& k, const Hardware& hw, const std::string
   const bool o_staging = k.args < 11 || (r.own_o_buffer == k.own_o && (k.args < 16 || r.o_in_v_ring == k.o_in_v));
   const bool rescale = k.args < 13 || r.conditional_rescale == (k.rescale_milli >= 0);
   const bool exp2 = k.args < 15 || (r.exp2_emu_freq > 0) == (k.exp2_emu_freq > 0);
-  return o_staging && rescale && exp2;
+  const bool trim = k.args < 17 || r.trim_last_block == k.trim_last;
+  return o_staging && rescale && exp2 && trim;
 }
 
 }  // namespace attnsim::sass

@@ -9,7 +9,7 @@ bool same_instance(const Fa3Knobs& a, const Fa3Knobs& b, bool any_scheduler) {
          a.pingpong == b.pingpong && a.overlap == b.overlap && a.reg_consumer == b.reg_consumer &&
          a.reg_producer == b.reg_producer && (any_scheduler || a.dynamic == b.dynamic) && a.own_o == b.own_o &&
          a.rescale_milli == b.rescale_milli && a.exp2_emu_freq == b.exp2_emu_freq &&
-         a.exp2_emu_res == b.exp2_emu_res && a.o_in_v == b.o_in_v;
+         a.exp2_emu_res == b.exp2_emu_res && a.o_in_v == b.o_in_v && a.trim_last == b.trim_last;
 }
 
 namespace {

@@ -551,15 +551,16 @@ std::optional<Fa3Knobs> fa3_knobs(const std::string& mangled) {
   // _ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi128ELi128ELi128ELi3ELb1ELb1ELi240ELi24ELb1EEEEEvNS0_6ParamsE
   if (mangled.find("fa3_forward") == std::string::npos) return std::nullopt;
   const std::vector<int> v = traits_args(mangled);
-  // kDynamic, kOwnO, kL2SectionMiB, kRescaleMilli, kExp2EmuFreq, kExp2EmuRes, kOInV: the 10th to
-  // 16th (defaulted) arguments.
-  if (v.size() < 9 || v.size() > 16) return std::nullopt;
+  // kDynamic, kOwnO, kL2SectionMiB, kRescaleMilli, kExp2EmuFreq, kExp2EmuRes, kOInV, kTrimLast: the
+  // 10th to 17th (defaulted) arguments.
+  if (v.size() < 9 || v.size() > 17) return std::nullopt;
   Fa3Knobs k{v[0], v[1], v[2], v[3], v[4] != 0, v[5] != 0, v[6], v[7], v[8] != 0};
   k.dynamic = v.size() >= 10 && v[9] != 0;
   k.own_o = v.size() >= 11 && v[10] != 0;
   if (v.size() >= 13) k.rescale_milli = v[12];
   if (v.size() >= 15) k.exp2_emu_freq = v[13], k.exp2_emu_res = v[14];
   k.o_in_v = v.size() >= 16 && v[15] != 0;
+  k.trim_last = v.size() >= 17 && v[16] != 0;
   k.args = static_cast<int>(v.size());
   return k;
 }

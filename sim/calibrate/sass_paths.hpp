@@ -172,6 +172,7 @@ struct Fa3Knobs {
   int rescale_milli = -1;               ///< conditional rescale threshold x 1000 (13th; -1: every block)
   int exp2_emu_freq = 0, exp2_emu_res = 0;  ///< exp2 emulation (14th, 15th; 0: none)
   bool o_in_v = false;                      ///< O staged in the V ring (16th)
+  bool trim_last = false;                   ///< the last KV block trimmed (17th)
   int args = 0;  ///< template arguments in the name: a listing older than a knob has none for it
 };
 /// The knobs of `mangled` when it is an attnsim::sm90::fa3_forward instance.

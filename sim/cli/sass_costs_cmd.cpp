@@ -45,6 +45,7 @@ std::string short_name(const sass::Fa3Knobs& k) {
   if (k.rescale_milli >= 0) variant += fmt::format(" rescale>{:g}", k.rescale_milli / 1000.0);
   if (k.exp2_emu_freq > 0) variant += fmt::format(" exp2 emu {}/{}", k.exp2_emu_res, k.exp2_emu_freq);
   if (k.o_in_v) variant += " o_in_v";
+  if (k.trim_last) variant += " trim_last";
   return fmt::format("fa3_forward<Traits<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}>>{}", k.head_dim, k.m_block, k.n_block,
                      k.kv_stage, k.pingpong, k.overlap, k.reg_consumer, k.reg_producer, k.trace, k.dynamic, variant);
 }

@@ -654,6 +654,8 @@ std::vector<std::string> measured_kernel_pins(const std::string& kernel) {
     pins.push_back(fmt::format("/rescale={{\"conditional\":true,\"threshold_log2\":{}}}", threshold));
   else
     pins.push_back("/rescale/conditional=false");
+  // Whether it trimmed the last KV block (" trim_last"; none did before the knob, 2026-11-29).
+  pins.push_back(kernel.find(" trim_last") == std::string::npos ? "/trim_last_block=false" : "/trim_last_block=true");
   return pins;
 }
 

@@ -163,7 +163,8 @@ std::vector<std::string> committed_validation_dirs(const std::string& root);
 /// measurement to what the measured kernel (a results.csv `kernel` column: sm90 describe())
 /// had: fa3_sm90 kernels with " o_in_v" staged O in the V ring, without it or " own_o" in Q's
 /// buffer, without " l2 " had no L2
-/// sections; each ran the tile its " mM nN" names, with pingpong where it says " pingpong".
+/// sections; each ran the tile its " mM nN" names, with pingpong where it says " pingpong", and
+/// trimmed its last KV block where it says " trim_last".
 /// Empty for other families. (repredict also runs a causal case whose kernel lacks " dynamic"
 /// one CTA per tile where the schedule now resolves to the dynamic scheduler.)
 std::vector<std::string> measured_kernel_pins(const std::string& kernel);

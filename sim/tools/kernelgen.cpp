@@ -45,10 +45,14 @@ void write_if_changed(const std::filesystem::path& path, const std::string& text
 
 /// The trailing template arguments of knobs added after the first twelve: ", <rescale threshold>"
 /// for a kernel that rescales O conditionally, then ", <freq>, <res>" of its exp2 emulation, then
-/// ", true" for O staged in the V ring; nothing past the last knob that differs from the
-/// template's default (rescale -1, emulation 0, 0, V ring false), so that kernels which predate
-/// these knobs keep their source text and are not rebuilt.
+/// ", true" for O staged in the V ring, then ", true" for the trimmed last block; nothing past the
+/// last knob that differs from the template's default (rescale -1, emulation 0, 0, V ring false,
+/// trim false), so that kernels which predate these knobs keep their source text and are not
+/// rebuilt.
 std::string trailing_args(const sm90::KernelKnobs& k) {
+  if (k.trim_last_block)
+    return fmt::format(", {}, {}, {}, {}, true", k.rescale_threshold_milli, k.exp2_emu_freq, k.exp2_emu_res,
+                       k.o_in_v_ring);
   if (k.o_in_v_ring)
     return fmt::format(", {}, {}, {}, true", k.rescale_threshold_milli, k.exp2_emu_freq, k.exp2_emu_res);
   if (k.exp2_emu_freq > 0)

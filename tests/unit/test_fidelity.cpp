@@ -430,12 +430,15 @@ TEST_CASE("fidelity: the pins of a measured fa3_sm90 kernel resolve the schedule
   // without pingpong, O staged in Q's buffer, no L2 sections) and one of today's.
   using Pins = std::vector<std::string>;
   CHECK(measured_kernel_pins("fa3_sm90 hd64 m192 n128 kv2 overlap reg 160/32 own_o l2 8MiB") ==
-        Pins{"/pingpong=false", "/tile={\"m_block\":192,\"n_block\":128}", "/rescale/conditional=false"});
+        Pins{"/pingpong=false", "/tile={\"m_block\":192,\"n_block\":128}", "/rescale/conditional=false",
+             "/trim_last_block=false"});
   CHECK(measured_kernel_pins("fa3_sm90 hd256 m128 n80 kv2 overlap reg 240/24") ==
         Pins{"/o_staging=q_buffer", "/l2_section_mib=0", "/pingpong=false", "/tile={\"m_block\":128,\"n_block\":80}",
-             "/rescale/conditional=false"});
-  CHECK(measured_kernel_pins("fa3_sm90 hd256 m128 n80 kv2 pingpong overlap reg 240/24 l2 8MiB rescale>8").back() ==
-        "/rescale={\"conditional\":true,\"threshold_log2\":8}");
+             "/rescale/conditional=false", "/trim_last_block=false"});
+  const Pins rescaled = measured_kernel_pins("fa3_sm90 hd256 m128 n80 kv2 pingpong overlap reg 240/24 l2 8MiB rescale>8");
+  CHECK(rescaled[rescaled.size() - 2] == "/rescale={\"conditional\":true,\"threshold_log2\":8}");
+  CHECK(measured_kernel_pins("fa3_sm90 hd64 m128 n128 kv2 pingpong overlap reg 240/24 dynamic own_o l2 8MiB trim_last")
+            .back() == "/trim_last_block=true");
   CHECK(measured_kernel_pins("fa3_sm90 hd256 m128 n64 kv2 pingpong overlap reg 240/24 dynamic l2 8MiB rescale>8 o_in_v")
             .front() == "/o_staging=v_ring");
   CHECK(measured_kernel_pins("fa2_sm80 hd64 br64 bc64 fma").empty());
@@ -456,6 +459,18 @@ TEST_CASE("fidelity: the pins of a measured fa3_sm90 kernel resolve the schedule
     const KernelChoice k = s->real_kernel(hw, p);
     REQUIRE(k.supported);
     CHECK(describe(k.knobs) == kernel);
+  }
+  // Causal: the kernels with and without the trimmed last block.
+  for (const std::string kernel : {"fa3_sm90 hd64 m128 n128 kv2 pingpong overlap reg 240/24 dynamic own_o l2 8MiB",
+                                   "fa3_sm90 hd64 m128 n128 kv2 pingpong overlap reg 240/24 dynamic own_o l2 8MiB trim_last"}) {
+    Problem p;
+    p.batch = 2;
+    p.heads = p.kv_heads = 16;
+    p.seqlen_q = p.seqlen_k = 1024;
+    p.head_dim = p.head_dim_v = 64;
+    p.causal = true;
+    const auto s = load_schedule(test::root() + "/schedules/fa3_sm90.json", measured_kernel_pins(kernel));
+    CHECK(describe(s->real_kernel(hw, p).knobs) == kernel);
   }
 }
 

@@ -701,3 +701,91 @@ TEST_CASE("fa3_sm90 exp2 emulation: a share of the scores' exp2 moves from the M
   CHECK_THROWS_WITH(schedule_with("/exp2_emulation={\"freq\":4,\"res\":1,\"start_frg\":1}"),
                     Catch::Contains("start_frg"));
 }
+
+TEST_CASE("fa3_sm90 trim_last_block: a warpgroup computes the last KV block on the half its rows see",
+          "[hopper][fa3][trim]") {
+  // sm90::last_block_half by hand. 128 x 128 causal, square: warpgroup 0 (rows 0-63 of the tile)
+  // sees keys < 128 m + 64 of the diagonal block [128 m, 128 m + 128), warpgroup 1 all of it.
+  CHECK(sm90::last_block_half(0, 128, 128, 1, 0, 512, 512, true));
+  CHECK(!sm90::last_block_half(0, 128, 128, 1, 1, 512, 512, true));
+  CHECK(sm90::last_block_half(3, 128, 128, 4, 0, 512, 512, true));
+  CHECK(!sm90::last_block_half(3, 128, 128, 4, 1, 512, 512, true));
+  // 192 x 128, m-block 0 (2 blocks, keys < 256): every warpgroup's rows end by key 192.
+  for (int g = 0; g < 3; ++g) CHECK(sm90::last_block_half(0, 192, 128, 2, g, 1024, 1024, true));
+  // m-block 1 (rows 192-383, 3 blocks): rows 192-319 end by key 320 = 256 + 64, rows 320-383 not.
+  CHECK(sm90::last_block_half(1, 192, 128, 3, 0, 1024, 1024, true));
+  CHECK(sm90::last_block_half(1, 192, 128, 3, 1, 1024, 1024, true));
+  CHECK(!sm90::last_block_half(1, 192, 128, 3, 2, 1024, 1024, true));
+  // Bottom-right aligned: 96 more keys than queries move every diagonal 96 keys right, so m-block 0
+  // reaches key 223 (2 blocks): rows 0-63 end by key 160, rows 64-127 by 224, past 128 + 64.
+  CHECK(sm90::last_block_half(0, 128, 128, 2, 0, 416, 512, true));
+  CHECK(!sm90::last_block_half(0, 128, 128, 2, 1, 416, 512, true));
+  // Non-causal: the seqlen_k tail alone. 960 keys in 8 blocks of 128 end at the last one's middle.
+  CHECK(sm90::last_block_half(0, 128, 128, 8, 1, 960, 960, false));
+  CHECK(!sm90::last_block_half(0, 128, 128, 8, 1, 961, 961, false));
+  // Half of 80 keys is not a whole number of 16-key k-steps.
+  CHECK(!sm90::last_block_half(0, 128, 80, 1, 0, 512, 512, true));
+
+  // The model: hd64 causal seqlen 512, 128 x 128 tiles. Tile 0 of the CTA is m-block 0 (1 block),
+  // tile 1 m-block 1 (2 blocks). The warpgroups swap rows in every other tile: in tile 0
+  // warpgroup 0 has rows 0-63 and trims, in tile 1 warpgroup 1 has them and trims. A trimmed
+  // block's GEMMs stay whole; its softmax takes half the scores.
+  const Hardware hw = h100();
+  Problem p = shape(64, 512);
+  p.causal = true;
+  const std::vector<TileWork> tiles = {TileWork{0, 128, 1, 1}, TileWork{1, 128, 2, 1}};
+  const int wg0 = sm90::first_consumer_warp(), wg1 = wg0 + sm90::kWarpsPerWarpgroup;
+  // Per (tile, op) of one consumer warp: MMA FLOP, or the MUFU lane-ops of its softmax_exp.
+  auto per_tile = [&](const std::string& trim, int warp) {
+    std::map<std::pair<int, int>, double> out;
+    const CtaProgram prog = load_schedule(schedule("fa3_sm90"), {"/trim_last_block=" + trim})->lower(hw, p, tiles);
+    for (const auto& w : prog.warps)
+      if (w.warp == warp)
+        for (const auto& op : w.ops) {
+          if (op.kind == OpKind::Mma) out[{op.tile, op.name}] += op.flops;
+          if (op.name == ATTNSIM_OP_SOFTMAX_EXP) out[{op.tile, op.name}] += op.compute->work.mufu_lanes;
+        }
+    return out;
+  };
+  const auto on0 = per_tile("\"auto\"", wg0), off0 = per_tile("false", wg0), on1 = per_tile("\"auto\"", wg1);
+  constexpr int qk = ATTNSIM_OP_MMA_QK, pv = ATTNSIM_OP_MMA_PV, ex = ATTNSIM_OP_SOFTMAX_EXP;
+  for (int t : {0, 1})
+    for (int op : {qk, pv}) CHECK(on0.at({t, op}) == off0.at({t, op}));  // GEMMs whole
+  // The exp of a whole block and of a half one, per warp: its scores x 32 lanes, by the cost file.
+  const CostModel costs = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json");
+  const double whole = costs.work("softmax_exp", 64, 2).mufu_lanes, half = costs.work("softmax_exp", 32, 2).mufu_lanes;
+  CHECK(whole - half == Approx(32.0 * 32));
+  CHECK(off0.at({0, ex}) == Approx(whole));
+  CHECK(on0.at({0, ex}) == Approx(half));                 // tile 0: warpgroup 0 trims
+  CHECK(on0.at({1, ex}) == Approx(2 * whole));            // tile 1: it has rows 64-127
+  CHECK(on1.at({0, ex}) == Approx(whole));                // tile 0: rows 64-127
+  CHECK(on1.at({1, ex}) == Approx(whole + half));         // tile 1: rows 0-63, trims
+  CHECK(per_tile("true", wg0) == on0);  // auto: on for causal problems at head_dim 64
+
+  const auto s_on = load_schedule(schedule("fa3_sm90"));
+  // auto keeps every block whole on non-causal problems and at head_dim 128 and 256; true does
+  // where the half is no whole number of 16-key k-steps (n_block 80) or three consumer warpgroups
+  // would swap rows.
+  for (int hd : {128, 256}) {
+    Problem q = shape(hd, 512);
+    q.causal = true;
+    CHECK(!std::get<sm90::KernelKnobs>(s_on->real_kernel(hw, q).knobs).trim_last_block);
+  }
+  Problem hd64_long = shape(64, 4096);
+  hd64_long.causal = true;
+  CHECK(!std::get<sm90::KernelKnobs>(s_on->real_kernel(hw, hd64_long).knobs).trim_last_block);
+  CHECK(!std::get<sm90::KernelKnobs>(s_on->real_kernel(hw, shape(64, 512)).knobs).trim_last_block);
+  CHECK(std::get<sm90::KernelKnobs>(s_on->real_kernel(hw, p).knobs).trim_last_block);
+  CHECK_THAT(std::get<sm90::KernelKnobs>(s_on->real_kernel(hw, p).knobs).describe(), Catch::EndsWith(" trim_last"));
+  Problem hd256 = shape(256, 4096);
+  hd256.causal = true;
+  CHECK(!std::get<sm90::KernelKnobs>(
+             load_schedule(schedule("fa3_sm90"), {"/trim_last_block=true"})->real_kernel(hw, hd256).knobs)
+             .trim_last_block);
+  CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/trim_last_block=1"}), Catch::Contains("/trim_last_block"));
+  // And it pays: shorter than without on this problem.
+  Problem run = p;
+  run.batch = 8;
+  CHECK(test::run(schedule("fa3_sm90"), hw, run).time_us <
+        test::run(schedule("fa3_sm90"), hw, run, "", {"/trim_last_block=false"}).time_us);
+}

@@ -124,9 +124,9 @@ TEST_CASE("fa3_sm90 resolves to the kernel knobs of its tile per head_dim", "[me
   c.head_dim = c.head_dim_v = 64;  // causal hd64: 192 rows, but 128 up to 1k keys (less of the tile past the diagonal)
   CHECK(s->real_kernel(h100(), c).knobs ==
         AnyKernelKnobs{sm90::KernelKnobs{64, 192, 128, 2, true, true, 160, 32, true, true, 8}});
-  c.seqlen_q = c.seqlen_k = fa3::kHd64CausalShortSeqlenK;
+  c.seqlen_q = c.seqlen_k = fa3::kHd64CausalShortSeqlenK;  // and there it trims the diagonal block
   CHECK(s->real_kernel(h100(), c).knobs ==
-        AnyKernelKnobs{sm90::KernelKnobs{64, 128, 128, 2, true, true, 240, 24, true, true, 8}});
+        AnyKernelKnobs{sm90::KernelKnobs{64, 128, 128, 2, true, true, 240, 24, true, true, 8, -1, 0, 0, false, true}});
   c.seqlen_q = c.seqlen_k = fa3::kHd64CausalShortSeqlenK + 1;
   CHECK(std::get<sm90::KernelKnobs>(s->real_kernel(h100(), c).knobs).m_block == 192);
   c.seqlen_q = c.seqlen_k = 8192;

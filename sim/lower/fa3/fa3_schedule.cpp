@@ -75,6 +75,12 @@ Fa3Schedule::Fa3Schedule(JsonReader& r) {
       if (knobs_.exp2_emu_freq == 0) knobs_.exp2_emu_res = 0;
     }
   }
+  if (r.optional_raw("trim_last_block")) {
+    const auto& v = r.raw("trim_last_block");
+    knobs_.trim_last_block = v.is_string() && v.get<std::string>() == "auto"
+                                 ? std::nullopt
+                                 : std::optional<bool>(r.boolean("trim_last_block"));
+  }
   costs_ = CostModel::from_schedule(r);
 }
 
@@ -170,6 +176,13 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.exp2_emu_freq = knobs_.exp2_emu_freq;
   k.exp2_emu_res = knobs_.exp2_emu_res;
   // Of the n_block / 2 score elements a consumer thread holds per block.
+  // auto: on causal problems at head_dim 64, where every tile's last block is the diagonal's.
+  // H200, 2026-11-29 (configs/validation/h200/fa3_trim_last_block, the two kernels in one run):
+  // hd64 s512-1k causal 1.7-2.6% faster; hd256 s512 2.7% faster, but its traced kernel ran 9.9%
+  // slower than the plain one (1.3% without the trim), past what the per-op measurements allow.
+  // Two consumer warpgroups only (they swap rows; the kernels README has the versions tried).
+  k.trim_last_block =
+      knobs_.trim_last_block.value_or(p.causal && p.head_dim_v == 64) && k.n_block % 32 == 0 && k.consumers == 2;
   k.exp2_emu_share = exp2_emulated_elements(k.n_block / 2, k.exp2_emu_freq, k.exp2_emu_res) / (k.n_block / 2.0);
   k.l2_section = attnsim_l2_section_heads(k.l2_section_mib, p.seqlen_k, p.head_dim, p.head_dim_v,
                                           static_cast<int>(p.elem_bytes()), p.heads, p.kv_heads);
@@ -370,7 +383,8 @@ KernelChoice Fa3Schedule::real_kernel(const Hardware& hw, const Problem& p) cons
                                                     : -1,
                               k.exp2_emu_freq,
                               k.exp2_emu_res,
-                              k.o_in_v_ring};
+                              k.o_in_v_ring,
+                              k.trim_last_block};
   c.scheduler = k.scheduler;
   return c;
 }
@@ -382,7 +396,7 @@ std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Probl
                   k.m_block, k.n_block, k.tile_auto ? " (auto)" : "", k.consumers, k.kv_stage, k.reg_consumer,
                   k.reg_producer, k.smem_bytes),
       fmt::format("pingpong {}, intra-warpgroup overlap {}, warp specialization {}, scheduler {}{}, O staged in {}, "
-                  "O rescaled {}, exp2 {}",
+                  "O rescaled {}, exp2 {}{}",
                   k.pingpong ? "on" : "off", k.overlap ? "on" : "off", k.warp_specialization ? "on" : "off",
                   tile_scheduler_label(k.scheduler),
                   k.scheduler == TileScheduler::StaticPersistent ? ""
@@ -394,7 +408,8 @@ std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Probl
                       : "at every block",
                   k.exp2_emu_freq > 0 ? fmt::format("emulated on the FMA pipe for {} of every {} elements ({:.1f}%)",
                                                     k.exp2_emu_res, k.exp2_emu_freq, 100 * k.exp2_emu_share)
-                                      : "on the MUFU")};
+                                      : "on the MUFU",
+                  k.trim_last_block ? ", last KV block trimmed to the keys a warpgroup sees" : "")};
 }
 
 }  // namespace attnsim::fa3

@@ -65,6 +65,12 @@ struct Knobs {
   /// elements a consumer thread holds, the last `res` take FA4's polynomial exp2 on the FMA and
   /// ALU pipes instead of MUFU.EX2 (kernels/common/softmax_math.h). freq 0: off.
   int exp2_emu_freq = 0, exp2_emu_res = 0;
+  /// "trim_last_block" (optional; absent: false, as FA3): a consumer warpgroup whose keys end in
+  /// the first half of its tile's last KV block (the causal diagonal or the seqlen_k tail;
+  /// sm90::last_block_half) runs that block's exponentials on its first n_block / 2 keys (the
+  /// GEMMs, mask and row max stay whole; P of the rest 0), and the two warpgroups swap rows in
+  /// every other tile. Unset = "auto".
+  std::optional<bool> trim_last_block = false;
 };
 
 /// Knobs resolved for a problem.
@@ -80,6 +86,10 @@ struct Resolved {
   double rescale_threshold_log2;  ///< as written (log2 units)
   int exp2_emu_freq, exp2_emu_res;  ///< as written (0, 0: every exp2 on the MUFU)
   double exp2_emu_share;            ///< fraction of a block's score exp2s that are emulated
+  /// trim_last_block resolved (auto: on causal problems at head_dim 64; never where n_block / 2 is not a whole
+  /// number of 16-key k-steps, n_block % 32 != 0, nor with other than two consumer warpgroups);
+  /// sm90::last_block_half says which tiles it trims.
+  bool trim_last_block;
   long long l2_section;     ///< (batch, head) pairs per L2 section for this problem (0: one section)
   int reg_consumer, reg_producer;
   long long smem_bytes;
