@@ -53,9 +53,9 @@ struct KernelKnobs {
   bool o_in_v_ring = false;
   /// A consumer warpgroup whose keys end in the first half of its tile's last KV block
   /// (last_block_half) takes that block's exponentials on those n_block / 2 keys only (the GEMMs,
-  /// the mask and the row max stay whole; P of the other keys is 0), and
-  /// the two consumer warpgroups swap their 64 rows of the tile in every other tile of a CTA, so
-  /// that the warpgroup with the lighter tile changes from tile to tile: in pingpong the
+  /// the mask and the row max stay whole; P of the other keys is 0), and the two consumer
+  /// warpgroups swap their 64 rows of the tile in every other tile of a CTA, so that the
+  /// warpgroup with the lighter tile changes from tile to tile: in pingpong the
   /// warpgroups take the same number of GEMM turns per tile, and the lighter one would otherwise
   /// wait on the other's at every tile. Needs n_block % 32 == 0 and two consumer warpgroups
   /// (else the kernel ignores it).
@@ -229,15 +229,15 @@ ATTNSIM_HD constexpr int o_staged_after(int group, int consumers) { return (grou
 
 // ---- The last KV block, trimmed ----------------------------------------------------------------
 
-/// Whether consumer warpgroup `group` of a tile at m-block `m` (m_block query rows, n_blocks KV
-/// blocks of n_block keys) sees no key past the middle of the tile's last KV block (the first it
-/// computes): every key its 64 rows may see lies before the seqlen_k tail and, causal, at or
-/// before its last row's diagonal (bottom-right aligned: row r sees keys <= r + seqlen_k -
-/// seqlen_q). Where it holds, KernelKnobs::trim_last_block takes that block's exponentials on its
-/// first n_block / 2 keys only: the other half is masked out for all 64 rows. The half must be a whole
-/// number of wgmma K steps of the PV (16 keys), whose P the rest is 0: n_block % 32 == 0, else false. In a causal
-/// 128 x 128 tile of a square problem warpgroup 0 holds it on the diagonal block and warpgroup 1
-/// does not.
+/// Whether rows 64 group .. 64 group + 63 of a tile at m-block `m` (m_block query rows, n_blocks
+/// KV blocks of n_block keys) see no key past the middle of the tile's last KV block (the first
+/// it computes): every key they may see lies before the seqlen_k tail and, causal, at or before
+/// the last row's diagonal (bottom-right aligned: row r sees keys <= r + seqlen_k - seqlen_q).
+/// Where it holds, KernelKnobs::trim_last_block takes that block's exponentials on its first
+/// n_block / 2 keys only (the other half is masked out for all 64 rows; its P is 0). The half
+/// must be a whole number of the PV's 16-key k-steps: n_block % 32 == 0, else false. In a causal
+/// 128 x 128 tile of a square problem the first 64 rows hold it on the diagonal block, the last
+/// 64 do not.
 ATTNSIM_HD constexpr bool last_block_half(int m, int m_block, int n_block, int n_blocks, int group, int seqlen_q,
                                           int seqlen_k, bool causal) {
   if (n_block % 32 != 0 || n_blocks < 1) return false;

@@ -409,7 +409,7 @@ std::vector<std::string> Fa3Schedule::knob_lines(const Hardware& hw, const Probl
                   k.exp2_emu_freq > 0 ? fmt::format("emulated on the FMA pipe for {} of every {} elements ({:.1f}%)",
                                                     k.exp2_emu_res, k.exp2_emu_freq, 100 * k.exp2_emu_share)
                                       : "on the MUFU",
-                  k.trim_last_block ? ", last KV block trimmed to the keys a warpgroup sees" : "")};
+                  k.trim_last_block ? ", the last KV block's exponentials only on the keys a warpgroup sees" : "")};
 }
 
 }  // namespace attnsim::fa3

@@ -86,9 +86,9 @@ struct Resolved {
   double rescale_threshold_log2;  ///< as written (log2 units)
   int exp2_emu_freq, exp2_emu_res;  ///< as written (0, 0: every exp2 on the MUFU)
   double exp2_emu_share;            ///< fraction of a block's score exp2s that are emulated
-  /// trim_last_block resolved (auto: on causal problems at head_dim 64; never where n_block / 2 is not a whole
-  /// number of 16-key k-steps, n_block % 32 != 0, nor with other than two consumer warpgroups);
-  /// sm90::last_block_half says which tiles it trims.
+  /// trim_last_block resolved (auto: on causal problems at head_dim 64; never where n_block / 2
+  /// is not a whole number of 16-key k-steps, n_block % 32 != 0, nor with other than two consumer
+  /// warpgroups); sm90::last_block_half says which tiles it trims.
   bool trim_last_block;
   long long l2_section;     ///< (batch, head) pairs per L2 section for this problem (0: one section)
   int reg_consumer, reg_producer;
