@@ -27,8 +27,8 @@ namespace attnsim::sm90 {
 /// score elements of a thread, the last kExp2EmuRes take the emulated exp2 (0: none;
 /// KernelKnobs::exp2_emu_freq); kOInV: O is staged in the V ring (KernelKnobs::o_in_v_ring);
 /// kTrimLast: a warpgroup takes the exponentials of its tile's last KV block on the first
-/// n_block / 2 keys where it sees no key past them, and the two warpgroups swap rows in every other tile
-/// (KernelKnobs::trim_last_block).
+/// n_block / 2 keys where it sees no key past them, and the two warpgroups swap rows in every
+/// other tile (KernelKnobs::trim_last_block).
 template <int kHeadDim_, int kMBlock_, int kNBlock_, int kKvStage_, bool kPingpong_, bool kOverlap_, int kRegConsumer_,
           int kRegProducer_, bool kTrace_, bool kDynamic_ = false, bool kOwnO_ = false, int kL2SectionMiB_ = 0,
           int kRescaleMilli_ = -1, int kExp2EmuFreq_ = 0, int kExp2EmuRes_ = 0, bool kOInV_ = false,

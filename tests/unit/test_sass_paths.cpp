@@ -692,6 +692,17 @@ TEST_CASE("fa3_forward instances with the conditional rescale and exp2 emulation
   const auto base = fa3_knobs("_ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi128ELi128ELi128ELi3ELb1ELb1ELi240ELi24ELb1EEEEEvNS0_6ParamsE");
   REQUIRE(base);
   CHECK_FALSE(base->o_in_v);
+  CHECK_FALSE(base->trim_last);
+  // 17 arguments: the trimmed last KV block (Traits<64, 128, 128, 2, true, true, 240, 24, false,
+  // true, true, 8, -1, 0, 0, false, true>, the hd64 causal base kernel of 2026-11-29).
+  const auto trim = fa3_knobs(
+      "_ZN7attnsim4sm9011fa3_forwardINS0_6TraitsILi64ELi128ELi128ELi2ELb1ELb1ELi240ELi24ELb0ELb1ELb1ELi8ELin1ELi0ELi0ELb0E"
+      "Lb1EEEEEvNS0_6ParamsE");
+  REQUIRE(trim);
+  CHECK(trim->trim_last);
+  CHECK_FALSE(trim->o_in_v);
+  CHECK(trim->dynamic);
+  CHECK(trim->args == 17);
 }
 
 TEST_CASE("sass-costs --into: the instances whose code the base schedule runs", "[sass]") {

@@ -175,7 +175,6 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   k.rescale_threshold_log2 = knobs_.rescale_threshold_log2;
   k.exp2_emu_freq = knobs_.exp2_emu_freq;
   k.exp2_emu_res = knobs_.exp2_emu_res;
-  // Of the n_block / 2 score elements a consumer thread holds per block.
   // auto: on causal problems at head_dim 64, where every tile's last block is the diagonal's.
   // H200, 2026-11-29 (configs/validation/h200/fa3_trim_last_block, the two kernels in one run):
   // hd64 s512-1k causal 1.7-2.6% faster; hd256 s512 2.7% faster, but its traced kernel ran 9.9%
@@ -183,6 +182,7 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
   // Two consumer warpgroups only (they swap rows; the kernels README has the versions tried).
   k.trim_last_block =
       knobs_.trim_last_block.value_or(p.causal && p.head_dim_v == 64) && k.n_block % 32 == 0 && k.consumers == 2;
+  // Of the n_block / 2 score elements a consumer thread holds per block.
   k.exp2_emu_share = exp2_emulated_elements(k.n_block / 2, k.exp2_emu_freq, k.exp2_emu_res) / (k.n_block / 2.0);
   k.l2_section = attnsim_l2_section_heads(k.l2_section_mib, p.seqlen_k, p.head_dim, p.head_dim_v,
                                           static_cast<int>(p.elem_bytes()), p.heads, p.kv_heads);
