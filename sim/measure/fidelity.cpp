@@ -31,13 +31,14 @@ Prediction predict_case(const Schedule& schedule, const Hardware& hw, Validation
   c.predicted_clock_ghz = p.clock_ghz;
   c.predicted_clock_inputs = {p.activity, p.grid_cycles, p.hbm_bytes, p.flops, p.power_clocked};
   c.predicted_grid_mode = static_cast<int>(p.mode);
-  c.predicted_ops = op_means_first_warps(p.critical.timeline);
   // The measured spans come from the traced twin: where its code differs in what the model sees,
   // its spans are predicted from it, at this prediction's clock.
   if (const auto twin = schedule.traced_twin(hw, c.problem)) {
     PredictOptions at_clock = opt;
     at_clock.clock_ghz = p.clock_ghz;
     c.predicted_ops = op_means_first_warps(predict(*twin, hw, c.problem, at_clock).critical.timeline);
+  } else {
+    c.predicted_ops = op_means_first_warps(p.critical.timeline);
   }
   return p;
 }

@@ -702,7 +702,7 @@ TEST_CASE("fa3_sm90 exp2 emulation: a share of the scores' exp2 moves from the M
                     Catch::Contains("start_frg"));
 }
 
-TEST_CASE("fa3_sm90 trim_last_block: a warpgroup computes the last KV block on the half its rows see",
+TEST_CASE("fa3_sm90 trim_last_block: a warpgroup exponentiates the last KV block on the half its rows see",
           "[hopper][fa3][trim]") {
   // sm90::last_block_half by hand. 128 x 128 causal, square: warpgroup 0 (rows 0-63 of the tile)
   // sees keys < 128 m + 64 of the diagonal block [128 m, 128 m + 128), warpgroup 1 all of it.
@@ -774,6 +774,9 @@ TEST_CASE("fa3_sm90 trim_last_block: a warpgroup computes the last KV block on t
   Problem hd64_long = shape(64, 4096);
   hd64_long.causal = true;
   CHECK(!std::get<sm90::KernelKnobs>(s_on->real_kernel(hw, hd64_long).knobs).trim_last_block);
+  CHECK(!std::get<sm90::KernelKnobs>(
+             load_schedule(schedule("fa3_sm90"), {"/trim_last_block=true"})->real_kernel(hw, hd64_long).knobs)
+             .trim_last_block);  // 192 x 128: three consumer warpgroups
   CHECK(!std::get<sm90::KernelKnobs>(s_on->real_kernel(hw, shape(64, 512)).knobs).trim_last_block);
   CHECK(std::get<sm90::KernelKnobs>(s_on->real_kernel(hw, p).knobs).trim_last_block);
   CHECK_THAT(std::get<sm90::KernelKnobs>(s_on->real_kernel(hw, p).knobs).describe(), Catch::EndsWith(" trim_last"));

@@ -27,43 +27,42 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const double qk_flops = 2.0 * 16 * n_blk * d, pv_flops = 2.0 * 16 * dv * n_blk;
   // SMEM operands per warp: QK reads the warpgroup's Q and K (SS); PV reads V (P in registers).
   const double qk_smem = (64.0 * d + n_blk * d) * eb / 4, pv_smem = static_cast<double>(n_blk) * dv * eb / 4;
-  // The softmax of a KV block whose exponentials take its first `keys` keys: n_block, or
-  // n_block / 2 where the warpgroup's rows see no key past the middle of the tile's last block
+  // Per thread: n_block / 2 scores of 2 rows; head_dim_v / 2 outputs.
+  const Work max_work = c.costs.work("softmax_max", n_blk / 2.0, 2);
+  const Work mask_work = c.costs.work("softmax_mask_select", n_blk / 2.0, 2);
+  // The exponentials of a KV block's first `keys` keys, and P packed: n_block, or n_block / 2
+  // where the warpgroup's rows see no key past the middle of the tile's last block
   // (trim_last_block, sm90::last_block_half: the GEMMs, the mask and the row max stay whole, the
   // scores past the half are not exponentiated and their P is 0).
-  struct BlockCosts {
-    Work max_work, mask_work, exp_work, pack_work;
-    double max_chain, exp_chain;
-    MeasuredTiming max_measured, exp_measured;
+  struct ExpCosts {
+    Work exp_work, pack_work;
+    double exp_chain;
+    MeasuredTiming exp_measured;
   };
-  auto block_costs = [&](int keys) {
-    BlockCosts b;
-    // Per thread: n_block / 2 (keys / 2 exponentiated) scores of 2 rows.
-    b.max_work = c.costs.work("softmax_max", n_blk / 2.0, 2);
-    b.mask_work = c.costs.work("softmax_mask_select", n_blk / 2.0, 2);
+  auto exp_costs = [&](int keys) {
+    ExpCosts e;
     // With exp2 emulation, a share of the scores takes the polynomial on the FMA/ALU pipes in
     // place of its MUFU.EX2.
-    b.exp_work = c.costs.work("softmax_exp", keys / 2.0, 2);
+    e.exp_work = c.costs.work("softmax_exp", keys / 2.0, 2);
     if (k.exp2_emu_share > 0) {
-      b.exp_work += c.costs.work("exp2_emulated", k.exp2_emu_share * keys / 2.0, 0);
-      b.exp_work += c.costs.work("exp2_mufu", k.exp2_emu_share * keys / 2.0, 0).scaled(-1);
+      e.exp_work += c.costs.work("exp2_emulated", k.exp2_emu_share * keys / 2.0, 0);
+      e.exp_work += c.costs.work("exp2_mufu", k.exp2_emu_share * keys / 2.0, 0).scaled(-1);
     }
     // The kernel's rescale_o span also packs P to bf16 (pack_p), right before the PV that reads it.
-    b.pack_work = c.costs.work("pack_p", keys / 2.0, 0);
-    // Dependency chains (critical paths in the kernel's SASS), at this block's elements per thread-row.
-    b.max_chain = c.costs.chain_latency("softmax_max", n_blk / 2.0, c.hw);
-    b.exp_chain = c.costs.chain_latency("softmax_exp", keys / 2.0, c.hw);
-    // The spans' timing measured with the kernel's own softmax code (alone, beside SS and RS wgmma).
-    b.max_measured = c.costs.measured_timing("softmax_max", n_blk / 2.0);
-    b.exp_measured = c.costs.measured_timing("softmax_exp", keys / 2.0, k.exp2_emu_share);
-    return b;
+    e.pack_work = c.costs.work("pack_p", keys / 2.0, 0);
+    e.exp_chain = c.costs.chain_latency("softmax_exp", keys / 2.0, c.hw);
+    e.exp_measured = c.costs.measured_timing("softmax_exp", keys / 2.0, k.exp2_emu_share);
+    return e;
   };
-  const BlockCosts full = block_costs(n_blk), half = block_costs(n_blk / 2);
-  // Per thread: head_dim_v / 2 outputs.
+  const ExpCosts full = exp_costs(n_blk), half = exp_costs(n_blk / 2);
   const Work rescale_o_work = c.costs.work("rescale_o", dv / 2.0, 0);
   const Work final_work = c.costs.work("final_o", dv / 2.0, 2);
+  // Dependency chains (critical paths in the kernel's SASS), at this tile's elements per thread-row.
+  const double max_chain = c.costs.chain_latency("softmax_max", n_blk / 2.0, c.hw);
   const double rescale_chain = c.costs.chain_latency("rescale_o", dv / 2.0, c.hw);
   const double final_chain = c.costs.chain_latency("final_o", dv / 2.0, c.hw);
+  // The spans' timing measured with the kernel's own softmax code (alone, beside SS and RS wgmma).
+  const MeasuredTiming max_measured = c.costs.measured_timing("softmax_max", n_blk / 2.0);
   const MeasuredTiming rescale_measured = c.costs.measured_timing("rescale_o", dv / 2.0);
   // final_o measured with every consumer warpgroup storing O at once covers its tail (the fence
   // waits for the stores): no assumed latency on top.
@@ -80,7 +79,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   // or P packed only where nothing is rescaled (the first block; with the conditional rescale,
   // the steps where no row of this warp grew its max past the threshold).
   const int row_warp = group * sm90::kWarpsPerWarpgroup + warp_in_group;
-  auto rescale_and_pack = [&](int it, const BlockCosts& b) {
+  auto rescale_and_pack = [&](int it, const ExpCosts& b) {
     if (c.rescale_at(row_warp, it)) {
       Work rescale_work = rescale_o_work;
       rescale_work += b.pack_work;
@@ -153,32 +152,32 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     w.compute(ATTNSIM_OP_MMA_PV, issue(n_blk / 16), 0, issue_chain(n_blk / 16, dv));
     w.mma(ATTNSIM_OP_MMA_PV, pv_flops, pv_smem, n_blk / 16, true);
   };
-  auto softmax_max = [&](int j, int tile, bool masked, const BlockCosts& b) {
+  auto softmax_max = [&](int j, int tile, bool masked) {
     w.tags(group, j, tile);
-    Work m = b.max_work;
-    if (masked) m += b.mask_work;
-    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"), b.max_chain, b.max_measured);
+    Work m = max_work;
+    if (masked) m += mask_work;
+    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"), max_chain, max_measured);
   };
-  auto softmax_exp = [&](int j, int tile, const BlockCosts& b) {
+  auto softmax_exp = [&](int j, int tile, const ExpCosts& b) {
     w.tags(group, j, tile);
     w.compute(ATTNSIM_OP_SOFTMAX_EXP, b.exp_work, 0, b.exp_chain, b.exp_measured);
   };
-  auto softmax = [&](int j, int tile, bool masked, const BlockCosts& b) {
-    softmax_max(j, tile, masked, b);
+  auto softmax = [&](int j, int tile, bool masked, const ExpCosts& b) {
+    softmax_max(j, tile, masked);
     softmax_exp(j, tile, b);
   };
 
   for (size_t t = 0; t < c.tiles.size(); ++t) {
     const int tile = static_cast<int>(t), n = c.tiles[t].n_blocks;
     const int first_masked = n - c.tiles[t].masked_blocks;
-    // Keys of block j this warpgroup's softmax takes: the last block (j = n - 1) trimmed to its
+    // Keys of block j this warpgroup exponentiates: the last block (j = n - 1) trimmed to its
     // first half where its rows see no key past it; with trim_last_block the two warpgroups swap
     // rows in every other tile (the kernel's Consumer::rows), so the one that trims alternates.
     const int rows = k.trim_last_block ? group ^ (tile & 1) : group;
     const bool trimmed = k.trim_last_block && sm90::last_block_half(c.tiles[t].m_block, k.m_block, n_blk, n, rows,
                                                                     c.problem.seqlen_q, c.problem.seqlen_k,
                                                                     c.problem.causal);
-    auto costs = [&](int j) -> const BlockCosts& { return j == n - 1 && trimmed ? half : full; };
+    auto costs = [&](int j) -> const ExpCosts& { return j == n - 1 && trimmed ? half : full; };
     if (loader) {  // Q and the first block; later blocks are prefetched one ahead, as stages free up
       w.tags(-1, -1, tile);
       load_stage(c, w, c.q, q_load, ATTNSIM_OP_LOAD_Q, static_cast<double>(k.m_block) * d * eb);
@@ -210,11 +209,11 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
         if (j == 0) release_q();
         // PV(j+1) done: before the softmax in the source, after the row max where ptxas sank the
         // wait below it (pv_under_max), the max then running under the PV.
-        if (pv_under_max) softmax_max(j, tile, j >= first_masked, costs(j));
+        if (pv_under_max) softmax_max(j, tile, j >= first_masked);
         w.wait_mma(0);
         w.consumer_release(c.v_pipe.ids, v_rel, release);
         if (loader && j > 0) load_kv(j - 1, tile);  // the stages of block j+1 are free now
-        if (!pv_under_max) softmax_max(j, tile, j >= first_masked, costs(j));
+        if (!pv_under_max) softmax_max(j, tile, j >= first_masked);
         softmax_exp(j, tile, costs(j));
         rescale_and_pack(n - 1 - j, costs(j));
         loop_control();
