@@ -2,7 +2,8 @@
 // kernels/fa2 and kernels/blackflash on an H100/H200, kernels/sm100 on an SM100 GPU such as a
 // B200) on the GPU at hand: measured time (median per-launch time of back-to-back launches) beside
 // the simulator's prediction, optionally a correctness check and a measured Chrome trace with the
-// same tracks and span names as `simulate --trace`. Exits 77 with the reason when the GPU at hand
+// same tracks and span names as `simulate --trace`, with the per-op table of predicted against
+// measured mean span durations (as `validate` prints for a case). Exits 77 with the reason when the GPU at hand
 // cannot run the kernel (none, or another architecture).
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include "cli/kernel_select.hpp"
 #include "driver/simulate.hpp"
 #include "measure/measured_timeline.hpp"
+#include "measure/validate.hpp"
 #include "report/chrome_trace.hpp"
 #include "report/window.hpp"
 
@@ -134,6 +136,17 @@ struct Run : Command {
             "{:.0f} cycles, predicted {:.0f} ({:+.1f}%)\n",
             tt.median_kernel_clock_ghz, cycles, pred.cycles, 100 * (pred.cycles - cycles) / cycles);
       }
+      // Op by op: the measured spans of every CTA that recorded against the prediction's critical
+      // CTA over the same warps (as `validate` compares a case).
+      std::vector<MeasuredCta> recorded;
+      for (int cta = 0; cta < static_cast<int>(rec.ctas.size()); ++cta)
+        if (cta_recorded(rec, cta)) recorded.push_back(measured_cta(rec, cta, hardware.clock_ghz));
+      std::vector<const Timeline*> tls;
+      for (const auto& mc : recorded) tls.push_back(&mc.timeline);
+      std::cout << fmt::format(
+          "\n  per op, mean span duration (predicted: critical CTA at {:.3f} GHz; measured: {} CTAs that recorded, "
+          "each at its own clock)\n{}",
+          pred.clock_ghz, recorded.size(), format_op_table(op_means_of_warps(pred.critical.timeline, warps), op_means(tls)));
       std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace,
                                default_trace_ctas(rec, ctas).size());
     }

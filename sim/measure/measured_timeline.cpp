@@ -117,11 +117,13 @@ MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallbac
 }
 
 namespace {
-std::map<std::string, OpStat> means(const std::vector<const Timeline*>& tls, bool first_warps_only) {
+/// Over the warps `keep` accepts.
+template <class Keep>
+std::map<std::string, OpStat> means(const std::vector<const Timeline*>& tls, Keep keep) {
   std::map<std::string, OpStat> out;
   for (const Timeline* tl : tls)
     for (const auto& w : tl->warps) {
-      if (first_warps_only && w.warp % 4 != 0) continue;
+      if (!keep(w.warp)) continue;
       for (const auto& s : w.spans) {
         if (s.kind == SpanKind::Busy && s.op == ATTNSIM_OP_ARRIVE) continue;
         OpStat& o = out[op_key(*tl, s)];
@@ -134,11 +136,19 @@ std::map<std::string, OpStat> means(const std::vector<const Timeline*>& tls, boo
 }
 }  // namespace
 
-std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls) { return means(tls, false); }
+std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls) {
+  return means(tls, [](int) { return true; });
+}
 
-std::map<std::string, OpStat> op_means(const Timeline& tl) { return means({&tl}, false); }
+std::map<std::string, OpStat> op_means(const Timeline& tl) { return op_means(std::vector<const Timeline*>{&tl}); }
 
-std::map<std::string, OpStat> op_means_first_warps(const Timeline& tl) { return means({&tl}, true); }
+std::map<std::string, OpStat> op_means_first_warps(const Timeline& tl) {
+  return means({&tl}, [](int warp) { return warp % 4 == 0; });
+}
+
+std::map<std::string, OpStat> op_means_of_warps(const Timeline& tl, uint32_t warp_mask) {
+  return means({&tl}, [warp_mask](int warp) { return warp >= 0 && warp < 32 && ((warp_mask >> warp) & 1u); });
+}
 
 std::vector<int> default_trace_ctas(const sm90::MeasuredTrace& rec, int count) {
   std::vector<int> out;

@@ -52,6 +52,9 @@ std::map<std::string, OpStat> op_means(const Timeline& tl);
 /// of each warpgroup), so predicted and measured means sample the same warps: in the epilogue,
 /// for example, warp 0 issues the O store while its three siblings wait for it.
 std::map<std::string, OpStat> op_means_first_warps(const Timeline& tl);
+/// Same over the warps set in `warp_mask` (bit w: warp w, as `--trace-warps` selects the warps an
+/// instrumented kernel records), so that a prediction samples the warps a measured run recorded.
+std::map<std::string, OpStat> op_means_of_warps(const Timeline& tl, uint32_t warp_mask);
 /// Same over several timelines (every CTA of a measured run).
 std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls);
 

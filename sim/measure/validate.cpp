@@ -30,13 +30,15 @@ std::vector<double> ranks(const std::vector<double>& v) {
 
 std::string pct(double x) { return fmt::format("{:+.1f}%", x); }
 
-/// Every op either side of a case has spans for.
-std::set<std::string> op_keys(const ValidationCase& c) {
+/// Every op either side has spans for.
+std::set<std::string> op_keys(const std::map<std::string, OpStat>& predicted,
+                              const std::map<std::string, OpStat>& measured) {
   std::set<std::string> keys;
-  for (const auto& [k, v] : c.predicted_ops) keys.insert(k);
-  for (const auto& [k, v] : c.measured_ops) keys.insert(k);
+  for (const auto& [k, v] : predicted) keys.insert(k);
+  for (const auto& [k, v] : measured) keys.insert(k);
   return keys;
 }
+std::set<std::string> op_keys(const ValidationCase& c) { return op_keys(c.predicted_ops, c.measured_ops); }
 
 }  // namespace
 
@@ -163,19 +165,25 @@ std::string format_validation(const std::vector<ValidationCase>& cases, const Va
     const auto& c = cases[ops_case];
     out += fmt::format("\nper op, mean span duration: {} on {} (predicted: critical CTA; measured: every CTA)\n",
                        c.name(), c.problem_label);
-    out +=
-        fmt::format("{:<32} {:>12} {:>12} {:>9} {:>10}\n", "op", "predicted ns", "measured ns", "error", "spans meas");
-    for (const auto& k : op_keys(c)) {
-      const auto p = c.predicted_ops.find(k);
-      const auto m = c.measured_ops.find(k);
-      const bool hp = p != c.predicted_ops.end(), hm = m != c.measured_ops.end();
-      out += fmt::format("{:<32} {:>12} {:>12} {:>9} {:>10}\n", k, hp ? fmt::format("{:.1f}", p->second.mean_ns) : "-",
-                         hm ? fmt::format("{:.1f}", m->second.mean_ns) : "-",
-                         hp && hm && m->second.mean_ns > 0
-                             ? pct(100 * (p->second.mean_ns - m->second.mean_ns) / m->second.mean_ns)
-                             : "",
-                         hm ? fmt::format("{}", m->second.count) : "-");
-    }
+    out += format_op_table(c.predicted_ops, c.measured_ops);
+  }
+  return out;
+}
+
+std::string format_op_table(const std::map<std::string, OpStat>& predicted,
+                            const std::map<std::string, OpStat>& measured) {
+  std::string out =
+      fmt::format("{:<32} {:>12} {:>12} {:>9} {:>10}\n", "op", "predicted ns", "measured ns", "error", "spans meas");
+  for (const auto& k : op_keys(predicted, measured)) {
+    const auto p = predicted.find(k);
+    const auto m = measured.find(k);
+    const bool hp = p != predicted.end(), hm = m != measured.end();
+    out += fmt::format("{:<32} {:>12} {:>12} {:>9} {:>10}\n", k, hp ? fmt::format("{:.1f}", p->second.mean_ns) : "-",
+                       hm ? fmt::format("{:.1f}", m->second.mean_ns) : "-",
+                       hp && hm && m->second.mean_ns > 0
+                           ? pct(100 * (p->second.mean_ns - m->second.mean_ns) / m->second.mean_ns)
+                           : "",
+                       hm ? fmt::format("{}", m->second.count) : "-");
   }
   return out;
 }

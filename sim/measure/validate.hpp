@@ -53,6 +53,9 @@ struct ValidationCase {
   /// the kernel was launched: the same knob set under another tile scheduler is another run.
   int predicted_grid_mode = -1;
   std::map<std::string, OpStat> predicted_ops, measured_ops;
+  /// CPU seconds the prediction itself took (predict(), on its thread; fidelity's extra
+  /// prediction of a traced twin's spans not counted): what `simulate` costs a user for this case.
+  double predict_cpu_s = 0;
 
   std::string name() const { return variant.empty() ? schedule : schedule + ":" + variant; }
   /// (predicted - measured) / measured, in percent.
@@ -114,6 +117,11 @@ struct SweepRanking {
 /// The ranking over the cases whose schedule is a candidate label (none: candidates = 0).
 SweepRanking sweep_ranking(const std::vector<ValidationCase>& cases);
 
+/// Per-op table of one run: for each op either side has spans for, the predicted and measured
+/// mean span duration (ns), the error, and the measured span count. What `validate` prints for
+/// one case and `run --trace` for the run it traced.
+std::string format_op_table(const std::map<std::string, OpStat>& predicted,
+                            const std::map<std::string, OpStat>& measured);
 /// Terminal report: the case table, the statistics, and the per-op table of `ops_case`
 /// (index into cases; -1: none).
 std::string format_validation(const std::vector<ValidationCase>& cases, const ValidationStats& st, int ops_case);

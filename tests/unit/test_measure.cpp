@@ -290,6 +290,27 @@ TEST_CASE("per-op means group waits by barrier without stage and phase", "[measu
   CHECK(ops.at("load_k").mean_ns == Approx(10.0));
 }
 
+TEST_CASE("per-op means over a warp mask, and the per-op table run and validate print", "[measure]") {
+  const sm90::MeasuredTrace t = two_ctas();
+  const MeasuredCta a = measured_cta(t, 0, 1);
+  // The first warps (0, 4) as a mask match op_means_first_warps; a mask of warp 0 alone keeps
+  // the load warp's ops only.
+  CHECK(op_means_of_warps(a.timeline, 0x11u).size() == op_means_first_warps(a.timeline).size());
+  const auto load_only = op_means_of_warps(a.timeline, 0x1u);
+  CHECK(load_only.count("load_k") == 1);
+  CHECK(load_only.count("mma_qk") == 0);
+  CHECK(op_means_of_warps(a.timeline, 0).empty());
+  // The table: every op either side has, the error against measured, "-" where a side has none.
+  std::map<std::string, OpStat> predicted{{"mma_qk", {60, 120, 2}}, {"loop_control", {5, 5, 1}}};
+  std::map<std::string, OpStat> measured{{"mma_qk", {50, 100, 2}}, {"wait bar.pingpong", {20, 20, 1}}};
+  const std::string table = format_op_table(predicted, measured);
+  CHECK_THAT(table, Catch::Contains("predicted ns"));
+  // One line per op: name, predicted, measured, error, measured spans.
+  CHECK_THAT(table, Catch::Matches(R"([\s\S]*\nmma_qk +60\.0 +50\.0 +\+20\.0% +2\n[\s\S]*)"));
+  CHECK_THAT(table, Catch::Matches(R"([\s\S]*\nloop_control +5\.0 +- +- *\n[\s\S]*)"));
+  CHECK_THAT(table, Catch::Matches(R"([\s\S]*\nwait bar\.pingpong +- +20\.0 +1\n[\s\S]*)"));
+}
+
 TEST_CASE("predicted and measured traces share track and span names", "[measure]") {
   const sm90::MeasuredTrace t = two_ctas();
   CHECK(default_trace_ctas(t, 2) == std::vector<int>{1, 0});  // CTA 1 ends last: first
