@@ -125,7 +125,7 @@ struct Fidelity : Command {
       text += format_op_acceptance(r, detail);
       if (!secs.empty())
         text += fmt::format("\nre-predicted {} cases ({} as an earlier folder predicted them) in {:.2f} s on {} "
-                            "threads; slowest {} on {} ({:.2f} s){}\n",
+                            "threads; slowest {} on {} ({:.2f} s of CPU){}\n",
                             d.cases.size(), hits1 - hits0, wall, nthreads, d.cases[slow].name(),
                             d.cases[slow].problem_label, secs[slow], secs[slow] > 1.0 ? ": over 1 s" : "");
       nlohmann::json fj = {{"dir", d.dir},

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +14,8 @@
 #include <thread>
 #include <tuple>
 
+#include <time.h>
+
 #include "lower/schedule.hpp"
 #include "model/json_reader.hpp"
 
@@ -22,10 +23,18 @@ namespace attnsim {
 
 namespace fs = std::filesystem;
 
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
 Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz) {
   PredictOptions opt;
   opt.clock_ghz = clock_ghz;
+  const double t0 = thread_cpu_seconds();
   Prediction p = predict(schedule, hw, c.problem, opt);
+  c.predict_cpu_s = thread_cpu_seconds() - t0;
   c.predicted_us = p.time_us;
   c.predicted_cycles = p.cycles;
   c.predicted_clock_ghz = p.clock_ghz;
@@ -670,6 +679,7 @@ void copy_prediction(const ValidationCase& from, ValidationCase& to) {
   to.predicted_clock_inputs = from.predicted_clock_inputs;
   to.predicted_grid_mode = from.predicted_grid_mode;
   to.predicted_ops = from.predicted_ops;
+  to.predict_cpu_s = from.predict_cpu_s;
 }
 
 /// Everything a prediction depends on besides the model: hardware, schedule file, overrides,
@@ -701,10 +711,10 @@ double PredictionMemo::get(const std::string& key, ValidationCase& c,
   if (first) {
     ++misses_;
     try {
-      const auto t0 = std::chrono::steady_clock::now();
       auto r = std::make_shared<ValidationCase>(c);
       compute(*r);
-      mine.set_value({std::move(r), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
+      const double seconds = r->predict_cpu_s;
+      mine.set_value({std::move(r), seconds});
     } catch (...) {
       mine.set_exception(std::current_exception());
     }
@@ -727,8 +737,7 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
       const size_t i = next.fetch_add(1);
       if (i >= cases.size()) return;
       ValidationCase& c = cases[i];
-      const auto t0 = std::chrono::steady_clock::now();
-      double simulated_s = 0;  // a prediction an earlier folder made: the seconds it took then
+      c.predict_cpu_s = 0;
       try {
         // A sweep candidate is its overrides of its family's schedule file (the kernel column's
         // first word: "fa3_sm90 hd128 m128 ..." -> schedules/fa3_sm90.json).
@@ -754,8 +763,8 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
         const double ghz = at_case_clock ? c.predicted_clock_ghz : 0.0;
         std::string key = memo_key(hw, file, sets, variant, c.problem);
         if (at_case_clock) key += fmt::format("|at {:a} GHz", ghz);
-        if (memo)
-          simulated_s = memo->get(key, c, [&](ValidationCase& into) { predict_case(*s, hw, into, ghz); });
+        if (memo)  // a prediction an earlier folder made: the seconds it took then
+          memo->get(key, c, [&](ValidationCase& into) { predict_case(*s, hw, into, ghz); });
         else
           predict_case(*s, hw, c, ghz);
       } catch (const std::exception& e) {
@@ -764,7 +773,7 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
         c.predicted_ops.clear();
         err[i] = fmt::format("{} no longer predicts: {}", where(c.name(), c.problem_label), e.what());
       }
-      seconds[i] = std::max(simulated_s, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      seconds[i] = c.predict_cpu_s;
     }
   };
   const int n = std::max(1, std::min<int>(threads, static_cast<int>(cases.size())));

@@ -176,8 +176,8 @@ std::vector<std::string> measured_kernel_pins(const std::string& kernel);
 class PredictionMemo {
  public:
   /// The prediction of `key` (computed by `compute`, which fills a ValidationCase's predicted_*
-  /// fields, on the first call; copied into `c` on every call). Returns the seconds `compute`
-  /// took, on every call, so that a folder still reports how long its slowest case takes to
+  /// fields, on the first call; copied into `c` on every call). Returns the prediction's
+  /// predict_cpu_s (what `compute` recorded), on every call, so that a folder still reports how long its slowest case takes to
   /// predict. `compute`'s exception reaches every caller of that key.
   double get(const std::string& key, ValidationCase& c, const std::function<void(ValidationCase&)>& compute);
   size_t hits() const { return hits_; }      ///< calls answered from an earlier prediction
@@ -193,10 +193,15 @@ class PredictionMemo {
   std::atomic<size_t> hits_{0}, misses_{0};
 };
 
+/// CPU time of the calling thread, seconds (CLOCK_THREAD_CPUTIME_ID): what a prediction costs,
+/// unlike wall time, whatever else runs beside it.
+double thread_cpu_seconds();
+
 /// Re-predicts every case with the current model (schedules_dir/<schedule>.json with the case's
-/// variant) on `threads` threads. Returns the wall time per case in seconds; a case that no
-/// longer predicts (bad schedule, deadlock) leaves the statistics (measured = false) and gets
-/// its message in `errors`. With `memo`, a case predicted before (same hardware name, schedule
+/// variant) on `threads` threads. Returns each case's predict_cpu_s: the CPU seconds of its
+/// prediction (its thread's, so that cases predicted side by side on a busy machine report what
+/// one prediction costs). A case that no longer predicts (bad schedule, deadlock) leaves the
+/// statistics (measured = false), takes 0 s and gets its message in `errors`. With `memo`, a case predicted before (same hardware name, schedule
 /// file, overrides, variant and problem) is not simulated again; its time is then the seconds
 /// its simulation took. `at_case_clock`: each case is simulated and predicted at its
 /// predicted_clock_ghz (one that share_clock set), not at the clock of its own activity.

@@ -382,9 +382,14 @@ TEST_CASE("fidelity: the committed validation folders read and predict", "[fidel
   CHECK(secs.size() == 1);
   CHECK(one[0].predicted_us > 0);
   CHECK(one[0].predicted_ops.count("mma_qk"));
-  // A schedule that is not there: the case leaves the statistics, the error names it.
+  // Its time: the CPU seconds of the prediction itself, as the case records them.
+  CHECK(secs[0] > 0);
+  CHECK(secs[0] == one[0].predict_cpu_s);
+  // A schedule that is not there: the case leaves the statistics, the error names it, no time.
   one[0].schedule = "no_such_schedule";
-  repredict(one, load_hardware(test::root() + "/configs/hw/h100_sxm.json"), test::root() + "/schedules", 1, errors);
+  const auto failed =
+      repredict(one, load_hardware(test::root() + "/configs/hw/h100_sxm.json"), test::root() + "/schedules", 1, errors);
+  CHECK(failed.at(0) == 0);
   REQUIRE(errors.size() == 1);
   CHECK_THAT(errors[0], Catch::Contains("no_such_schedule on hd256 s1k b16 no longer predicts"));
   CHECK_FALSE(one[0].measured);
@@ -414,7 +419,8 @@ TEST_CASE("fidelity: a memo shares a prediction between folders and only an iden
     CHECK(again[i].predicted_us == plain[i].predicted_us);
     CHECK(again[i].predicted_cycles == plain[i].predicted_cycles);
     CHECK(again[i].predicted_ops.size() == plain[i].predicted_ops.size());
-    CHECK(secs[i] > 0);  // the seconds the simulation took when it ran
+    CHECK(secs[i] > 0);  // the CPU seconds the prediction took when it ran
+    CHECK(secs[i] == first[i].predict_cpu_s);
   }
   CHECK(again[0].predicted_us != again[1].predicted_us);
   // Another problem is another prediction.
