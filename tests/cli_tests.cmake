@@ -229,6 +229,22 @@ if(ATTNSIM_HAVE_CUDA AND ATTNSIM_PYTHON3)
                        PASS_REGULAR_EXPRESSION "[1-9][0-9]* kernels, 0 sanitizer runs, 0 failures, [0-9]+ runs to go after --skip-ok")
 endif()
 
+# kernels/sm90/ncu_tile_costs.py (the plain kernel's time per op from ncu's PC samples) on a
+# committed ncu source page: the split of configs/validation/h200/ncu_plain_per_op's README; and
+# a file without ncu's table is refused by name.
+if(ATTNSIM_PYTHON3)
+  add_test(NAME kernels.ncu_tile_costs
+           COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/ncu_tile_costs.py
+                   configs/validation/h200/ncu_plain_per_op/src_hd64_s512_b32.csv.gz --kernel-us 95.6 --tiles-per-cta 11.636
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(kernels.ncu_tile_costs PROPERTIES PASS_REGULAR_EXPRESSION
+    "wait pipeline_q.empty +865 .*tile bookkeeping +581.*final_o +492.*mma_pv \\(dispatch\\) +200")
+  add_test(NAME kernels.ncu_tile_costs_not_ncu
+           COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/ncu_tile_costs.py README.md --kernel-us 1 --tiles-per-cta 1
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(kernels.ncu_tile_costs_not_ncu PROPERTIES PASS_REGULAR_EXPRESSION "README.md: no ncu source table")
+endif()
+
 # fidelity: the committed validation measurements (configs/validation/<gpu>/<folder> with a fidelity.json)
 # re-predicted with the current model and checked against the baseline committed beside them
 # (fidelity.json): fails when MAPE or max |error| grows by more than 0.05 points or Spearman drops

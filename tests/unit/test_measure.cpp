@@ -290,7 +290,7 @@ TEST_CASE("per-op means group waits by barrier without stage and phase", "[measu
   CHECK(ops.at("load_k").mean_ns == Approx(10.0));
 }
 
-TEST_CASE("per-op means over a warp mask, and the per-op table run and validate print", "[measure]") {
+TEST_CASE("per-op means over a warp mask and the per-op table run and validate print", "[measure]") {
   const sm90::MeasuredTrace t = two_ctas();
   const MeasuredCta a = measured_cta(t, 0, 1);
   // The first warps (0, 4) as a mask match op_means_first_warps; a mask of warp 0 alone keeps
