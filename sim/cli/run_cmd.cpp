@@ -3,8 +3,8 @@
 // B200) on the GPU at hand: measured time (median per-launch time of back-to-back launches) beside
 // the simulator's prediction, optionally a correctness check and a measured Chrome trace with the
 // same tracks and span names as `simulate --trace`, with the per-op table of predicted against
-// measured mean span durations (as `validate` prints for a case). Exits 77 with the reason when the GPU at hand
-// cannot run the kernel (none, or another architecture).
+// measured mean span durations (as `validate` prints for a case). Exits 77 with the reason when
+// the GPU at hand cannot run the kernel (none, or another architecture).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -143,10 +143,11 @@ struct Run : Command {
         if (cta_recorded(rec, cta)) recorded.push_back(measured_cta(rec, cta, hardware.clock_ghz));
       std::vector<const Timeline*> tls;
       for (const auto& mc : recorded) tls.push_back(&mc.timeline);
+      const std::string table = format_op_table(op_means_of_warps(pred.critical.timeline, warps), op_means(tls));
       std::cout << fmt::format(
           "\n  per op, mean span duration (predicted: critical CTA at {:.3f} GHz; measured: {} CTAs that recorded, "
           "each at its own clock)\n{}",
-          pred.clock_ghz, recorded.size(), format_op_table(op_means_of_warps(pred.critical.timeline, warps), op_means(tls)));
+          pred.clock_ghz, recorded.size(), table);
       std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace,
                                default_trace_ctas(rec, ctas).size());
     }

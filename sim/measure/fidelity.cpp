@@ -12,9 +12,8 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <time.h>  // clock_gettime (POSIX)
 #include <tuple>
-
-#include <time.h>
 
 #include "lower/schedule.hpp"
 #include "model/json_reader.hpp"
@@ -763,7 +762,7 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
         const double ghz = at_case_clock ? c.predicted_clock_ghz : 0.0;
         std::string key = memo_key(hw, file, sets, variant, c.problem);
         if (at_case_clock) key += fmt::format("|at {:a} GHz", ghz);
-        if (memo)  // a prediction an earlier folder made: the seconds it took then
+        if (memo)  // a prediction an earlier folder made is copied, with the seconds it took then
           memo->get(key, c, [&](ValidationCase& into) { predict_case(*s, hw, into, ghz); });
         else
           predict_case(*s, hw, c, ghz);

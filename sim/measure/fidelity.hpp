@@ -177,8 +177,8 @@ class PredictionMemo {
  public:
   /// The prediction of `key` (computed by `compute`, which fills a ValidationCase's predicted_*
   /// fields, on the first call; copied into `c` on every call). Returns the prediction's
-  /// predict_cpu_s (what `compute` recorded), on every call, so that a folder still reports how long its slowest case takes to
-  /// predict. `compute`'s exception reaches every caller of that key.
+  /// predict_cpu_s (what `compute` recorded), on every call, so that a folder still reports how
+  /// long its slowest case takes to predict. `compute`'s exception reaches every caller of that key.
   double get(const std::string& key, ValidationCase& c, const std::function<void(ValidationCase&)>& compute);
   size_t hits() const { return hits_; }      ///< calls answered from an earlier prediction
   size_t misses() const { return misses_; }  ///< predictions simulated
@@ -201,10 +201,11 @@ double thread_cpu_seconds();
 /// variant) on `threads` threads. Returns each case's predict_cpu_s: the CPU seconds of its
 /// prediction (its thread's, so that cases predicted side by side on a busy machine report what
 /// one prediction costs). A case that no longer predicts (bad schedule, deadlock) leaves the
-/// statistics (measured = false), takes 0 s and gets its message in `errors`. With `memo`, a case predicted before (same hardware name, schedule
-/// file, overrides, variant and problem) is not simulated again; its time is then the seconds
-/// its simulation took. `at_case_clock`: each case is simulated and predicted at its
-/// predicted_clock_ghz (one that share_clock set), not at the clock of its own activity.
+/// statistics (measured = false), takes 0 s and gets its message in `errors`. With `memo`, a
+/// case predicted before (same hardware name, schedule file, overrides, variant and problem) is
+/// not simulated again; its time is then the seconds its simulation took. `at_case_clock`: each
+/// case is simulated and predicted at its predicted_clock_ghz (one that share_clock set), not at
+/// the clock of its own activity.
 std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,
                               int threads, std::vector<std::string>& errors, PredictionMemo* memo = nullptr,
                               bool at_case_clock = false);
