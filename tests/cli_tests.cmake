@@ -239,6 +239,13 @@ if(ATTNSIM_PYTHON3)
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   set_tests_properties(kernels.ncu_tile_costs PROPERTIES PASS_REGULAR_EXPRESSION
     "wait pipeline_q.empty +865 .*tile bookkeeping +581.*final_o +492.*mma_pv \\(dispatch\\) +200")
+  # hd256: O staged in the V ring, the wait for PV before the softmax.
+  add_test(NAME kernels.ncu_tile_costs_hd256
+           COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/ncu_tile_costs.py
+                   configs/validation/h200/ncu_plain_per_op/src_hd256_s1024_b16.csv.gz --kernel-us 391.2 --tiles-per-cta 15.515
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(kernels.ncu_tile_costs_hd256 PROPERTIES PASS_REGULAR_EXPRESSION
+    "tile bookkeeping +672 .*final_o +791 .*mma_qk \\(dispatch\\) +249 .*wait wgmma \\(PV done\\) +366 ")
   add_test(NAME kernels.ncu_tile_costs_not_ncu
            COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/ncu_tile_costs.py README.md --kernel-us 1 --tiles-per-cta 1
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
