@@ -126,6 +126,7 @@ const Expect kExpect[] = {
     {"mma_issue_beside", "/results/rs_dispatch_cycles_per_n", 0, 10},
     {"smem_beside_async", "/results/ld_shared_latency_idle_cycles", 1, 1e4},
     {"smem_beside_async", "/results/write_o_hd256_beside_ss_tma_cycles", 1, 1e6},
+    {"smem_beside_async", "/results/write_o_hd128_beside_ss_tma_cycles", 1, 1e6},
 };
 
 void usage() {

@@ -8,8 +8,12 @@
 // and K landed;
 // the simulator charges shared memory only inside an MMA's own duration. Whether the load/store
 // unit's shared-memory accesses wait behind those streams, and how long, decides whether the
-// model must share the SM's shared-memory bandwidth among them.
+// model must share the SM's shared-memory bandwidth among them. The hd128 write_o (O in its own
+// buffer) too: the plain hd128 kernel's final_o runs about 1.5x the model's (ncu PC samples, H200,
+// 2026-11-30).
+#include <array>
 #include <cuda/ptx>
+#include <type_traits>
 
 #include "microbench.cuh"
 #include "neighbour_work.cuh"
@@ -23,8 +27,12 @@ constexpr int kRingStages = 2;
 constexpr uint32_t kCopyBytes = 32768;            // one bulk copy: an hd256 K or V tile of 64 keys
 constexpr int kWindowCopies = 128;                // 4 MB of global memory, L2-resident after a pass
 constexpr int kChainWords = 1024;                 // the load chain's 4 KB
-constexpr int kOHeadDim = 256, kORows = 64;       // write_o of one hd256 warpgroup into a V-sized stage
-constexpr int kOBytes = kORows * kOHeadDim * 2;   // 32 KB
+// write_o of one warpgroup: at hd256 into a V-sized stage (64-row chunks, as O staged in the V
+// ring), at hd128 into its 64 rows of a 128-row buffer (as O in its own buffer); 32 KB either way.
+constexpr int kOBytes = 32768;
+/// Rows per 64-column chunk of the O buffer write_o writes at head_dim kD (kernels/sm90/epilogue.cuh).
+template <int kD>
+constexpr int kOChunkRows = kD == 256 ? 64 : 128;
 constexpr int kChainLoads = 32;                   // dependent loads per latency sample
 constexpr int kDelayCycles = 4000;                // the streams run before the first sample
 constexpr int kRingOffset = kWgmmaTileSmem - 1024;  // after the wgmma tiles (1024-aligned)
@@ -38,8 +46,8 @@ constexpr int kThreads = 288;  // warpgroup 0: wgmma; warpgroup 1: the probes; w
 constexpr int kNoMma = 0, kSs = 1, kRs = 2;
 
 /// Per probe warp (4..7), accumulated over `rounds`: cycles of kChainLoads dependent ld.shared,
-/// cycles of the kernel's hd256 write_o (O / sum to bf16 into 64-row chunks, 128B swizzle, the
-/// async-proxy fence), and cycles of the warpgroup's named barrier right after it, the clock read
+/// cycles of the kernel's write_o at head_dim kD (O / sum to bf16, 128B swizzle, the async-proxy
+/// fence), and cycles of the warpgroup's named barrier right after it, the clock read
 /// behind a shared load's issue as the traced kernel reads it.
 struct ProbeCycles {
   long long load_chain, write_o, barrier;
@@ -48,8 +56,8 @@ struct ProbeCycles {
 /// One CTA: warpgroup 0 streams wgmma (kMma) until the probes are done; thread 256 (kTma) keeps
 /// kRingStages bulk copies of kCopyBytes in flight from `window` (kWindowCopies copies, cycled);
 /// warpgroup 1 waits kDelayCycles, then `rounds` times: a chain of kChainLoads dependent
-/// ld.shared.u32 (each lane its own chain through 4 KB, conflict-free), write_o, bar.sync 2, 128.
-template <int kMma, bool kTma>
+/// ld.shared.u32 (each lane its own chain through 4 KB, conflict-free), write_o<kD>, bar.sync 2, 128.
+template <int kMma, bool kTma, int kD>
 __global__ void __launch_bounds__(kThreads, 1)
     smem_beside_kernel(int rounds, const uint8_t* window, ProbeCycles* out, BlockClock* clk, float* sink, int* err) {
   extern __shared__ uint8_t smem_raw[];
@@ -92,9 +100,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     return;
   }
   // Warpgroup 1: the probes.
-  float o[kOHeadDim / 2];
+  float o[kD / 2];
 #pragma unroll
-  for (int i = 0; i < kOHeadDim / 2; ++i) o[i] = 1.0f + 0.001f * static_cast<float>((threadIdx.x + i) % 7);
+  for (int i = 0; i < kD / 2; ++i) o[i] = 1.0f + 0.001f * static_cast<float>((threadIdx.x + i) % 7);
   attnsim::sm90::RowStats st;
   const uint32_t chain0 = smem_u32(chain), o_base = smem_u32(base + kOOffset);
   const long long start = clock64();
@@ -113,7 +121,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     acc.load_chain += t1 - t0;
     st.sum[0] = st.sum[1] = 1.0f + 0.01f * static_cast<float>(r & 3);
     t0 = clock32();
-    attnsim::sm90::write_o<kOHeadDim, kORows>(o_base, 0, warp % 4, lane, o, st);
+    attnsim::sm90::write_o<kD, kOChunkRows<kD>>(o_base, 0, warp % 4, lane, o, st);
     t1 = clock32();
     acc.write_o += t1 - t0;
     // As TraceRecorder::now_after_barrier: the barrier blocks the warp at the first memory
@@ -135,22 +143,22 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   float x = static_cast<float>(at);
 #pragma unroll
-  for (int i = 0; i < kOHeadDim / 2; ++i) x += o[i];
+  for (int i = 0; i < kD / 2; ++i) x += o[i];
   if (x == 1234567.0f) sink[threadIdx.x] = x;
 }
 
 /// One condition's medians over the probe warps and launches, cycles per unit.
 struct SmemProbe {
   double load_cycles = 0;     // per dependent ld.shared
-  double write_o_cycles = 0;  // per write_o of 32 KB by the warpgroup (each warp's span)
+  double write_o_cycles = 0;  // per write_o by the warpgroup (each warp's span)
   double barrier_cycles = 0;  // per named barrier after it, to the clock behind a shared load
 };
 
-/// Runs smem_beside_kernel<kMma, kTma> `launches` times on one SM and returns its SmemProbe;
+/// Runs smem_beside_kernel<kMma, kTma, kD> `launches` times on one SM and returns its SmemProbe;
 /// throws (check_err) if a bulk copy never completed.
-template <int kMma, bool kTma>
+template <int kMma, bool kTma, int kD>
 SmemProbe probe(Report& rep, const DeviceBuffer<uint8_t>& window, int rounds, int launches) {
-  auto kern = smem_beside_kernel<kMma, kTma>;
+  auto kern = smem_beside_kernel<kMma, kTma, kD>;
   allow_smem(kern, kSmemBytes);
   DeviceBuffer<ProbeCycles> out(4);
   DeviceBuffer<BlockClock> clk(1);
@@ -182,7 +190,8 @@ void bench_smem_beside_async(Report& rep) {
       "from a 4 MB L2-resident window, complete_tx on an mbarrier) in flight or nothing. Warpgroup 1, after 4000 "
       "cycles, repeats: 32 dependent ld.shared.u32 per lane (address chain, conflict-free) between 32-bit clock "
       "reads; kernels/sm90/softmax.cuh's write_o at head_dim 256 into 64-row chunks (32 KB per warpgroup, 128B "
-      "swizzle, the async-proxy fence), between clock reads; then bar.sync among its 4 warps, the clock read right "
+      "swizzle, the async-proxy fence), between clock reads (and, in a second set of runs, at head_dim 128 into the "
+      "warpgroup's 64 rows of a 128-row buffer, O's own buffer in the kernel: write_o_hd128_*); then bar.sync among its 4 warps, the clock read right "
       "behind a volatile ld.shared's issue as the traced kernel reads it after a named barrier. Per condition: median over "
       "the 4 probe warps and the launches of cycles per load, per write_o and per barrier. *_over_idle: against "
       "nothing beside.");
@@ -196,27 +205,37 @@ void bench_smem_beside_async(Report& rep) {
     const char* name;
     SmemProbe r;
   };
-  const Row rows[] = {
-      {"idle", probe<kNoMma, false>(rep, window, rounds, launches)},
-      {"beside_ss", probe<kSs, false>(rep, window, rounds, launches)},
-      {"beside_rs", probe<kRs, false>(rep, window, rounds, launches)},
-      {"beside_tma", probe<kNoMma, true>(rep, window, rounds, launches)},
-      {"beside_ss_tma", probe<kSs, true>(rep, window, rounds, launches)},
-      {"beside_rs_tma", probe<kRs, true>(rep, window, rounds, launches)},
+  // head_dim 256 (O staged in a V stage) first, then 128 (O in its own buffer): each condition's
+  // load chain and barrier are reported from the hd256 runs, as before 2026-11-30.
+  auto conditions = [&](auto d) {
+    constexpr int kD = decltype(d)::value;
+    return std::array<Row, 6>{{{"idle", probe<kNoMma, false, kD>(rep, window, rounds, launches)},
+                               {"beside_ss", probe<kSs, false, kD>(rep, window, rounds, launches)},
+                               {"beside_rs", probe<kRs, false, kD>(rep, window, rounds, launches)},
+                               {"beside_tma", probe<kNoMma, true, kD>(rep, window, rounds, launches)},
+                               {"beside_ss_tma", probe<kSs, true, kD>(rep, window, rounds, launches)},
+                               {"beside_rs_tma", probe<kRs, true, kD>(rep, window, rounds, launches)}}};
   };
+  const auto rows = conditions(std::integral_constant<int, 256>{});
+  const auto rows128 = conditions(std::integral_constant<int, 128>{});
   const SmemProbe& idle = rows[0].r;
-  for (const Row& row : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& row = rows[i];
     Json& c = res["configs"][row.name];
     c["ld_shared_latency_cycles"] = row.r.load_cycles;
     c["write_o_hd256_cycles"] = row.r.write_o_cycles;
     c["barrier_after_write_o_cycles"] = row.r.barrier_cycles;
     c["ld_shared_latency_over_idle"] = row.r.load_cycles / idle.load_cycles;
     c["write_o_over_idle"] = row.r.write_o_cycles / idle.write_o_cycles;
+    c["write_o_hd128_cycles"] = rows128[i].r.write_o_cycles;
+    c["write_o_hd128_over_idle"] = rows128[i].r.write_o_cycles / rows128[0].r.write_o_cycles;
   }
   res["ld_shared_latency_idle_cycles"] = idle.load_cycles;
   res["ld_shared_latency_beside_ss_tma_cycles"] = rows[4].r.load_cycles;
   res["write_o_hd256_idle_cycles"] = idle.write_o_cycles;
   res["write_o_hd256_beside_ss_tma_cycles"] = rows[4].r.write_o_cycles;
+  res["write_o_hd128_idle_cycles"] = rows128[0].r.write_o_cycles;
+  res["write_o_hd128_beside_ss_tma_cycles"] = rows128[4].r.write_o_cycles;
 }
 
 }  // namespace
