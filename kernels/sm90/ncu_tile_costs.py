@@ -13,12 +13,14 @@ the SASS into the regions the simulator has ops for:
   copies and the loop's own instructions;
 - a consumer warp's tile tail: the wait for the tile's last PV (the last WARPGROUP.DEPBAR before
   the O store), final_o (row sums to the async-proxy fence), the named barrier after it, the O
-  store, and the LSE and tile loop up to its back branch.
+  store, and the LSE and tile loop up to its back branch;
+- a consumer warp's steady KV step (kv_loop): the pingpong turn, the k/v full waits, the QK and PV
+  dispatches, the two wgmma waits and the softmax around them.
 
-A region's time per tile is its share of its warps' samples times the CTA's time per tile
-(`--kernel-us` / `--tiles-per-cta`): ncu samples each SMSP's resident warps in turn, so a warp's
-samples are proportional to its time, and a region's share of them to the time the warp spends
-there. The samples of a try_wait loop fall on the branch after its first try_wait (the waiting
+A region's time per tile (per KV step: divided by the steps per tile) is its share of its warps'
+samples times the CTA's time per tile (`--kernel-us` / `--tiles-per-cta`): ncu samples each
+SMSP's resident warps in turn, so a warp's samples are proportional to its time, and a region's
+share of them to the time the warp spends there. The samples of a try_wait loop fall on the branch after its first try_wait (the waiting
 warp sleeps in it). Run without a GPU, on a CSV already written.
 
 Usage: kernels/sm90/ncu_tile_costs.py SRC.csv[.gz] --kernel-us US --tiles-per-cta N
