@@ -695,10 +695,10 @@ std::string memo_key(const Hardware& hw, const std::string& file, const std::vec
 
 }  // namespace
 
-double PredictionMemo::get(const std::string& key, ValidationCase& c,
-                           const std::function<void(ValidationCase&)>& compute) {
-  std::promise<Entry> mine;
-  std::shared_future<Entry> f;
+void PredictionMemo::get(const std::string& key, ValidationCase& c,
+                         const std::function<void(ValidationCase&)>& compute) {
+  std::promise<Memoized> mine;
+  std::shared_future<Memoized> f;
   bool first = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -712,17 +712,14 @@ double PredictionMemo::get(const std::string& key, ValidationCase& c,
     try {
       auto r = std::make_shared<ValidationCase>(c);
       compute(*r);
-      const double seconds = r->predict_cpu_s;
-      mine.set_value({std::move(r), seconds});
+      mine.set_value(std::move(r));
     } catch (...) {
       mine.set_exception(std::current_exception());
     }
   } else {
     ++hits_;
   }
-  const Entry& e = f.get();  // rethrows compute's exception
-  copy_prediction(*e.prediction, c);
-  return e.seconds;
+  copy_prediction(*f.get(), c);  // get() rethrows compute's exception
 }
 
 std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,

@@ -176,20 +176,17 @@ std::vector<std::string> measured_kernel_pins(const std::string& kernel);
 class PredictionMemo {
  public:
   /// The prediction of `key` (computed by `compute`, which fills a ValidationCase's predicted_*
-  /// fields, on the first call; copied into `c` on every call). Returns the prediction's
-  /// predict_cpu_s (what `compute` recorded), on every call, so that a folder still reports how
-  /// long its slowest case takes to predict. `compute`'s exception reaches every caller of that key.
-  double get(const std::string& key, ValidationCase& c, const std::function<void(ValidationCase&)>& compute);
+  /// fields and predict_cpu_s, on the first call; copied into `c` on every call, predict_cpu_s
+  /// with them, so that a folder still reports how long its slowest case takes to predict).
+  /// `compute`'s exception reaches every caller of that key.
+  void get(const std::string& key, ValidationCase& c, const std::function<void(ValidationCase&)>& compute);
   size_t hits() const { return hits_; }      ///< calls answered from an earlier prediction
   size_t misses() const { return misses_; }  ///< predictions simulated
 
  private:
   std::mutex mu_;
-  struct Entry {
-    std::shared_ptr<const ValidationCase> prediction;
-    double seconds = 0;
-  };
-  std::map<std::string, std::shared_future<Entry>> done_;
+  using Memoized = std::shared_ptr<const ValidationCase>;
+  std::map<std::string, std::shared_future<Memoized>> done_;
   std::atomic<size_t> hits_{0}, misses_{0};
 };
 
