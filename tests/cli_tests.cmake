@@ -233,23 +233,23 @@ endif()
 # committed ncu source page: the split of configs/validation/h200/ncu_plain_per_op's README; and
 # a file without ncu's table is refused by name.
 if(ATTNSIM_PYTHON3)
-  add_test(NAME kernels.ncu_tile_costs
-           COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/ncu_tile_costs.py
-                   configs/validation/h200/ncu_plain_per_op/src_hd64_s512_b32.csv.gz --kernel-us 95.6 --tiles-per-cta 11.636
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(kernels.ncu_tile_costs PROPERTIES PASS_REGULAR_EXPRESSION
-    "wait pipeline_q.empty +865 .*tile bookkeeping +581.*final_o +492.*mma_pv \\(dispatch\\) +200")
+  # One run of the script on FILE (relative to the project root) with ARGS; its output must match EXPECT.
+  function(attnsim_ncu_tile_costs_test name file expect)
+    add_test(NAME ${name}
+             COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/ncu_tile_costs.py ${file} ${ARGN}
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+    set_tests_properties(${name} PROPERTIES PASS_REGULAR_EXPRESSION "${expect}")
+  endfunction()
+  set(_ncu configs/validation/h200/ncu_plain_per_op)
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs ${_ncu}/src_hd64_s512_b32.csv.gz
+    "wait pipeline_q.empty +865 .*tile bookkeeping +581.*final_o +492.*mma_pv \\(dispatch\\) +200"
+    --kernel-us 95.6 --tiles-per-cta 11.636)
   # hd256: O staged in the V ring, the wait for PV before the softmax.
-  add_test(NAME kernels.ncu_tile_costs_hd256
-           COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/ncu_tile_costs.py
-                   configs/validation/h200/ncu_plain_per_op/src_hd256_s1024_b16.csv.gz --kernel-us 391.2 --tiles-per-cta 15.515
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(kernels.ncu_tile_costs_hd256 PROPERTIES PASS_REGULAR_EXPRESSION
-    "tile bookkeeping +672 .*final_o +791 .*mma_qk \\(dispatch\\) +249 .*wait wgmma \\(PV done\\) +366 ")
-  add_test(NAME kernels.ncu_tile_costs_not_ncu
-           COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/ncu_tile_costs.py README.md --kernel-us 1 --tiles-per-cta 1
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(kernels.ncu_tile_costs_not_ncu PROPERTIES PASS_REGULAR_EXPRESSION "README.md: no ncu source table")
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_hd256 ${_ncu}/src_hd256_s1024_b16.csv.gz
+    "tile bookkeeping +672 .*final_o +791 .*mma_qk \\(dispatch\\) +249 .*wait wgmma \\(PV done\\) +366 "
+    --kernel-us 391.2 --tiles-per-cta 15.515)
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_not_ncu README.md "README.md: no ncu source table"
+    --kernel-us 1 --tiles-per-cta 1)
 endif()
 
 # fidelity: the committed validation measurements (configs/validation/<gpu>/<folder> with a fidelity.json)
