@@ -229,9 +229,9 @@ if(ATTNSIM_HAVE_CUDA AND ATTNSIM_PYTHON3)
                        PASS_REGULAR_EXPRESSION "[1-9][0-9]* kernels, 0 sanitizer runs, 0 failures, [0-9]+ runs to go after --skip-ok")
 endif()
 
-# kernels/sm90/ncu_tile_costs.py (the plain kernel's time per op from ncu's PC samples) on a
-# committed ncu source page: the split of configs/validation/h200/ncu_plain_per_op's README; and
-# a file without ncu's table is refused by name.
+# kernels/sm90/ncu_tile_costs.py (the plain kernel's time per op from ncu's PC samples) on
+# committed ncu source pages: the split of configs/validation/h200/ncu_plain_per_op's README, a
+# variant against its base; a file without ncu's table is refused by name.
 if(ATTNSIM_PYTHON3)
   # One run of the script on FILE (relative to the project root) with ARGS; its output must match EXPECT.
   function(attnsim_ncu_tile_costs_test name file expect)
@@ -242,14 +242,27 @@ if(ATTNSIM_PYTHON3)
   endfunction()
   set(_ncu configs/validation/h200/ncu_plain_per_op)
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs ${_ncu}/src_hd64_s512_b32.csv.gz
-    "wait pipeline_q.empty +865 .*tile bookkeeping +581.*final_o +492.*mma_pv \\(dispatch\\) +200"
+    "wait pipeline_q.empty +865 .*tile bookkeeping +581.*wait pipeline_q.full +[0-9]+ .*final_o +492.*mma_pv \\(dispatch\\) +196"
     --kernel-us 95.6 --tiles-per-cta 11.636)
   # hd256: O staged in the V ring, the wait for PV before the softmax.
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_hd256 ${_ncu}/src_hd256_s1024_b16.csv.gz
-    "tile bookkeeping +672 .*final_o +791 .*mma_qk \\(dispatch\\) +249 .*wait wgmma \\(PV done\\) +366 "
+    "tile bookkeeping +672 .*final_o +791 .*mma_qk \\(dispatch\\) +246 .*wait wgmma \\(PV done\\) +366 "
     --kernel-us 391.2 --tiles-per-cta 15.515)
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_not_ncu README.md "README.md: no ncu source table"
     --kernel-us 1 --tiles-per-cta 1)
+  # A schedule change against its base (configs/validation/h200/ncu_plain_changes): without
+  # intra-warpgroup overlap the QK's wait before the softmax appears and the step grows; with O in
+  # Q's buffer the next tile's Q wait.
+  set(_chg configs/validation/h200/ncu_plain_changes)
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_against
+    ${_chg}/src_no_intra_warpgroup_overlap_hd256_s4096_b4.csv.gz
+    "LSE and tile loop .*wait for the last PV +0 +376 +-376.*wait wgmma \\(QK done\\) +311 +6 +[+]305.*step +1818 +1652 +[+]166"
+    --kernel-us 1505.2 --tiles-per-cta 15.515 --against ${_chg}/src_base_hd256_s4096_b4.csv.gz --against-us 1377.5)
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_against_q ${_chg}/src_o_in_q_buffer_hd128_s8192_b2.csv.gz
+    "wait pipeline_q.full +1337 +147 +[+]1189.*mma_pv \\(dispatch\\) +297 +180 +[+]117"
+    --kernel-us 1575.4 --tiles-per-cta 15.515 --against ${_chg}/src_base_hd128_s8192_b2.csv.gz --against-us 1513.2)
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_against_us ${_chg}/src_base_hd64_s4096_b8.csv.gz
+    "--against needs --against-us" --kernel-us 1 --tiles-per-cta 1 --against ${_chg}/src_base_hd64_s4096_b8.csv.gz)
 endif()
 
 # fidelity: the committed validation measurements (configs/validation/<gpu>/<folder> with a fidelity.json)

@@ -1,38 +1,46 @@
 #!/usr/bin/env python3
 """Where the plain (uninstrumented) SM90 kernel's warps spend their time per work tile, from ncu's
-per-instruction warp-state samples.
+per-instruction warp-state samples; with --against, a schedule change against its base, op by op.
 
 Reads the source page of one profiled launch (`ncu --section SourceCounters --page source
 --print-source sass --csv ... attnsim run ...`, the output of that command as is: attnsim's lines
-first, then the kernel's table) of a static persistent fa3_sm90 kernel, and splits the samples of
-the SASS into the regions the simulator has ops for:
+first, then the kernel's table) of a static persistent fa3_sm90 kernel (with or without pingpong
+and intra-warpgroup overlap), and splits the samples of the SASS into the regions the simulator
+has ops for:
 
 - the load warp (the code between the producer warpgroup's `setmaxnreg` dealloc and the consumers'
   alloc): its tile bookkeeping (instructions run once per tile, outside its waits and copies), the
   pipeline_q.empty wait, the Q copy, and per KV block the pipeline_k/v.empty waits, the K and V
   copies and the loop's own instructions;
-- a consumer warp's tile tail: the wait for the tile's last PV (the last WARPGROUP.DEPBAR before
-  the O store), final_o (row sums to the async-proxy fence), the named barrier after it, the O
-  store, and the LSE and tile loop up to its back branch;
-- a consumer warp's steady KV step (kv_loop): the pingpong turn, the k/v full waits, the QK and PV
-  dispatches, the two wgmma waits and the softmax around them.
+- a consumer warp's tile head (from the tile loop's top to the KV loop): the pipeline_q.full
+  wait, and the rest, the peeled first KV block;
+- its tile tail: the wait for the tile's last PV (the last WARPGROUP.DEPBAR between the KV loop
+  and the O store; without overlap the loop's last step has it), final_o (row sums to the
+  async-proxy fence), the named barrier after it, the O store, and the LSE and tile loop up to
+  its back branch;
+- its steady KV step (kv_loop): the pingpong turns, the k/v full waits, the QK and PV
+  dispatches, the wgmma waits and the compute (softmax, rescale, pack, loop) between them, in
+  the order ptxas laid them out.
 
 A region's time per tile (per KV step: divided by the steps per tile) is its share of its warps'
 samples times the CTA's time per tile (`--kernel-us` / `--tiles-per-cta`): ncu samples each
 SMSP's resident warps in turn, so a warp's samples are proportional to its time, and a region's
-share of them to the time the warp spends there. The samples of a try_wait loop fall on the branch after its first try_wait (the waiting
-warp sleeps in it). Run without a GPU, on a CSV already written.
+share of them to the time the warp spends there. The samples of a try_wait loop fall on the
+branch after its first try_wait (the waiting warp sleeps in it). Run without a GPU, on a CSV
+already written.
 
 Usage: kernels/sm90/ncu_tile_costs.py SRC.csv[.gz] --kernel-us US --tiles-per-cta N
+           [--against BASE.csv[.gz] --against-us US]
 """
 import argparse
 import csv
 import gzip
+import re
 import sys
 
 
 def read_sass(path):
-    """(index, executed, samples, sass) per instruction of the kernel's table."""
+    """(index, executed, samples, sass, address) per instruction of the kernel's table."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
         lines = f.read().splitlines()
@@ -42,14 +50,14 @@ def read_sass(path):
     rows = list(csv.reader(lines[head[0]:]))
     cols = rows[0]
     try:
-        src, samples, executed = (cols.index(c) for c in (
-            "Source", "Warp Stall Sampling (All Samples)", "Instructions Executed"))
+        src, samples, executed, address = (cols.index(c) for c in (
+            "Source", "Warp Stall Sampling (All Samples)", "Instructions Executed", "Address"))
     except ValueError as e:
         sys.exit(f"{path}: {e} (expected ncu's SourceCounters source page)")
     out = []
     for i, r in enumerate(rows[1:]):
-        if len(r) > max(src, samples, executed):
-            out.append((i, int(r[executed] or 0), int(r[samples] or 0), r[src].strip()))
+        if len(r) > max(src, samples, executed, address):
+            out.append((i, int(r[executed] or 0), int(r[samples] or 0), r[src].strip(), r[address]))
     return out
 
 
@@ -60,18 +68,15 @@ def first(rows, text, after=-1):
     sys.exit(f"no instruction with {text!r} after {after}: not a static fa3_sm90 kernel's SASS?")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("csv")
-    ap.add_argument("--kernel-us", type=float, required=True, help="the profiled launch's time, us")
-    ap.add_argument("--tiles-per-cta", type=float, required=True, help="work tiles / CTAs of the launch")
-    a = ap.parse_args()
-    rows = read_sass(a.csv)
+def split(path, kernel_us, tiles_per_cta):
+    """The kernel's time per region: (header line, [(section, what its figures are, [(name, ns,
+    share of the section's samples, ns per KV block or None)])], the KV step's order of regions)."""
+    rows = read_sass(path)
     dealloc = first(rows, "USETMAXREG.DEALLOC")
     alloc = first(rows, "USETMAXREG.TRY_ALLOC", dealloc)
     load = [r for r in rows if dealloc < r[0] < alloc]
     cons = [r for r in rows if r[0] >= alloc]
-    us_per_tile = a.kernel_us / a.tiles_per_cta
+    us_per_tile = kernel_us / tiles_per_cta
 
     # The load warp: per copy (Q once per tile, then K and V per KV block, in that order), the
     # wait before it (its first try_wait to the back branch of its retry loop) and the copy itself
@@ -81,7 +86,7 @@ def main():
     total = sum(r[2] for r in load)
     arrives = [r[0] for r in load if "SYNCS.ARRIVE" in r[3]]
     if len(arrives) != 3:
-        sys.exit(f"expected the load warp's three arrive.expect_tx (Q, K, V), found {len(arrives)}")
+        sys.exit(f"{path}: expected the load warp's three arrive.expect_tx (Q, K, V), found {len(arrives)}")
     regions, covered, prev_end = {}, set(), load[0][0]
     for name, arrive in zip(("q", "k", "v"), arrives):
         w0 = first(load, "TRYWAIT", prev_end)
@@ -92,65 +97,167 @@ def main():
         regions[f"load_{name}"] = sum(r[2] for r in load if w1 < r[0] <= c1)
         covered.update(range(w0, c1 + 1))
         prev_end = c1
-    per_tile_other = sum(r[2] for r in load if r[0] not in covered and r[1] and r[1] <= tiles)
-    per_block_other = sum(r[2] for r in load if r[0] not in covered and r[1] > tiles)
-    print(f"{a.csv}: {a.kernel_us:.1f} us, {a.tiles_per_cta:.2f} tiles per CTA ({us_per_tile:.2f} us each), "
-          f"{blocks // tiles} KV blocks per tile")
+    regions["tile bookkeeping"] = sum(r[2] for r in load if r[0] not in covered and r[1] and r[1] <= tiles)
+    regions["KV loop bookkeeping"] = sum(r[2] for r in load if r[0] not in covered and r[1] > tiles)
+    header = (f"{path}: {kernel_us:.1f} us, {tiles_per_cta:.2f} tiles per CTA ({us_per_tile:.2f} us each), "
+              f"{blocks // tiles} KV blocks per tile")
     per_block = blocks / tiles
-    print(f"load warp ({total} samples): ns per tile, and per KV block for what runs once a block")
-    rows_out = list(regions.items()) + [("tile bookkeeping", per_tile_other), ("KV loop bookkeeping", per_block_other)]
-    for name, s in rows_out:
+    load_rows = []
+    for name, s in regions.items():
         ns = 1000 * us_per_tile * s / total
         once_a_block = name not in ("wait pipeline_q.empty", "load_q", "tile bookkeeping")
-        print(f"  {name:28s} {ns:8.0f}   ({100 * s / total:5.1f}%)" +
-              (f"   {ns / per_block:6.0f} per block" if once_a_block else ""))
+        load_rows.append((name, ns, s / total, ns / per_block if once_a_block else None))
+    sections = [("load warp", f"{total} samples: ns per tile, and per KV block for what runs once a block", load_rows)]
 
     # A consumer warp's tile tail.
     ctotal = sum(r[2] for r in cons)
     store = first(cons, "UTMASTG")
-    pv_wait = [r[0] for r in cons if "WARPGROUP.DEPBAR" in r[3] and r[0] < store][-1]
+    _, _, loop_hi = kv_loop_bounds(cons)
+    # The tile's last PV wait, after the KV loop; without intra-warpgroup overlap the loop's own
+    # last step waits for it (no such row then).
+    pv_waits = [r[0] for r in cons if "WARPGROUP.DEPBAR" in r[3] and loop_hi < r[0] < store]
+    pv_wait = pv_waits[-1] if pv_waits else loop_hi
     fence = first(cons, "FENCE.VIEW.ASYNC", pv_wait)
     bar = first(cons, "BAR.SYNC", fence)
     last_store = max(r[0] for r in cons if "UTMASTG" in r[3])
     loop_end = max(r[0] for r in cons if r[0] > last_store and r[1] > 0 and "BRA" in r[3] and r[2] > 0)
-    print(f"consumer warps ({ctotal} samples): the tile's tail, ns per tile")
-    for name, lo, hi in (("wait for the last PV", pv_wait, pv_wait), ("final_o", pv_wait + 1, fence),
-                         ("wait bar.epilogue", fence + 1, bar + 1), ("store_o", bar + 2, last_store + 3),
-                         ("LSE and tile loop", last_store + 4, loop_end)):
+    tail = ((("wait for the last PV", pv_wait, pv_wait),) if pv_waits else ()) + (
+        ("final_o", pv_wait + 1, fence), ("wait bar.epilogue", fence + 1, bar + 1),
+        ("store_o", bar + 2, last_store + 3), ("LSE and tile loop", last_store + 4, loop_end))
+    # The tile's head: from the tile loop's top (the target of its back branch) to the KV loop: the
+    # wait for the tile's Q (its first try_wait to the branch after it, and its retry loop) and the
+    # rest, the peeled first KV block with its own waits and GEMMs.
+    _, loop_lo, _ = kv_loop_bounds(cons)
+    by_address = {r[4]: r[0] for r in cons}
+    tops = [by_address[r[3].split()[-1]] for r in cons
+            if "BRA" in r[3] and r[0] > loop_hi and by_address.get(r[3].split()[-1], loop_lo) < loop_lo]
+    head_rows = []
+    if tops:
+        top = min(tops)
+        q_full = first(cons, "TRYWAIT", top - 1)
+        q_end = first(cons, "BRA", q_full)
+        at = {r[0]: r for r in cons}
+        while q_end + 1 in at and at[q_end + 1][1] != at[q_full][1]:
+            q_end += 1
+        q_wait = sum(r[2] for r in cons if q_full <= r[0] <= q_end)
+        first_block = sum(r[2] for r in cons if top <= r[0] < loop_lo) - q_wait
+        for name, s in (("wait pipeline_q.full", q_wait), ("first KV block (peeled)", first_block)):
+            head_rows.append((name, 1000 * us_per_tile * s / ctotal, s / ctotal, None))
+    sections.append(("consumer warps, the tile's head", f"{ctotal} samples: ns per tile", head_rows))
+    tail_rows = []
+    for name, lo, hi in tail:
         s = sum(r[2] for r in cons if lo <= r[0] <= hi)
-        print(f"  {name:28s} {1000 * us_per_tile * s / ctotal:8.0f}   ({100 * s / ctotal:5.2f}%)")
-    kv_loop(cons, us_per_tile)
+        tail_rows.append((name, 1000 * us_per_tile * s / ctotal, s / ctotal, None))
+    sections.append(("consumer warps, the tile's tail", f"{ctotal} samples: ns per tile", tail_rows))
+    title, step_rows, order = kv_loop(cons, us_per_tile)
+    sections.append(("consumer KV loop", title, step_rows))
+    return header, sections, order
+
+
+def print_split(header, sections, order):
+    print(header)
+    for section, title, rows in sections:
+        print(f"{section} ({title})")
+        for name, ns, share, per_block in rows:
+            print(f"  {name:32s} {ns:8.0f}   ({100 * share:5.2f}%)" +
+                  (f"   {per_block:6.0f} per block" if per_block is not None else ""))
+    print("  order of the KV step: " + ", ".join(order))
+
+
+def print_against(this, base):
+    """Two kernels of one problem side by side (a schedule change against its base): each
+    region's ns in both and the difference."""
+    print(this[0])
+    print("against " + base[0])
+    base_rows = {(section, name): ns for section, _, rows in base[1] for name, ns, _, _ in rows}
+    for section, title, rows in this[1]:
+        names = [name for name, *_ in rows]
+        names += [n for (t, n) in base_rows if t == section and n not in names]
+        ns_of = {name: ns for name, ns, _, _ in rows}
+        print(f"{section} ({title.split(': ', 1)[1]}): this / base / difference")
+        for name in names:
+            a, b = ns_of.get(name, 0.0), base_rows.get((section, name), 0.0)
+            print(f"  {name:32s} {a:8.0f} {b:8.0f} {a - b:+8.0f}")
+    print("  order of the KV step: " + ", ".join(this[2]))
+    print("  base's order:         " + ", ".join(base[2]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("csv")
+    ap.add_argument("--kernel-us", type=float, required=True, help="the profiled launch's time, us")
+    ap.add_argument("--tiles-per-cta", type=float, required=True, help="work tiles / CTAs of the launch")
+    ap.add_argument("--against", metavar="BASE_CSV",
+                    help="another kernel's page on the same problem (the base schedule): print both and the difference")
+    ap.add_argument("--against-us", type=float, help="with --against: that launch's time, us")
+    a = ap.parse_args()
+    this = split(a.csv, a.kernel_us, a.tiles_per_cta)
+    if a.against is None:
+        print_split(*this)
+        return
+    if a.against_us is None:
+        ap.error("--against needs --against-us (the base launch's time)")
+    print_against(this, split(a.against, a.against_us, a.tiles_per_cta))
+
+
+def kv_loop_bounds(cons):
+    """(executions per instruction, first index, last index) of the consumers' KV loop: the
+    instructions run as often as its HGMMAs."""
+    per_block = max(r[1] for r in cons if "HGMMA" in r[3])
+    loop = [r[0] for r in cons if r[1] == per_block]
+    return per_block, loop[0], loop[-1]
 
 
 def kv_loop(cons, us_per_tile):
-    """The steady KV loop of a consumer warp (the instructions run as often as its HGMMAs), split at
-    its landmarks: the pingpong turn's BAR.SYNC, the pipeline_k.full wait, the QK wgmmas, the
-    pipeline_v.full wait, the PV wgmmas up to the turn's BAR.ARV, wgmma.wait_group 1 (QK done),
-    then the softmax up to wgmma.wait_group 0 (PV done; ptxas may sink it into the softmax), and
-    the rest of the softmax, the rescale, the pack and the loop's own instructions."""
+    """The steady KV loop of a consumer warp (the instructions run as often as its HGMMAs), cut at
+    its landmarks in SASS order: each wait is its waiting instruction (a try_wait with the branch
+    after it; a named barrier's BAR.SYNC; WARPGROUP.DEPBAR), and the code after a wait belongs to
+    what follows it: after a K or V full wait, the GEMM's dispatch (mma_qk: both operands from
+    shared memory; mma_pv: P from registers) up to the next wait; after a wgmma wait or a pingpong
+    turn, the softmax, rescale, pack and the loop's own instructions ("compute"). With
+    intra-warpgroup overlap the step is turn, k full, QK, v full, PV, wait 1 (QK done), softmax,
+    wait 0 (PV done; ptxas may sink it into the softmax), rest; without it, or without pingpong,
+    the same landmarks in their own order. A try_wait's retry loop (the instructions not run once
+    per step, wherever ptxas placed them) is part of its wait."""
     ctotal = sum(r[2] for r in cons)
-    per_block = max(r[1] for r in cons if "HGMMA" in r[3])
-    loop = [r for r in cons if r[1] == per_block]
-    lo, hi = loop[0][0], loop[-1][0]
+    per_block, lo, hi = kv_loop_bounds(cons)
     body = [r for r in cons if lo <= r[0] <= hi]
     # Executions per tile and warp: the async-proxy fence ends final_o once per tile in every warp.
     tile_warps = next(r[1] for r in cons if "FENCE.VIEW.ASYNC" in r[3])
     steps = per_block / tile_warps
-    turn = first(body, "BAR.SYNC", lo - 1)
-    k_full = first(body, "TRYWAIT", turn)
-    v_full = first(body, "TRYWAIT", first(body, "HGMMA", k_full))
-    arv = first(body, "BAR.ARV", v_full)
-    qk_done = first(body, "DEPBAR.LE gsb0, 0x1", arv - 1)
-    pv_done = first(body, "DEPBAR.LE gsb0, 0x0", qk_done)
-    bounds = [("wait bar.pingpong (turn)", lo, k_full - 1), ("wait pipeline_k.full", k_full, k_full + 1),
-              ("mma_qk (dispatch)", k_full + 2, v_full - 1), ("wait pipeline_v.full", v_full, v_full + 1),
-              ("mma_pv (dispatch)", v_full + 2, qk_done - 1), ("wait wgmma (QK done)", qk_done, qk_done),
-              ("softmax up to the PV's wait", qk_done + 1, pv_done - 1), ("wait wgmma (PV done)", pv_done, pv_done),
-              ("softmax, rescale, pack, loop", pv_done + 1, hi)]
-    print(f"consumer KV loop ({per_block} executions of each instruction: {steps:.2f} per tile and warp): ns per step")
-    for name, a, b in bounds:
-        s = sum(r[2] for r in body if a <= r[0] <= b)
-        print(f"  {name:32s} {1000 * us_per_tile / steps * s / ctotal:8.0f}   ({100 * s / ctotal:5.1f}%)")
+    rs = lambda sass: re.search(r"HGMMA\S* R\d+, R\d+, gdesc", sass) is not None
+    runs, label, order, ns, last_wait = [], "compute", [], {}, None
+    i = 0
+    while i < len(body):
+        sass, n = body[i][3], 1
+        if body[i][1] != per_block and last_wait:
+            seg = last_wait  # a try_wait's retry loop, wherever ptxas placed it: still waiting
+        elif "TRYWAIT" in sass:
+            gemm = next((r[3] for r in body[i:] if "HGMMA" in r[3]), "")
+            op = "mma_pv" if rs(gemm) else "mma_qk"
+            seg, label, n = f"wait pipeline_{'v' if op == 'mma_pv' else 'k'}.full", f"{op} (dispatch)", 2
+            last_wait = seg
+        elif "BAR.SYNC" in sass:
+            seg, label = "wait bar.pingpong (turn)", "compute"
+        elif "WARPGROUP.DEPBAR" in sass:
+            older = sass.rstrip().endswith("0x1")
+            done = runs[-2] if older and len(runs) > 1 else runs[-1] if runs else "?"
+            seg, label = f"wait wgmma ({done} done)", "compute"
+        else:
+            seg = label
+            # A GEMM's first HGMMA sets or predicates its accumulate flag (`!UPT`, `!UP0`).
+            if "HGMMA" in sass and (not runs or runs[-1] != ("PV" if rs(sass) else "QK") or "!U" in sass):
+                runs.append("PV" if rs(sass) else "QK")
+        ns[seg] = ns.get(seg, 0) + sum(r[2] for r in body[i:i + n])
+        if body[i][1] == per_block and (not order or order[-1] != seg):
+            order.append(seg)
+        i += n
+    title = f"{per_block} executions of each instruction, {steps:.2f} per tile and warp: ns per step"
+    scale = 1000 * us_per_tile / steps / ctotal
+    rank = lambda seg: order.index(seg) if seg in order else len(order)
+    rows = [(seg, scale * ns[seg], ns[seg] / ctotal, None) for seg in sorted(ns, key=rank)]
+    rows.append(("step", scale * sum(ns.values()), sum(ns.values()) / ctotal, None))
+    return title, rows, order
 
 
 if __name__ == "__main__":
