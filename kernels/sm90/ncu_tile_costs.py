@@ -4,9 +4,9 @@ per-instruction warp-state samples; with --against, a schedule change against it
 
 Reads the source page of one profiled launch (`ncu --section SourceCounters --page source
 --print-source sass --csv ... attnsim run ...`, the output of that command as is: attnsim's lines
-first, then the kernel's table) of a static persistent fa3_sm90 kernel (with or without pingpong
-and intra-warpgroup overlap), and splits the samples of the SASS into the regions the simulator
-has ops for:
+first, then the kernel's table) of a persistent fa3_sm90 kernel (with or without pingpong and
+intra-warpgroup overlap; of the dynamic scheduler's, the consumers only), and splits the samples
+of the SASS into the regions the simulator has ops for:
 
 - the load warp (the code between the producer warpgroup's `setmaxnreg` dealloc and the consumers'
   alloc): its tile bookkeeping (instructions run once per tile, outside its waits and copies), the
@@ -78,36 +78,8 @@ def split(path, kernel_us, tiles_per_cta):
     cons = [r for r in rows if r[0] >= alloc]
     us_per_tile = kernel_us / tiles_per_cta
 
-    # The load warp: per copy (Q once per tile, then K and V per KV block, in that order), the
-    # wait before it (its first try_wait to the back branch of its retry loop) and the copy itself
-    # (the arrive.expect_tx, the UTMALDGs, up to the last of their elect loops).
-    tiles = min(r[1] for r in load if "UTMALDG" in r[3])
-    blocks = max(r[1] for r in load if "UTMALDG" in r[3])
-    total = sum(r[2] for r in load)
-    arrives = [r[0] for r in load if "SYNCS.ARRIVE" in r[3]]
-    if len(arrives) != 3:
-        sys.exit(f"{path}: expected the load warp's three arrive.expect_tx (Q, K, V), found {len(arrives)}")
-    regions, covered, prev_end = {}, set(), load[0][0]
-    for name, arrive in zip(("q", "k", "v"), arrives):
-        w0 = first(load, "TRYWAIT", prev_end)
-        w1 = max(r[0] for r in load if r[0] < arrive and "BRA" in r[3])
-        nxt = next((r[0] for r in load if r[0] > arrive and "TRYWAIT" in r[3]), alloc)
-        c1 = max(r[0] for r in load if arrive < r[0] < nxt and "BRA.U.ANY" in r[3])
-        regions[f"wait pipeline_{name}.empty"] = sum(r[2] for r in load if w0 <= r[0] <= w1)
-        regions[f"load_{name}"] = sum(r[2] for r in load if w1 < r[0] <= c1)
-        covered.update(range(w0, c1 + 1))
-        prev_end = c1
-    regions["tile bookkeeping"] = sum(r[2] for r in load if r[0] not in covered and r[1] and r[1] <= tiles)
-    regions["KV loop bookkeeping"] = sum(r[2] for r in load if r[0] not in covered and r[1] > tiles)
-    header = (f"{path}: {kernel_us:.1f} us, {tiles_per_cta:.2f} tiles per CTA ({us_per_tile:.2f} us each), "
-              f"{blocks // tiles} KV blocks per tile")
-    per_block = blocks / tiles
-    load_rows = []
-    for name, s in regions.items():
-        ns = 1000 * us_per_tile * s / total
-        once_a_block = name not in ("wait pipeline_q.empty", "load_q", "tile bookkeeping")
-        load_rows.append((name, ns, s / total, ns / per_block if once_a_block else None))
-    sections = [("load warp", f"{total} samples: ns per tile, and per KV block for what runs once a block", load_rows)]
+    header = f"{path}: {kernel_us:.1f} us, {tiles_per_cta:.2f} tiles per CTA ({us_per_tile:.2f} us each)"
+    sections = [load_warp(load, alloc, us_per_tile)]
 
     # A consumer warp's tile tail.
     ctotal = sum(r[2] for r in cons)
@@ -154,6 +126,42 @@ def split(path, kernel_us, tiles_per_cta):
     return header, sections, order
 
 
+def load_warp(load, alloc, us_per_tile):
+    """The load warp's section: per copy (Q once per tile, then K and V per KV block, in that
+    order), the wait before it (its first try_wait to the back branch of its retry loop) and the
+    copy itself (the arrive.expect_tx, the UTMALDGs, up to the last of their elect loops); the
+    rest split into what runs once per tile and once per KV block. A load warp of another layout
+    (the dynamic scheduler's, which peels the first K copy and publishes the tile slot) gives an
+    empty section, named as such: the consumers' sections do not depend on it."""
+    tiles = min(r[1] for r in load if "UTMALDG" in r[3])
+    blocks = max(r[1] for r in load if "UTMALDG" in r[3])
+    total = sum(r[2] for r in load)
+    arrives = [r[0] for r in load if "SYNCS.ARRIVE" in r[3]]
+    if len(arrives) != 3:
+        return ("load warp", f"not split: {len(arrives)} arrive.expect_tx where a static kernel's has 3 "
+                f"(Q, K, V): ns per tile", [])
+    regions, covered, prev_end = {}, set(), load[0][0]
+    for name, arrive in zip(("q", "k", "v"), arrives):
+        w0 = first(load, "TRYWAIT", prev_end)
+        w1 = max(r[0] for r in load if r[0] < arrive and "BRA" in r[3])
+        nxt = next((r[0] for r in load if r[0] > arrive and "TRYWAIT" in r[3]), alloc)
+        c1 = max(r[0] for r in load if arrive < r[0] < nxt and "BRA.U.ANY" in r[3])
+        regions[f"wait pipeline_{name}.empty"] = sum(r[2] for r in load if w0 <= r[0] <= w1)
+        regions[f"load_{name}"] = sum(r[2] for r in load if w1 < r[0] <= c1)
+        covered.update(range(w0, c1 + 1))
+        prev_end = c1
+    regions["tile bookkeeping"] = sum(r[2] for r in load if r[0] not in covered and r[1] and r[1] <= tiles)
+    regions["KV loop bookkeeping"] = sum(r[2] for r in load if r[0] not in covered and r[1] > tiles)
+    per_block = blocks / tiles
+    rows = []
+    for name, s in regions.items():
+        ns = 1000 * us_per_tile * s / total
+        once_a_block = name not in ("wait pipeline_q.empty", "load_q", "tile bookkeeping")
+        rows.append((name, ns, s / total, ns / per_block if once_a_block else None))
+    return ("load warp", f"{total} samples, {blocks // tiles} KV blocks per tile: ns per tile, and per KV "
+            "block for what runs once a block", rows)
+
+
 def print_split(header, sections, order):
     print(header)
     for section, title, rows in sections:
@@ -175,6 +183,9 @@ def print_against(this, base):
         names += [n for (t, n) in base_rows if t == section and n not in names]
         ns_of = {name: ns for name, ns, _, _ in rows}
         print(f"{section} ({title.split(': ', 1)[1]}): this / base / difference")
+        if not rows or not any(t == section for t, _ in base_rows):
+            print("  (not split in both kernels)")
+            continue
         for name in names:
             a, b = ns_of.get(name, 0.0), base_rows.get((section, name), 0.0)
             print(f"  {name:32s} {a:8.0f} {b:8.0f} {a - b:+8.0f}")
