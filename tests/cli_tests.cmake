@@ -261,6 +261,10 @@ if(ATTNSIM_PYTHON3)
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_against_q ${_chg}/src_o_in_q_buffer_hd128_s8192_b2.csv.gz
     "wait pipeline_q.full +1337 +147 +[+]1189.*mma_pv \\(dispatch\\) +297 +180 +[+]117"
     --kernel-us 1575.4 --tiles-per-cta 15.515 --against ${_chg}/src_base_hd128_s8192_b2.csv.gz --against-us 1513.2)
+  # The dynamic scheduler's kernel: its load warp is not split, its consumers are.
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_dynamic ${_chg}/src_dynamic_lpt_hd128_s8192_b2.csv.gz
+    "load warp \\(not split: 5 arrive.expect_tx.*wait pipeline_q.full +197 .*step +1567 "
+    --kernel-us 1588.5 --tiles-per-cta 15.515)
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_against_us ${_chg}/src_base_hd64_s4096_b8.csv.gz
     "--against needs --against-us" --kernel-us 1 --tiles-per-cta 1 --against ${_chg}/src_base_hd64_s4096_b8.csv.gz)
 endif()
