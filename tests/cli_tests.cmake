@@ -261,6 +261,10 @@ if(ATTNSIM_PYTHON3)
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_against_q ${_chg}/src_o_in_q_buffer_hd128_s8192_b2.csv.gz
     "wait pipeline_q.full +1337 +147 +[+]1189.*mma_pv \\(dispatch\\) +297 +180 +[+]117"
     --kernel-us 1575.4 --tiles-per-cta 15.515 --against ${_chg}/src_base_hd128_s8192_b2.csv.gz --against-us 1513.2)
+  # BAR.SYNC defers its blocking to the K wait's try_wait: those barrier stalls count in the turn.
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_turn ${_chg}/src_base_hd128_s8192_b2.csv.gz
+    "wait bar.pingpong \\(turn\\) +71 .*wait pipeline_k.full +39 "
+    --kernel-us 1513.2 --tiles-per-cta 15.515)
   # The dynamic scheduler's kernel: its load warp is not split, its consumers are.
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_dynamic ${_chg}/src_dynamic_lpt_hd128_s8192_b2.csv.gz
     "load warp \\(not split: 5 arrive.expect_tx.*wait pipeline_q.full +197 .*step +1567 "

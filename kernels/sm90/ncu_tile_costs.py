@@ -40,7 +40,9 @@ import sys
 
 
 def read_sass(path):
-    """(index, executed, samples, sass, address) per instruction of the kernel's table."""
+    """(index, executed, samples, sass, address, barrier samples) per instruction of the kernel's
+    table; the last: its samples whose stall reason is a barrier (0 where the page has no
+    stall_barrier column)."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
         lines = f.read().splitlines()
@@ -54,10 +56,12 @@ def read_sass(path):
             "Source", "Warp Stall Sampling (All Samples)", "Instructions Executed", "Address"))
     except ValueError as e:
         sys.exit(f"{path}: {e} (expected ncu's SourceCounters source page)")
+    barrier = cols.index("stall_barrier") if "stall_barrier" in cols else None
     out = []
     for i, r in enumerate(rows[1:]):
         if len(r) > max(src, samples, executed, address):
-            out.append((i, int(r[executed] or 0), int(r[samples] or 0), r[src].strip(), r[address]))
+            out.append((i, int(r[executed] or 0), int(r[samples] or 0), r[src].strip(), r[address],
+                        int(r[barrier] or 0) if barrier is not None and len(r) > barrier else 0))
     return out
 
 
@@ -229,7 +233,8 @@ def kv_loop(cons, us_per_tile):
     intra-warpgroup overlap the step is turn, k full, QK, v full, PV, wait 1 (QK done), softmax,
     wait 0 (PV done; ptxas may sink it into the softmax), rest; without it, or without pingpong,
     the same landmarks in their own order. A try_wait's retry loop (the instructions not run once
-    per step, wherever ptxas placed them) is part of its wait."""
+    per step, wherever ptxas placed them) is part of its wait, and samples stalled on a named
+    barrier after a BAR.SYNC (which defers its blocking) are part of the turn."""
     ctotal = sum(r[2] for r in cons)
     per_block, lo, hi = kv_loop_bounds(cons)
     body = [r for r in cons if lo <= r[0] <= hi]
@@ -259,7 +264,13 @@ def kv_loop(cons, us_per_tile):
             # A GEMM's first HGMMA sets or predicates its accumulate flag (`!UPT`, `!UP0`).
             if "HGMMA" in sass and (not runs or runs[-1] != ("PV" if rs(sass) else "QK") or "!U" in sass):
                 runs.append("PV" if rs(sass) else "QK")
-        ns[seg] = ns.get(seg, 0) + sum(r[2] for r in body[i:i + n])
+        # BAR.SYNC.DEFER_BLOCKING lets the warp run on to its next instruction that needs the
+        # barrier (the K wait's try_wait, a MUFU): the samples stalled on a barrier there are the
+        # pingpong turn's. A WARPGROUP.DEPBAR's barrier stalls are its own (the wgmma wait).
+        turn = sum(r[5] for r in body[i:i + n] if "DEPBAR" not in r[3] and "BAR.SYNC" not in r[3])
+        if turn:
+            ns["wait bar.pingpong (turn)"] = ns.get("wait bar.pingpong (turn)", 0) + turn
+        ns[seg] = ns.get(seg, 0) + sum(r[2] for r in body[i:i + n]) - turn
         if body[i][1] == per_block and (not order or order[-1] != seg):
             order.append(seg)
         i += n
