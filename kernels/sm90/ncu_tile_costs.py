@@ -125,8 +125,15 @@ def split(path, kernel_us, tiles_per_cta):
         s = sum(r[2] for r in cons if lo <= r[0] <= hi)
         tail_rows.append((name, 1000 * us_per_tile * s / ctotal, s / ctotal, None))
     sections.append(("consumer warps, the tile's tail", f"{ctotal} samples: ns per tile", tail_rows))
-    title, step_rows, order = kv_loop(cons, us_per_tile)
+    title, step_rows, order, steps = kv_loop(cons, us_per_tile)
     sections.append(("consumer KV loop", title, step_rows))
+    # What the regions account for: a consumer warp's tile is its head, its steps and its tail;
+    # the rest of its samples (the prologue, code outside these regions) is the difference.
+    step_ns = next(ns for name, ns, _, _ in step_rows if name == "step")
+    parts = sum(ns for _, ns, _, _ in head_rows + tail_rows) + steps * step_ns
+    sections.append(("consumer warps, the whole tile", "ns per tile", [
+        ("head + steps x step + tail", parts, parts / (1000 * us_per_tile), None),
+        ("the CTA's time per tile", 1000 * us_per_tile, 1.0, None)]))
     return header, sections, order
 
 
@@ -186,7 +193,7 @@ def print_against(this, base):
         names = [name for name, *_ in rows]
         names += [n for (t, n) in base_rows if t == section and n not in names]
         ns_of = {name: ns for name, ns, _, _ in rows}
-        print(f"{section} ({title.split(': ', 1)[1]}): this / base / difference")
+        print(f"{section} ({title.split(': ', 1)[-1]}): this / base / difference")
         if not rows or not any(t == section for t, _ in base_rows):
             print("  (not split in both kernels)")
             continue
@@ -234,7 +241,9 @@ def kv_loop(cons, us_per_tile):
     wait 0 (PV done; ptxas may sink it into the softmax), rest; without it, or without pingpong,
     the same landmarks in their own order. A try_wait's retry loop (the instructions not run once
     per step, wherever ptxas placed them) is part of its wait, and samples stalled on a named
-    barrier after a BAR.SYNC (which defers its blocking) are part of the turn."""
+    barrier after a BAR.SYNC (which defers its blocking) are part of the turn. Returns (title,
+    [(region, ns per step, share of the consumers' samples, None)], the step's order of regions,
+    KV steps per tile and warp)."""
     ctotal = sum(r[2] for r in cons)
     per_block, lo, hi = kv_loop_bounds(cons)
     body = [r for r in cons if lo <= r[0] <= hi]
@@ -279,7 +288,7 @@ def kv_loop(cons, us_per_tile):
     rank = lambda seg: order.index(seg) if seg in order else len(order)
     rows = [(seg, scale * ns[seg], ns[seg] / ctotal, None) for seg in sorted(ns, key=rank)]
     rows.append(("step", scale * sum(ns.values()), sum(ns.values()) / ctotal, None))
-    return title, rows, order
+    return title, rows, order, steps
 
 
 if __name__ == "__main__":
