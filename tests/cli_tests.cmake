@@ -242,7 +242,7 @@ if(ATTNSIM_PYTHON3)
   endfunction()
   set(_ncu configs/validation/h200/ncu_plain_per_op)
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs ${_ncu}/src_hd64_s512_b32.csv.gz
-    "wait pipeline_q.empty +865 .*tile bookkeeping +581.*wait pipeline_q.full +[0-9]+ .*final_o +492.*mma_pv \\(dispatch\\) +196"
+    "wait pipeline_q.empty +865 .*tile bookkeeping +581.*wait pipeline_q.full +[0-9]+ .*final_o +492.*mma_pv \\(dispatch\\) +196.*head [+] steps x step [+] tail +7838 "
     --kernel-us 95.6 --tiles-per-cta 11.636)
   # hd256: O staged in the V ring, the wait for PV before the softmax.
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_hd256 ${_ncu}/src_hd256_s1024_b16.csv.gz
