@@ -69,7 +69,7 @@ def first(rows, text, after=-1):
     for r in rows:
         if r[0] > after and text in r[3]:
             return r[0]
-    sys.exit(f"no instruction with {text!r} after {after}: not a static fa3_sm90 kernel's SASS?")
+    sys.exit(f"no instruction with {text!r} after {after}: not an fa3_sm90 kernel's SASS?")
 
 
 def split(path, kernel_us, tiles_per_cta):
@@ -88,7 +88,7 @@ def split(path, kernel_us, tiles_per_cta):
     # A consumer warp's tile tail.
     ctotal = sum(r[2] for r in cons)
     store = first(cons, "UTMASTG")
-    _, _, loop_hi = kv_loop_bounds(cons)
+    _, loop_lo, loop_hi = kv_loop_bounds(cons)
     # The tile's last PV wait, after the KV loop; without intra-warpgroup overlap the loop's own
     # last step waits for it (no such row then).
     pv_waits = [r[0] for r in cons if "WARPGROUP.DEPBAR" in r[3] and loop_hi < r[0] < store]
@@ -103,7 +103,6 @@ def split(path, kernel_us, tiles_per_cta):
     # The tile's head: from the tile loop's top (the target of its back branch) to the KV loop: the
     # wait for the tile's Q (its first try_wait to the branch after it, and its retry loop) and the
     # rest, the peeled first KV block with its own waits and GEMMs.
-    _, loop_lo, _ = kv_loop_bounds(cons)
     by_address = {r[4]: r[0] for r in cons}
     tops = [by_address[r[3].split()[-1]] for r in cons
             if "BRA" in r[3] and r[0] > loop_hi and by_address.get(r[3].split()[-1], loop_lo) < loop_lo]
@@ -174,6 +173,8 @@ def load_warp(load, alloc, us_per_tile):
 
 
 def print_split(header, sections, order):
+    """One kernel's split (what split() returns): each region's ns, its share of its section's
+    samples and, for what the load warp runs once a KV block, its ns per block."""
     print(header)
     for section, title, rows in sections:
         print(f"{section} ({title})")
