@@ -250,6 +250,15 @@ if(ATTNSIM_PYTHON3)
     --kernel-us 391.2 --tiles-per-cta 15.515)
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_not_ncu README.md "README.md: no ncu source table"
     --kernel-us 1 --tiles-per-cta 1)
+  # The launch's time and tiles per CTA read from what attnsim run printed above the table.
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_page_defaults ${_ncu}/src_hd64_s512_b32.csv.gz
+    "95.6 us, 11.64 tiles per CTA .*mma_pv \\(dispatch\\) +196")
+  # Against the simulator's trace of the same problem (a fixture: the model of the commit that wrote it).
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_predicted ${_ncu}/src_hd64_s512_b32.csv.gz
+    "1.544 GHz.*1.979 GHz probed.*mma_pv \\(dispatch\\) +387 +284 +0.73 .*final_o +974 +502 +0.52"
+    --predicted ${_ncu}/predicted_hd64_s512_b32.json.gz)
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_predicted_not_trace ${_ncu}/src_hd64_s512_b32.csv.gz
+    "h200.json: no otherData.clock_ghz" --predicted configs/hw/h200.json)
   # A schedule change against its base (configs/validation/h200/ncu_plain_changes): without
   # intra-warpgroup overlap the QK's wait before the softmax appears and the step grows; with O in
   # Q's buffer the next tile's Q wait.
@@ -269,8 +278,10 @@ if(ATTNSIM_PYTHON3)
   attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_dynamic ${_chg}/src_dynamic_lpt_hd128_s8192_b2.csv.gz
     "load warp \\(not split: 5 arrive.expect_tx.*wait pipeline_q.full +197 .*step +1567 "
     --kernel-us 1588.5 --tiles-per-cta 15.515)
-  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_against_us ${_chg}/src_base_hd64_s4096_b8.csv.gz
-    "--against needs --against-us" --kernel-us 1 --tiles-per-cta 1 --against ${_chg}/src_base_hd64_s4096_b8.csv.gz)
+  # Both launches' times read from their pages.
+  attnsim_ncu_tile_costs_test(kernels.ncu_tile_costs_against_page ${_chg}/src_no_pingpong_hd64_s4096_b8.csv.gz
+    "1046.5 us, 21.33 tiles per CTA.*against .*src_base_hd64_s4096_b8.csv.gz: 1025.1 us"
+    --against ${_chg}/src_base_hd64_s4096_b8.csv.gz)
 endif()
 
 # fidelity: the committed validation measurements (configs/validation/<gpu>/<folder> with a fidelity.json)

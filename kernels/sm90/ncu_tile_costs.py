@@ -29,23 +29,48 @@ share of them to the time the warp spends there. The samples of a try_wait loop 
 branch after its first try_wait (the waiting warp sleeps in it). Run without a GPU, on a CSV
 already written.
 
-Usage: kernels/sm90/ncu_tile_costs.py SRC.csv[.gz] --kernel-us US --tiles-per-cta N
-           [--against BASE.csv[.gz] --against-us US]
+Usage: kernels/sm90/ncu_tile_costs.py SRC.csv[.gz] [--kernel-us US] [--tiles-per-cta N]
+           [--against BASE.csv[.gz] [--against-us US] | --predicted TRACE.json [--clock-ghz F]]
+
+--kernel-us and --tiles-per-cta default to what `attnsim run` printed above the table (the launch's
+time; the problem, the kernel's m_block and the CTAs). --predicted compares the consumers' regions
+with the simulator's trace of the same problem, in cycles (the kernel's at the clock probed after
+its launch, an unlocked one: indicative).
 """
 import argparse
 import csv
 import gzip
+import json
 import re
 import sys
+
+
+def read_lines(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return f.read().splitlines()
+
+
+def page_facts(path):
+    """What `attnsim run` printed above ncu's table: (the launch's time in us, the SM clock probed
+    right after it in GHz, the work tiles per CTA: ceil(seqlen_q / m_block) x batch x heads over
+    the CTAs), each None where the page does not say."""
+    text = "\n".join(l for l in read_lines(path) if not l.startswith('"'))
+    found = lambda pattern: re.search(pattern, text)
+    us, clock = found(r"measured\s+([\d.]+) us"), found(r"SM clock\s+([\d.]+) GHz")
+    shape, tile, ctas = found(r" b(\d+) h(\d+)/\d+ sq(\d+)"), found(r"\bm(\d+) n\d+"), found(r"; (\d+) CTAs\)")
+    tiles = None
+    if shape and tile and ctas:
+        batch, heads, seqlen = (int(g) for g in shape.groups())
+        tiles = -(-seqlen // int(tile.group(1))) * batch * heads / int(ctas.group(1))
+    return (float(us.group(1)) if us else None, float(clock.group(1)) if clock else None, tiles)
 
 
 def read_sass(path):
     """(index, executed, samples, sass, address, barrier samples) per instruction of the kernel's
     table; the last: its samples whose stall reason is a barrier (0 where the page has no
     stall_barrier column)."""
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        lines = f.read().splitlines()
+    lines = read_lines(path)
     head = [i for i, l in enumerate(lines) if l.startswith('"Address"')]
     if not head:
         sys.exit(f"{path}: no ncu source table (a line starting with \"Address\")")
@@ -205,22 +230,107 @@ def print_against(this, base):
     print("  base's order:         " + ", ".join(base[2]))
 
 
+def model_region(span):
+    """The region of this script that a span of the simulator's trace falls in: ("step", name)
+    for what a consumer warp does per KV block, ("tile", name) per work tile, None otherwise."""
+    name = re.sub(r"\[\d+\]( phase \d+)?$", "", span)
+    step = {"softmax_max": "compute", "softmax_exp": "compute", "rescale_o": "compute", "loop_control": "compute",
+            "mma_qk": "mma_qk (dispatch)", "mma_pv": "mma_pv (dispatch)", "wait bar.pingpong": "wait bar.pingpong (turn)",
+            "wait pipeline_k.full": "wait pipeline_k.full", "wait pipeline_v.full": "wait pipeline_v.full",
+            "wait wgmma.wait_group": "wait wgmma"}
+    tile = {"wait pipeline_q.full": "wait pipeline_q.full", "final_o": "final_o", "wait bar.epilogue": "wait bar.epilogue",
+            "store_o": "store_o", "tile_control": "tile control"}
+    return ("step", step[name]) if name in step else ("tile", tile[name]) if name in tile else None
+
+
+def model_split(path):
+    """The simulator's Chrome trace of the same problem (`attnsim simulate ... --trace T --full-trace`,
+    or `attnsim run ... --predicted-trace T`): its consumer warps' spans per KV step (over its
+    mma_qk spans: the peeled first block and the tile's last PV wait included) and per tile (over its
+    final_o spans), in cycles at the trace's clock. Returns (clock GHz, {(kind, region): cycles})."""
+    doc = json.loads("\n".join(read_lines(path)))
+    clock = doc.get("otherData", {}).get("clock_ghz")
+    if not clock:
+        sys.exit(f"{path}: no otherData.clock_ghz (expected a trace attnsim simulate or run wrote)")
+    events = doc["traceEvents"]
+    consumers = {e["tid"] for e in events if e.get("name") == "thread_name" and e["args"]["name"].startswith("consumer")}
+    spans = [e for e in events if e.get("ph") == "X" and e.get("tid") in consumers]
+    steps = sum(e["name"] == "mma_qk" for e in spans)
+    tiles = sum(e["name"] == "final_o" for e in spans)
+    if not steps or not tiles:
+        sys.exit(f"{path}: no consumer warp's mma_qk and final_o spans (a trace of an fa3_sm90 prediction, --full-trace?)")
+    out = {}
+    for e in spans:
+        region = model_region(e["name"])
+        if region:
+            out[region] = out.get(region, 0.0) + e["dur"] * 1000 * clock / (steps if region[0] == "step" else tiles)
+    return clock, out
+
+
+def print_against_model(this, clock, model_clock, model, trace):
+    """This kernel's consumer regions beside the model's, in cycles (the kernel's ns at the clock
+    probed after its launch, the model's at its own) and as shares of the step or the tile, which
+    need no clock."""
+    print(this[0])
+    print(f"against the model ({trace}, {model_clock:.3f} GHz); this kernel's ns at the {clock:.3f} GHz "
+          "probed after its launch: cycles")
+    rows = {(section, name): ns * clock for section, _, part in this[1] for name, ns, _, _ in part}
+    wgmma = sum(v for (sec, n), v in rows.items() if sec == "consumer KV loop" and n.startswith("wait wgmma"))
+    step_names = ["compute", "wait bar.pingpong (turn)", "wait pipeline_k.full", "mma_qk (dispatch)",
+                  "wait pipeline_v.full", "mma_pv (dispatch)", "wait wgmma"]
+    for title, kind, section, names in (
+            ("consumer KV step (cycles per step; the model's wgmma waits include the tile's last PV wait)",
+             "step", "consumer KV loop", step_names),
+            ("consumer tile (cycles per tile; tile control: the kernel's LSE and tile loop)", "tile", None,
+             ["wait pipeline_q.full", "final_o", "wait bar.epilogue", "store_o", "tile control"])):
+        pairs = []
+        for name in names:
+            if kind == "step":
+                k = wgmma if name == "wait wgmma" else rows.get((section, name), 0.0)
+            else:
+                k = next((v for (sec, n), v in rows.items()
+                          if sec.startswith("consumer warps") and n == ("LSE and tile loop" if name == "tile control" else name)), 0.0)
+            pairs.append((name, k, model.get((kind, name), 0.0)))
+        total_k, total_m = sum(k for _, k, _ in pairs), sum(m for _, _, m in pairs)
+        print(f"{title}: kernel / model / model over kernel / kernel's and model's shares of the sum")
+        for name, k, m in pairs + [("sum", total_k, total_m)]:
+            print(f"  {name:32s} {k:8.0f} {m:8.0f}   " + (f"{m / k:5.2f}" if k > 0 else "    -") +
+                  f"   {100 * k / total_k:5.1f}% {100 * m / total_m:5.1f}%")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("csv")
-    ap.add_argument("--kernel-us", type=float, required=True, help="the profiled launch's time, us")
-    ap.add_argument("--tiles-per-cta", type=float, required=True, help="work tiles / CTAs of the launch")
+    ap.add_argument("--kernel-us", type=float,
+                    help="the profiled launch's time, us (default: the time attnsim run printed on the page)")
+    ap.add_argument("--tiles-per-cta", type=float,
+                    help="work tiles / CTAs of the launch (default: from the problem and kernel attnsim run printed)")
     ap.add_argument("--against", metavar="BASE_CSV",
                     help="another kernel's page on the same problem (the base schedule): print both and the difference")
-    ap.add_argument("--against-us", type=float, help="with --against: that launch's time, us")
+    ap.add_argument("--against-us", type=float, help="with --against: that launch's time, us (default: its page's)")
+    ap.add_argument("--predicted", metavar="TRACE_JSON",
+                    help="the simulator's Chrome trace of the same problem: print the consumers' regions beside "
+                         "the model's, in cycles")
+    ap.add_argument("--clock-ghz", type=float,
+                    help="with --predicted: the launch's SM clock (default: the one probed after it, on the page)")
     a = ap.parse_args()
-    this = split(a.csv, a.kernel_us, a.tiles_per_cta)
-    if a.against is None:
+    us, clock, tiles = page_facts(a.csv)
+    kernel_us, tiles_per_cta = a.kernel_us or us, a.tiles_per_cta or tiles
+    if kernel_us is None or tiles_per_cta is None:
+        ap.error(f"{a.csv}: the page does not say the launch's time and tiles per CTA: give --kernel-us and --tiles-per-cta")
+    this = split(a.csv, kernel_us, tiles_per_cta)
+    if a.predicted:
+        clock = a.clock_ghz or clock
+        if clock is None:
+            ap.error(f"{a.csv}: the page does not say the SM clock: give --clock-ghz")
+        print_against_model(this, clock, *model_split(a.predicted), a.predicted)
+    elif a.against is None:
         print_split(*this)
-        return
-    if a.against_us is None:
-        ap.error("--against needs --against-us (the base launch's time)")
-    print_against(this, split(a.against, a.against_us, a.tiles_per_cta))
+    else:
+        against_us = a.against_us or page_facts(a.against)[0]
+        if against_us is None:
+            ap.error("--against: its page does not say the launch's time: give --against-us")
+        print_against(this, split(a.against, against_us, tiles_per_cta))
 
 
 def kv_loop_bounds(cons):
