@@ -231,7 +231,8 @@ endif()
 
 # kernels/sm90/ncu_tile_costs.py (the plain kernel's time per op from ncu's PC samples) on
 # committed ncu source pages: the split of configs/validation/h200/ncu_plain_per_op's README, a
-# variant against its base; a file without ncu's table is refused by name.
+# variant against its base, the kernel beside the simulator's trace; a file without ncu's table,
+# or a "trace" that is not one, is refused by name.
 if(ATTNSIM_PYTHON3)
   # One run of the script on FILE (relative to the project root) with ARGS; its output must match EXPECT.
   function(attnsim_ncu_tile_costs_test name file expect)
