@@ -248,8 +248,11 @@ def model_split(path):
     or `attnsim run ... --predicted-trace T`): its consumer warps' spans per KV step (over its
     mma_qk spans: the peeled first block and the tile's last PV wait included) and per tile (over its
     final_o spans), in cycles at the trace's clock. Returns (clock GHz, {(kind, region): cycles})."""
-    doc = json.loads("\n".join(read_lines(path)))
-    clock = doc.get("otherData", {}).get("clock_ghz")
+    try:
+        doc = json.loads("\n".join(read_lines(path)))
+    except (ValueError, UnicodeDecodeError) as e:
+        sys.exit(f"{path}: not a JSON trace ({e})")
+    clock = doc.get("otherData", {}).get("clock_ghz") if isinstance(doc, dict) else None
     if not clock:
         sys.exit(f"{path}: no otherData.clock_ghz (expected a trace attnsim simulate or run wrote)")
     events = doc["traceEvents"]
@@ -305,12 +308,13 @@ def main():
                     help="the profiled launch's time, us (default: the time attnsim run printed on the page)")
     ap.add_argument("--tiles-per-cta", type=float,
                     help="work tiles / CTAs of the launch (default: from the problem and kernel attnsim run printed)")
-    ap.add_argument("--against", metavar="BASE_CSV",
-                    help="another kernel's page on the same problem (the base schedule): print both and the difference")
+    other = ap.add_mutually_exclusive_group()
+    other.add_argument("--against", metavar="BASE_CSV",
+                       help="another kernel's page on the same problem (the base schedule): print both and the difference")
     ap.add_argument("--against-us", type=float, help="with --against: that launch's time, us (default: its page's)")
-    ap.add_argument("--predicted", metavar="TRACE_JSON",
-                    help="the simulator's Chrome trace of the same problem: print the consumers' regions beside "
-                         "the model's, in cycles")
+    other.add_argument("--predicted", metavar="TRACE_JSON",
+                       help="the simulator's Chrome trace of the same problem: print the consumers' regions beside "
+                            "the model's, in cycles")
     ap.add_argument("--clock-ghz", type=float,
                     help="with --predicted: the launch's SM clock (default: the one probed after it, on the page)")
     a = ap.parse_args()
