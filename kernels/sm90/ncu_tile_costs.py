@@ -39,13 +39,17 @@ its launch, an unlocked one: indicative).
 """
 import argparse
 import csv
+import functools
 import gzip
 import json
 import re
 import sys
 
 
+@functools.lru_cache(maxsize=None)
 def read_lines(path):
+    """The file's lines, gzip or not; read once per path (the page's header and its table are
+    parsed apart, a base page is read for its time and its split)."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
         return f.read().splitlines()
@@ -113,7 +117,8 @@ def split(path, kernel_us, tiles_per_cta):
     # A consumer warp's tile tail.
     ctotal = sum(r[2] for r in cons)
     store = first(cons, "UTMASTG")
-    _, loop_lo, loop_hi = kv_loop_bounds(cons)
+    bounds = kv_loop_bounds(cons)
+    _, loop_lo, loop_hi = bounds
     # The tile's last PV wait, after the KV loop; without intra-warpgroup overlap the loop's own
     # last step waits for it (no such row then).
     pv_waits = [r[0] for r in cons if "WARPGROUP.DEPBAR" in r[3] and loop_hi < r[0] < store]
@@ -149,7 +154,7 @@ def split(path, kernel_us, tiles_per_cta):
         s = sum(r[2] for r in cons if lo <= r[0] <= hi)
         tail_rows.append((name, 1000 * us_per_tile * s / ctotal, s / ctotal, None))
     sections.append(("consumer warps, the tile's tail", f"{ctotal} samples: ns per tile", tail_rows))
-    title, step_rows, order, steps = kv_loop(cons, us_per_tile)
+    title, step_rows, order, steps = kv_loop(cons, us_per_tile, ctotal, bounds)
     sections.append(("consumer KV loop", title, step_rows))
     # What the regions account for: a consumer warp's tile is its head, its steps and its tail;
     # the rest of its samples (the prologue, code outside these regions) is the difference.
@@ -345,7 +350,7 @@ def kv_loop_bounds(cons):
     return per_block, loop[0], loop[-1]
 
 
-def kv_loop(cons, us_per_tile):
+def kv_loop(cons, us_per_tile, ctotal, bounds):
     """The steady KV loop of a consumer warp (the instructions run as often as its HGMMAs), cut at
     its landmarks in SASS order: each wait is its waiting instruction (a try_wait with the branch
     after it; a named barrier's BAR.SYNC; WARPGROUP.DEPBAR), and the code after a wait belongs to
@@ -356,11 +361,11 @@ def kv_loop(cons, us_per_tile):
     wait 0 (PV done; ptxas may sink it into the softmax), rest; without it, or without pingpong,
     the same landmarks in their own order. A try_wait's retry loop (the instructions not run once
     per step, wherever ptxas placed them) is part of its wait, and samples stalled on a named
-    barrier after a BAR.SYNC (which defers its blocking) are part of the turn. Returns (title,
+    barrier after a BAR.SYNC (which defers its blocking) are part of the turn. `ctotal`: the
+    consumers' samples; `bounds`: kv_loop_bounds(cons). Returns (title,
     [(region, ns per step, share of the consumers' samples, None)], the step's order of regions,
     KV steps per tile and warp)."""
-    ctotal = sum(r[2] for r in cons)
-    per_block, lo, hi = kv_loop_bounds(cons)
+    per_block, lo, hi = bounds
     body = [r for r in cons if lo <= r[0] <= hi]
     # Executions per tile and warp: the async-proxy fence ends final_o once per tile in every warp.
     tile_warps = next(r[1] for r in cons if "FENCE.VIEW.ASYNC" in r[3])
