@@ -7,6 +7,7 @@
 // softmax runs while the other's GEMMs hold the tensor cores. Without warp specialization,
 // warp 0 of warpgroup 0 also issues the TMA loads, prefetching the next block.
 #include "lower/fa3/fa3_schedule.hpp"
+#include "lower/fa3/turn_costs.hpp"
 
 namespace attnsim::fa3 {
 
@@ -14,56 +15,29 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const Resolved& k = c.k;
   const double eb = c.problem.elem_bytes();
   const int n_blk = k.n_block, d = k.head_dim, dv = k.head_dim_v;
-  // Issuing `wgmmas` instructions of width N: their SASS (descriptor updates, fences) on the ALU
-  // pipe, and no faster than back-to-back wgmma issue, measured for N = 128 and about proportional
-  // to N (kernels/microbench wgmma_issue: 4.0, 13.2, 28.0 cycles at N = 64, 128, 256).
-  // Known wrong: that SASS runs on the uniform datapath, not the ALU pipe (ncu on an H100: ALU
-  // 27% busy at hd64 s4k where this charge makes it 47%), and RS wgmmas issue slower than SS
-  // ones (kernels/microbench wgmma_share). Corrected alone it makes 14 of 15 validation folders
-  // worse: it stands in for time missed elsewhere (kernels/microbench/README.md, 2026-11-24).
-  auto issue = [&](int wgmmas) { return alu_instructions(wgmmas * c.hw.mma_issue_instrs); };
-  auto issue_chain = [&](int wgmmas, int n) { return wgmmas * c.hw.wgmma_issue_cycles * n / 128.0; };
-  // One warp's quarter of its warpgroup's m64 wgmma: 16 rows.
-  const double qk_flops = 2.0 * 16 * n_blk * d, pv_flops = 2.0 * 16 * dv * n_blk;
-  // SMEM operands per warp: QK reads the warpgroup's Q and K (SS); PV reads V (P in registers).
-  const double qk_smem = (64.0 * d + n_blk * d) * eb / 4, pv_smem = static_cast<double>(n_blk) * dv * eb / 4;
+  // The QK and PV wgmma groups and their issue blocks (turn_costs.hpp).
+  const GemmGroup qk_g = qk_group(c.hw, d, n_blk, eb), pv_g = pv_group(c.hw, dv, n_blk, eb);
   // Per thread: n_block / 2 scores of 2 rows; head_dim_v / 2 outputs.
-  const Work max_work = c.costs.work("softmax_max", n_blk / 2.0, 2);
+  const SoftmaxBlock max_b = softmax_max_block(c.costs, c.hw, n_blk);
   const Work mask_work = c.costs.work("softmax_mask_select", n_blk / 2.0, 2);
   // The exponentials of a KV block's first `keys` keys, and P packed: n_block, or n_block / 2
   // where the warpgroup's rows see no key past the middle of the tile's last block
   // (trim_last_block, sm90::last_block_half: the GEMMs, the mask and the row max stay whole, the
-  // scores past the half are not exponentiated and their P is 0).
+  // scores past the half are not exponentiated and their P is 0). With exp2 emulation, a share of
+  // the scores takes the polynomial on the FMA/ALU pipes in place of its MUFU.EX2. The kernel's
+  // rescale_o span also packs P to bf16 (pack_p), right before the PV that reads it.
   struct ExpCosts {
-    Work exp_work, pack_work;
-    double exp_chain;
-    MeasuredTiming exp_measured;
+    SoftmaxBlock exp, rescale;  ///< the exponentials; O rescaled and P packed
+    Work pack_work;             ///< P packed alone (a step that rescales nothing)
   };
   auto exp_costs = [&](int keys) {
-    ExpCosts e;
-    // With exp2 emulation, a share of the scores takes the polynomial on the FMA/ALU pipes in
-    // place of its MUFU.EX2.
-    e.exp_work = c.costs.work("softmax_exp", keys / 2.0, 2);
-    if (k.exp2_emu_share > 0) {
-      e.exp_work += c.costs.work("exp2_emulated", k.exp2_emu_share * keys / 2.0, 0);
-      e.exp_work += c.costs.work("exp2_mufu", k.exp2_emu_share * keys / 2.0, 0).scaled(-1);
-    }
-    // The kernel's rescale_o span also packs P to bf16 (pack_p), right before the PV that reads it.
-    e.pack_work = c.costs.work("pack_p", keys / 2.0, 0);
-    e.exp_chain = c.costs.chain_latency("softmax_exp", keys / 2.0, c.hw);
-    e.exp_measured = c.costs.measured_timing("softmax_exp", keys / 2.0, k.exp2_emu_share);
-    return e;
+    return ExpCosts{softmax_exp_block(c.costs, c.hw, keys, k.exp2_emu_share), rescale_block(c.costs, c.hw, dv, keys),
+                    c.costs.work("pack_p", keys / 2.0, 0)};
   };
   const ExpCosts full = exp_costs(n_blk), half = exp_costs(n_blk / 2);
-  const Work rescale_o_work = c.costs.work("rescale_o", dv / 2.0, 0);
   const Work final_work = c.costs.work("final_o", dv / 2.0, 2);
   // Dependency chains (critical paths in the kernel's SASS), at this tile's elements per thread-row.
-  const double max_chain = c.costs.chain_latency("softmax_max", n_blk / 2.0, c.hw);
-  const double rescale_chain = c.costs.chain_latency("rescale_o", dv / 2.0, c.hw);
   const double final_chain = c.costs.chain_latency("final_o", dv / 2.0, c.hw);
-  // The spans' timing measured with the kernel's own softmax code (alone, beside SS and RS wgmma).
-  const MeasuredTiming max_measured = c.costs.measured_timing("softmax_max", n_blk / 2.0);
-  const MeasuredTiming rescale_measured = c.costs.measured_timing("rescale_o", dv / 2.0);
   // final_o measured with every consumer warpgroup storing O at once covers its tail (the fence
   // waits for the stores): no assumed latency on top.
   const MeasuredTiming final_measured = c.costs.measured_timing("final_o", dv / 2.0);
@@ -80,12 +54,10 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   // the steps where no row of this warp grew its max past the threshold).
   const int row_warp = group * sm90::kWarpsPerWarpgroup + warp_in_group;
   auto rescale_and_pack = [&](int it, const ExpCosts& b) {
-    if (c.rescale_at(row_warp, it)) {
-      Work rescale_work = rescale_o_work;
-      rescale_work += b.pack_work;
-      w.compute(ATTNSIM_OP_RESCALE_O, rescale_work, 0, rescale_chain, rescale_measured);
-    } else
-      w.compute(ATTNSIM_OP_RESCALE_O, b.pack_work, 0, rescale_chain);
+    if (c.rescale_at(row_warp, it))
+      w.compute(ATTNSIM_OP_RESCALE_O, b.rescale.work, 0, b.rescale.chain, b.rescale.measured);
+    else
+      w.compute(ATTNSIM_OP_RESCALE_O, b.pack_work, 0, b.rescale.chain);
   };
   auto loop_control = [&]() {
     if (lc.instructions > 0) w.compute(ATTNSIM_OP_LOOP_CONTROL, lc_work, 0, 0, lc_timing);
@@ -142,25 +114,25 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
     w.tags(group, j, tile);
     w.consumer_wait(c.k_pipe.ids, k_wait);
     k_wait.advance();
-    w.compute(ATTNSIM_OP_MMA_QK, issue(d / 16), 0, issue_chain(d / 16, n_blk));
-    w.mma(ATTNSIM_OP_MMA_QK, qk_flops, qk_smem, d / 16);
+    w.compute(ATTNSIM_OP_MMA_QK, qk_g.issue, 0, qk_g.chain);
+    w.mma(ATTNSIM_OP_MMA_QK, qk_g.flops, qk_g.smem, qk_g.wgmmas);
   };
   auto pv = [&](int j, int tile) {
     w.tags(group, j, tile);
     w.consumer_wait(c.v_pipe.ids, v_wait);
     v_wait.advance();
-    w.compute(ATTNSIM_OP_MMA_PV, issue(n_blk / 16), 0, issue_chain(n_blk / 16, dv));
-    w.mma(ATTNSIM_OP_MMA_PV, pv_flops, pv_smem, n_blk / 16, true);
+    w.compute(ATTNSIM_OP_MMA_PV, pv_g.issue, 0, pv_g.chain);
+    w.mma(ATTNSIM_OP_MMA_PV, pv_g.flops, pv_g.smem, pv_g.wgmmas, pv_g.a_in_registers);
   };
   auto softmax_max = [&](int j, int tile, bool masked) {
     w.tags(group, j, tile);
-    Work m = max_work;
+    Work m = max_b.work;
     if (masked) m += mask_work;
-    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, c.costs.latency("softmax_max"), max_chain, max_measured);
+    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, max_b.latency, max_b.chain, max_b.measured);
   };
   auto softmax_exp = [&](int j, int tile, const ExpCosts& b) {
     w.tags(group, j, tile);
-    w.compute(ATTNSIM_OP_SOFTMAX_EXP, b.exp_work, 0, b.exp_chain, b.exp_measured);
+    w.compute(ATTNSIM_OP_SOFTMAX_EXP, b.exp.work, 0, b.exp.chain, b.exp.measured);
   };
   auto softmax = [&](int j, int tile, bool masked, const ExpCosts& b) {
     softmax_max(j, tile, masked);
