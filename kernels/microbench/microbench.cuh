@@ -243,6 +243,8 @@ std::vector<Benchmark> operand_benchmarks();
 std::vector<Benchmark> mma_queue_benchmarks();
 std::vector<Benchmark> ifetch_benchmarks();
 std::vector<Benchmark> softmax_block_benchmarks();
+std::vector<Benchmark> softmax_pair_benchmarks();
+std::vector<Benchmark> gemm_turn_benchmarks();
 std::vector<Benchmark> ldg_load_benchmarks();
 std::vector<Benchmark> tma_load_benchmarks();
 std::vector<Benchmark> mma_issue_beside_benchmarks();
