@@ -297,3 +297,21 @@ set_tests_properties(fidelity.regression PROPERTIES TIMEOUT 300)
 attnsim_cli_test(fidelity_regression_detected 1
   "\"figure\": \"MAPE\".*\"ok\": false.*MAPE regressed: baseline 0.0000%, now [0-9.]+% \\(grew by"
   ARGS fidelity ${CMAKE_CURRENT_SOURCE_DIR}/fidelity/h100_sxm/fa3_sm90_validate --json)
+
+# replay: the gemm_turn and softmax_pair microbenchmarks (the SM90 kernel's own GEMM dispatch and
+# softmax blocks, timed on an H200) predicted case by case beside what they measured; another
+# benchmark's result is refused.
+attnsim_cli_test(replay_gemm_turn 0
+  "hd128 +pingpong_delay_0 +1  qk_dispatch +478 +480 .*mean \\|error\\| per quantity"
+  ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/gemm_turn.json --hw h200)
+attnsim_cli_test(replay_softmax_pair 0 "\"mean_abs_error_pct\": \\{[^}]*\"block\".*\"case\": \"leader_warpgroup_1/delay_4000\""
+  ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/softmax_pair.json --json)
+attnsim_cli_test(replay_wrong_benchmark 2 "wgmma_share.json: /benchmark: expected a kernels/microbench result the model can replay: gemm_turn or softmax_pair"
+  ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/wgmma_share.json)
+# simulate --traced: the kernel `attnsim run --trace` records (the row max before the PV wait at
+# hd128); a schedule whose traced kernel runs the plain one's ops says so and predicts that.
+attnsim_cli_test(simulate_traced 0 "predicted time +1865.[0-9] us"
+  ARGS simulate ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json --hw h200 --head-dim 128 --seqlen 8192 --batch 2
+       --heads 16 --non-causal --no-timeline --traced)
+attnsim_cli_test(simulate_traced_same 0 "traced kernel runs the plain kernel's ops"
+  ARGS simulate ${FA4} --hw b200 --no-timeline --traced)

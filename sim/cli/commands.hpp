@@ -80,5 +80,7 @@ std::unique_ptr<Command> add_bench(CLI::App& app, CLI::App*& sub);
 std::unique_ptr<Command> add_sass_costs(CLI::App& app, CLI::App*& sub);
 /// `fidelity`: the committed validation measurements re-predicted, checked against their baseline.
 std::unique_ptr<Command> add_fidelity(CLI::App& app, CLI::App*& sub);
+/// `attnsim replay`: a microbenchmark result predicted by the model, beside what the GPU measured.
+std::unique_ptr<Command> add_replay(CLI::App& app, CLI::App*& sub);
 
 }  // namespace attnsim::cli

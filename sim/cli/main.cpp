@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, std::unique_ptr<cli::Command>>> commands;
   for (auto add : {cli::add_simulate, cli::add_explore, cli::add_explain, cli::add_calibrate, cli::add_run, cli::add_validate,
-                    cli::add_bench, cli::add_fidelity, cli::add_sass_costs}) {
+                    cli::add_bench, cli::add_fidelity, cli::add_sass_costs, cli::add_replay}) {
     CLI::App* sub = nullptr;
     auto c = add(app, sub);
     commands.emplace_back(sub, std::move(c));

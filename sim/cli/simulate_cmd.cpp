@@ -1,6 +1,6 @@
 // `attnsim simulate SCHEDULE --hw HW [problem]`: predicted time, TFLOPS, unit utilisation,
 // the bottleneck, per-role stalls, an ASCII timeline of the steady state, and optionally a
-// Chrome trace and an SVG.
+// Chrome trace and an SVG; --traced predicts the traced build of the kernel (Schedule::traced_twin).
 #include <fmt/format.h>
 
 #include <fstream>
@@ -22,15 +22,21 @@ namespace {
 struct Simulate : Command {
   std::string schedule, hw = "b200", trace, svg, window, variant;
   std::vector<std::string> sets;
-  bool json = false, no_timeline = false, full_trace = false;
+  bool json = false, no_timeline = false, full_trace = false, traced = false;
   int width = 100;
   ProblemFlags pf;
   BudgetFlags budget;
 
   int run() override {
     const Hardware hardware = load_hardware(resolve_hardware_path(hw));
-    const auto s = load_schedule(schedule, sets, variant);
+    const auto plain = load_schedule(schedule, sets, variant);
     const Problem problem = pf.build();
+    // --traced: the kernel `attnsim run --trace` records, where its code differs in what the model
+    // sees (Schedule::traced_twin); otherwise the plain kernel.
+    std::unique_ptr<Schedule> twin = traced ? plain->traced_twin(hardware, problem) : nullptr;
+    if (traced && !twin)
+      std::cerr << "attnsim simulate: --traced: this schedule's traced kernel runs the plain kernel's ops; predicting that\n";
+    const Schedule* s = twin ? twin.get() : plain.get();
     const Prediction p = predict(*s, hardware, problem, budget.apply({}));
     const Summary sum = summarize(p, *s, hardware, problem);
     const Timeline& tl = p.critical.timeline;
@@ -91,6 +97,9 @@ std::unique_ptr<Command> add_simulate(CLI::App& app, CLI::App*& sub) {
   sub->add_option("--window", c->window, "timeline window T0:T1 in microseconds (default: steady state)");
   sub->add_option("--width", c->width, "ASCII timeline width in characters")->check(CLI::Range(20, 1000));
   sub->add_flag("--no-timeline", c->no_timeline, "print the summary only");
+  sub->add_flag("--traced", c->traced,
+                "predict the traced build of the kernel (what `attnsim run --trace` records) where its ops differ from "
+                "the plain kernel's");
   return c;
 }
 
