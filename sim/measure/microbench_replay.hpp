@@ -33,9 +33,9 @@ struct ReplayRow {
 };
 
 /// Replays a gemm_turn or softmax_pair result file (configs/measured/<gpu>/) on `hw` with the
-/// softmax blocks of `costs` (configs/costs/sm90_softmax.json), every case (by instance, then case
-/// name). Throws
-/// InputError naming the file and JSON path when it is neither, or lacks a field a case needs.
+/// softmax blocks of `costs` (configs/costs/sm90_softmax.json): every case, by instance, then
+/// case name. Throws InputError naming the file and JSON path when it is neither, or lacks a
+/// field a case needs.
 std::vector<ReplayRow> replay_microbench(const std::string& result_file, const Hardware& hw, const CostModel& costs);
 
 /// The gemm_turn cases alone (replay_microbench on a gemm_turn file).
