@@ -27,7 +27,16 @@ using Hd128 = sm90::Traits<128, 128, 128, 2, true, true, 240, 24, false, false, 
 using Hd256 = sm90::Traits<256, 128, 80, 2, true, true, 240, 24, false, false, false, 8, 8000, 0, 0, true>;
 
 constexpr int kStamps = 6;      // per warp and rep: rep start, before the turn, after it, after QK, after PV, GEMMs done
-constexpr int kRepBarrier = 7;  // named barrier of the consumer warpgroups between reps (the kernel's use 1..6)
+constexpr int kRepBarrier = 7;  // named barriers of the consumer warpgroups between reps: 7, 8 (the kernel's use 1..6)
+constexpr int kNeighbourSoftmax = 1;  // warpgroups 1.. run a softmax block; kBurst*: an FFMA burst that long
+constexpr int kBurstShort = 64, kBurstLong = 256;
+
+/// B FFMAs on 8 independent registers of `s`, unrolled.
+template <int B, size_t N>
+__device__ __forceinline__ void ffma_burst(float (&s)[N]) {
+#pragma unroll
+  for (int i = 0; i < B; ++i) s[i % 8] = fmaf(s[i % 8], 0.999f, 0.5f);
+}
 
 /// One CTA laid out as the kernel's (Smem<T>: Q, the K and V rings, their mbarriers), Q/K/V
 /// filled with bf16 in [1, 2), every full barrier's phase 0 completed before the loop. The load
@@ -42,7 +51,7 @@ constexpr int kRepBarrier = 7;  // named barrier of the consumer warpgroups betw
 /// 32-bit stamps to out[((rep * consumer warps) + consumer warp) * kStamps + k].
 template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1)
-    gemm_turn_kernel(int reps, int active, int pingpong, int delay, int softmax, const sm90::Params* params,
+    gemm_turn_kernel(int reps, int active, int pingpong, int delay, int neighbour, const sm90::Params* params,
                      uint32_t* out, BlockClock* clk) {
   extern __shared__ uint8_t smem_raw[];
   const sm90::Smem<T> s(smem_raw);
@@ -92,24 +101,31 @@ __global__ void __launch_bounds__(T::kThreads, 1)
     asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(ignored) : "r"(smem_u32(s.k_full)) : "memory");
     const uint32_t tb = clock32();
     uint32_t t0 = tb, t1 = tb, t2 = tb, t3 = tb, t4 = tb;
-    if (softmax && group > 0) {
-      // A softmax block of the kernel beside warpgroup 0's turn, as the other warpgroup's softmax
-      // runs beside a turn in the kernel: row max, exponentials, O rescale and P packed.
+    if (neighbour > 0 && group > 0) {
       while (clock32() - tb < static_cast<uint32_t>(wait)) {
       }
-      float alpha[2];
       t0 = clock32();
-      sm90::row_max<T::kNBlock>(c.sacc, st, kScaleLog2, alpha);
-      t1 = clock32();
-      sm90::exp_scores<T::kNBlock>(c.sacc, st, kScaleLog2, alpha);
-      t2 = clock32();
-      sm90::rescale<T::kHeadDim>(c.o, alpha);
-      sm90::pack_p<T::kNBlock>(c.sacc, c.pr);
-      t3 = t4 = clock32();
-      // Fresh scores for the next rep (after the block's last stamp).
-#pragma unroll
-      for (int i = 0; i < T::kNBlock / 2; ++i)
-        c.sacc[i] = __uint_as_float(c.pr[i / 2] & 0x7FFF7FFFu) * 1e-30f + fmaf(c.sacc[i], 0.5f, 0.25f * (r & 3));
+      if (neighbour == kNeighbourSoftmax) {
+        // A softmax block of the kernel beside warpgroup 0's turn, as the other warpgroup's softmax
+        // runs beside a turn in the kernel: row max, exponentials, O rescale and P packed.
+        float alpha[2];
+        sm90::row_max<T::kNBlock>(c.sacc, st, kScaleLog2, alpha);
+        t1 = clock32();
+        sm90::exp_scores<T::kNBlock>(c.sacc, st, kScaleLog2, alpha);
+        t2 = clock32();
+        sm90::rescale<T::kHeadDim>(c.o, alpha);
+        sm90::pack_p<T::kNBlock>(c.sacc, c.pr);
+        t3 = t4 = clock32();
+      } else {
+        // A burst of `neighbour` FFMAs in 8 independent chains, straight-line code (FFMA's latency
+        // is 4 cycles, so the burst asks for every issue slot of its SMSP), as dense as a
+        // softmax's scale and subtract. (A loop of 8 per iteration ran at about 5 cycles per FFMA.)
+        if (neighbour == kBurstShort)
+          ffma_burst<kBurstShort>(c.sacc);
+        else
+          ffma_burst<kBurstLong>(c.sacc);
+        t1 = t2 = t3 = t4 = clock32();
+      }
     } else if (on) {
       while (clock32() - tb < static_cast<uint32_t>(wait)) {
       }
@@ -126,6 +142,14 @@ __global__ void __launch_bounds__(T::kThreads, 1)
       if (pingpong) c.turn_end();
       c.template wait_mma<0>(0, 0);
       t4 = clock32();
+    }
+    // Every consumer warpgroup done before the neighbours prepare their next scores: that
+    // preparation (about 190 dense instructions) must not run beside warpgroup 0's turn.
+    asm volatile("bar.sync %0, %1;" ::"n"(kRepBarrier + 1), "n"(kConsumerThreads) : "memory");
+    if (neighbour == kNeighbourSoftmax && group > 0) {
+#pragma unroll
+      for (int i = 0; i < T::kNBlock / 2; ++i)
+        c.sacc[i] = __uint_as_float(c.pr[i / 2] & 0x7FFF7FFFu) * 1e-30f + fmaf(c.sacc[i], 0.5f, 0.25f * (r & 3));
     }
     if (lane == 0) {
       uint32_t* o = out + (static_cast<size_t>(r) * (T::kConsumers * 4) + cw) * kStamps;
@@ -157,14 +181,14 @@ struct TurnTimes {
 
 template <class T>
 TurnTimes run_turn(ClockMeter& clock, const sm90::Params* params, int reps, int active, int pingpong, int delay,
-                   int softmax = 0) {
+                   int neighbour = 0) {
   auto kern = gemm_turn_kernel<T>;
   constexpr int kSmem = T::kSmemBytes + 1024;
   allow_smem(kern, kSmem);
   constexpr int kWarps = T::kConsumers * 4;
   DeviceBuffer<uint32_t> out(static_cast<size_t>(reps) * kWarps * kStamps);
   DeviceBuffer<BlockClock> clk(1);
-  kern<<<1, T::kThreads, kSmem>>>(reps, active, pingpong, delay, softmax, params, out.get(), clk.get());
+  kern<<<1, T::kThreads, kSmem>>>(reps, active, pingpong, delay, neighbour, params, out.get(), clk.get());
   MB_CHECK_LAUNCH("gemm_turn_kernel");
   clock.add(clk.to_host(), 2000.0);
   const auto h = out.to_host();
@@ -229,16 +253,26 @@ void instance(Report& rep, Json& j, const sm90::Params* params, int reps) {
   // begun when a turn starts).
   for (int delay : {-512, -384, -256, -128, 0, 128, 256, 512}) {
     Json& b = j[delay < 0 ? "beside_softmax_turn_late_" + std::to_string(-delay) : "beside_softmax_delay_" + std::to_string(delay)];
-    const TurnTimes t = run_turn<T>(rep.clock(), params, reps, 1, 0, delay, 1);
+    const TurnTimes t = run_turn<T>(rep.clock(), params, reps, 1, 0, delay, kNeighbourSoftmax);
     b = turn_json(t, 1);
     b["softmax_start_cycles"] = t.start[1];
     b["softmax_max_end_cycles"] = t.turn[1];
     b["softmax_exp_end_cycles"] = t.qk[1];
     b["softmax_end_cycles"] = t.pv[1];
   }
+  // Warpgroup 0's turn beside a burst of B dense FFMAs on every other consumer warp, starting with
+  // the turn or D cycles into it: what a dense burst alone does to the dispatch.
+  for (int burst : {kBurstShort, kBurstLong})
+    for (int delay : {0, 128}) {
+      Json& b = j["beside_ffma" + std::to_string(burst) + "_delay_" + std::to_string(delay)];
+      const TurnTimes t = run_turn<T>(rep.clock(), params, reps, 1, 0, delay, burst);
+      b = turn_json(t, 1);
+      b["ffma_start_cycles"] = t.start[1];
+      b["ffma_end_cycles"] = t.pv[1];
+    }
   // The same softmax blocks with warpgroup 0 idle: their time alone.
   {
-    const TurnTimes t = run_turn<T>(rep.clock(), params, reps, 0, 0, 0, 1);
+    const TurnTimes t = run_turn<T>(rep.clock(), params, reps, 0, 0, 0, kNeighbourSoftmax);
     Json& b = j["softmax_alone"];
     b["softmax_start_cycles"] = t.start[1];
     b["softmax_max_end_cycles"] = t.turn[1];
@@ -263,7 +297,9 @@ void bench_gemm_turn(Report& rep) {
       "warpgroups each run one block of the kernel's softmax code (row_max, exp_scores, rescale + pack_p on its "
       "registers, fresh scores each rep) starting D cycles after the rep barrier; beside_softmax_turn_late_D: the same "
       "with warpgroup 0's turn D cycles after it (the softmax first); softmax_alone: those blocks with "
-      "warpgroup 0 idle (softmax stamps: the latest warp of warpgroup 1). Instances: the base schedule's hd64 (192 x 128), hd128 (128 x 128), hd256 (128 x "
+      "warpgroup 0 idle (softmax stamps: the latest warp of warpgroup 1); beside_ffmaB_delay_D: warpgroup 0's turn while the "
+      "other consumer warps each issue B independent FFMAs (8 chains) starting D cycles after the rep barrier. A second "
+      "barrier over the consumers ends each rep before the neighbours prepare their next scores. Instances: the base schedule's hd64 (192 x 128), hd128 (128 x 128), hd256 (128 x "
       "80).");
   const int reps = rep.opt().quick ? 24 : 200;
   DeviceBuffer<sm90::Params> params(1);

@@ -26,12 +26,13 @@ struct Case {
   bool pingpong = false, softmax = false;
   bool all_gemm = false;  ///< every consumer warpgroup issues GEMMs (else warpgroup 0 only)
   bool gemm = true;       ///< warpgroup 0 issues GEMMs (softmax_alone: none does)
+  int ffma_burst = 0;     ///< warpgroups 1.. issue this many independent FFMAs instead of a softmax block
   double delay_others = 0, delay_first = 0;  ///< cycles warpgroups 1.. / warpgroup 0 start late
 };
 
 /// The case a gemm_turn instance's member `key` holds ("solo", "pingpong_delay_D",
-/// "beside_softmax_delay_D", "beside_softmax_turn_late_D", "softmax_alone"); none for its other
-/// members (head_dim, m_block, ...).
+/// "beside_softmax_delay_D", "beside_softmax_turn_late_D", "beside_ffmaB_delay_D",
+/// "softmax_alone"); none for its other members (head_dim, m_block, ...).
 std::optional<Case> parse_case(const std::string& key) {
   auto suffix = [&](const std::string& prefix) -> std::optional<double> {
     if (key.rfind(prefix, 0) != 0) return std::nullopt;
@@ -58,6 +59,14 @@ std::optional<Case> parse_case(const std::string& key) {
   if (auto d = suffix("beside_softmax_turn_late_")) {
     c.softmax = true;
     c.delay_first = *d;
+    return c;
+  }
+  if (key.rfind("beside_ffma", 0) == 0) {  // beside_ffmaB_delay_D
+    const size_t at = key.find("_delay_");
+    if (at == std::string::npos) return std::nullopt;
+    c.softmax = true;  // a neighbour in place of the softmax block
+    c.ffma_burst = std::stoi(key.substr(11, at - 11));
+    c.delay_others = std::stod(key.substr(at + 7));
     return c;
   }
   return std::nullopt;  // an instance's other fields (head_dim, ...)
@@ -170,6 +179,11 @@ std::string case_schedule(const Case& c, const Hardware& hw, const CostModel& co
       if (c.pingpong)
         program.push_back({{"op", "bar_arrive"}, {"barrier", fmt::format("pingpong{}", (g + 1) % groups)}});
       program.push_back({{"op", "wait_mma"}, {"pending", 0}});
+    } else if (c.ffma_burst > 0) {
+      Work burst;  // independent FFMAs: one issue slot and one FMA-pipe warp instruction each
+      burst.issue = c.ffma_burst;
+      burst.fma_lanes = 32.0 * c.ffma_burst;
+      program.push_back(compute_op(ATTNSIM_OP_COMPUTE, burst, 0, 0, {}));
     } else {
       softmax_blocks(program, costs, hw, head_dim, n_block);
     }
@@ -257,6 +271,9 @@ std::vector<ReplayRow> replay_gemm_turn(const std::string& result_file, const Ha
           add(g, "qk_dispatch", qk - mturn, pr.qk - turn);
           add(g, "pv_dispatch", pv - qk, pr.pv - pr.qk);
           add(g, "done", done - mturn, pr.done - turn);
+        } else if (c->ffma_burst > 0 && g == 1) {  // the benchmark stamps warpgroup 1's burst
+          const Predicted pr = read_warp(tl, warp_track(tl, first_warp(1)));
+          add(g, "ffma_burst", stamp("ffma_end_cycles") - stamp("ffma_start_cycles"), pr.done - pr.start);
         } else if (c->softmax && g == 1) {  // the benchmark stamps warpgroup 1's softmax
           const Predicted pr = read_warp(tl, warp_track(tl, first_warp(1)));
           const double s0 = stamp("softmax_start_cycles"), s1 = stamp("softmax_max_end_cycles");

@@ -4,7 +4,8 @@
 // fitted: a replay checks the model's dispatch, queue and sharing rules on cases small enough to
 // read.
 // - gemm_turn: the kernel's QK and PV dispatch (Consumer::issue_qk / issue_pv) alone, handing the
-//   tensor cores over in pingpong turns, and beside another warpgroup's softmax block.
+//   tensor cores over in pingpong turns, and beside another warpgroup's softmax block or a burst
+//   of independent FFMAs.
 // - softmax_pair: two softmax blocks of the kernel on one SMSP, the second starting later.
 #pragma once
 #include <string>
@@ -20,7 +21,8 @@ namespace attnsim {
 /// case's delay, to its turn), "qk_dispatch" (from its turn to the QK group issued, K's ready wait
 /// included), "pv_dispatch" (from there to the PV group issued, V's ready wait included), "done"
 /// (from its turn to both groups complete); a warpgroup running a softmax block beside them:
-/// "softmax_max", "softmax_exp", "rescale_o" (its spans). softmax_pair: "softmax_max",
+/// "softmax_max", "softmax_exp", "rescale_o" (its spans), or beside them a burst of FFMAs:
+/// "ffma_burst" (its duration). softmax_pair: "softmax_max",
 /// "softmax_exp" and "block" (the whole block: row max, exponentials, rescale and pack).
 struct ReplayRow {
   std::string instance;   ///< gemm_turn: the instance, e.g. "hd128"; softmax_pair: "alone" or "beside_wgmma"

@@ -55,8 +55,8 @@ TEST_CASE("gemm_turn replay: every case of the committed H200 result gives its r
     CHECK(r.measured > 0);
     CHECK(r.predicted > 0);
   }
-  // 3 instances x (solo, 5 pingpong delays, 8 beside-softmax phases, softmax alone).
-  CHECK(cases.size() == 3 * 15);
+  // 3 instances x (solo, 5 pingpong delays, 8 beside-softmax phases, 4 beside-FFMA bursts, softmax alone).
+  CHECK(cases.size() == 3 * 19);
   // A pingpong case has a row of each quantity for every consumer warpgroup (three at hd64).
   for (int wg : {0, 1, 2})
     for (const char* q : {"turn_wait", "qk_dispatch", "pv_dispatch", "done"}) CHECK(row("hd64", "pingpong_delay_0", wg, q).measured > 0);
