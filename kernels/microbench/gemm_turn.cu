@@ -1,13 +1,15 @@
 // The SM90 kernel's own GEMM dispatch (kernels/sm90/consumer.cuh: Consumer::issue_qk and
 // issue_pv, the pingpong turn's named barriers) timed as the traced kernel times its spans: one
-// consumer warpgroup alone, and the two handing the tensor cores over as in a pingpong turn.
+// consumer warpgroup alone, the warpgroups handing the tensor cores over in pingpong turns, and
+// warpgroup 0's turn beside the others' softmax blocks or bursts of dense FFMAs.
 //
 // Why: in the traced kernel at hd128 the QK dispatch of a turn takes about 360 cycles (its 8
 // HGMMAs about 45 cycles apart, descriptor arithmetic between them) and the PV dispatch after it
 // about 220, with the tensor cores idle when the turn starts. The model prices the dispatch from
 // the back-to-back wgmma issue cost (wgmma_issue: 13 cycles) and an instruction count, so its QK
 // group is queued at once and its PV waits behind it. This times the same code, on the same
-// shared-memory layout and register budget, with nothing else running.
+// shared-memory layout and register budget, alone and beside what runs beside it in the kernel
+// (`attnsim replay` predicts every case with the model).
 #include <cuda/ptx>
 
 #include "microbench.cuh"
@@ -43,12 +45,14 @@ __device__ __forceinline__ void ffma_burst(float (&s)[N]) {
 /// warpgroup idles (its registers given up, as the kernel's producer does); each consumer
 /// warpgroup's Consumer<T> runs, per rep: a named barrier over the consumers, a volatile shared
 /// load (so that the clock is read after the barrier opens: BAR.SYNC defers its blocking), clock;
-/// warpgroup 1 and above spin `delay` cycles; with `pingpong` the turn's named barrier
-/// (Consumer::turn_start; the last warpgroup arrives for warpgroup 0 before the loop, as run()
-/// does); issue_qk (its wait on K's full barrier, ready, then the QK wgmma group) and issue_pv
-/// (V's ready wait, the PV group, P from registers), turn_end, wait_mma<0>. Warpgroups whose bit
-/// in `active` is clear only meet the rep barrier. Lane 0 of each consumer warp writes the raw
-/// 32-bit stamps to out[((rep * consumer warps) + consumer warp) * kStamps + k].
+/// warpgroup 1 and above spin `delay` cycles (warpgroup 0 spins -delay where it is negative); with
+/// `pingpong` the turn's named barrier (Consumer::turn_start; the last warpgroup arrives for
+/// warpgroup 0 before the loop, as run() does); issue_qk (its wait on K's full barrier, ready, then
+/// the QK wgmma group) and issue_pv (V's ready wait, the PV group, P from registers), turn_end,
+/// wait_mma<0>. With `neighbour` (kNeighbourSoftmax, or a burst length kBurst*) warpgroups 1.. run
+/// a softmax block or an FFMA burst instead. Warpgroups whose bit in `active` is clear only meet the
+/// rep barriers. Lane 0 of each consumer warp writes the raw 32-bit stamps to
+/// out[((rep * consumer warps) + consumer warp) * kStamps + k].
 template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1)
     gemm_turn_kernel(int reps, int active, int pingpong, int delay, int neighbour, const sm90::Params* params,
