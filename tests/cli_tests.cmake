@@ -306,6 +306,17 @@ attnsim_cli_test(replay_gemm_turn 0
   ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/gemm_turn.json --hw h200)
 attnsim_cli_test(replay_softmax_pair 0 "\"mean_abs_error_pct\": \\{[^}]*\"block\".*\"case\": \"leader_warpgroup_1/delay_4000\""
   ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/softmax_pair.json --json)
+# The model's accuracy on both replays is a tested property: each replay against the baseline
+# committed beside its result (configs/measured/h200/*.replay.json), and a baseline no model reaches.
+attnsim_cli_test(replay_baseline_gemm_turn 0 "no quantity's mean \\|error\\| grew"
+  ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/gemm_turn.json
+       --baseline ${PROJECT_SOURCE_DIR}/configs/measured/h200/gemm_turn.replay.json)
+attnsim_cli_test(replay_baseline_softmax_pair 0 "no quantity's mean \\|error\\| grew"
+  ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/softmax_pair.json
+       --baseline ${PROJECT_SOURCE_DIR}/configs/measured/h200/softmax_pair.replay.json)
+attnsim_cli_test(replay_regression_detected 1 "REGRESSED done: baseline 0.00%, now [0-9.]+% \\(grew by"
+  ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/gemm_turn.json
+       --baseline ${CMAKE_CURRENT_SOURCE_DIR}/data/replay_zero_baseline.json)
 attnsim_cli_test(replay_wrong_benchmark 2 "wgmma_share.json: /benchmark: expected a kernels/microbench result the model can replay: gemm_turn or softmax_pair"
   ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/wgmma_share.json)
 # simulate --traced: the kernel `attnsim run --trace` records (the row max before the PV wait at

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 
@@ -362,6 +365,55 @@ std::vector<ReplayRow> replay_microbench(const std::string& result_file, const H
   if (bench == "softmax_pair") return replay_softmax_pair(result_file, hw, costs);
   throw InputError(result_file, "/benchmark",
                    "expected a kernels/microbench result the model can replay: gemm_turn or softmax_pair");
+}
+
+}  // namespace attnsim
+
+namespace attnsim {
+
+ReplaySummary summarize_replay(const std::vector<ReplayRow>& rows) {
+  ReplaySummary s;
+  for (const auto& r : rows) {
+    s.mean_abs_error_pct[r.quantity] += std::abs(r.error_pct());
+    s.mean_abs_error_cycles[r.quantity] += std::abs(r.predicted - r.measured);
+    ++s.rows[r.quantity];
+  }
+  for (const auto& [q, n] : s.rows) {
+    s.mean_abs_error_pct[q] /= n;
+    s.mean_abs_error_cycles[q] /= n;
+  }
+  return s;
+}
+
+std::vector<std::string> replay_regressions(const ReplaySummary& now, const std::string& baseline_file) {
+  const nlohmann::json doc = load_json_file(baseline_file);
+  JsonReader r(doc, baseline_file);
+  JsonReader errors = r.object("mean_abs_error_pct");
+  std::vector<std::string> out;
+  for (const auto& [q, pct] : now.mean_abs_error_pct) {
+    if (!errors.has(q)) continue;  // a quantity the baseline did not know: new
+    const double before = errors.number(q, 0, 1e9);
+    if (pct > before + kReplayTolerancePts)
+      out.push_back(fmt::format("{}: baseline {:.2f}%, now {:.2f}% (grew by {:.2f} points)", q, before, pct, pct - before));
+  }
+  return out;
+}
+
+void write_replay_baseline(const ReplaySummary& now, const std::string& result_file, const std::string& hardware,
+                           const std::string& baseline_file) {
+  nlohmann::ordered_json doc;
+  doc["description"] =
+      "The model's mean |error| per quantity replaying this microbenchmark result (attnsim replay RESULT "
+      "--update BASELINE writes it). `attnsim replay RESULT --baseline BASELINE` exits 1 when a quantity's mean "
+      "|error| grows by more than 0.5 percentage points; a model change that moves it on purpose rewrites this file.";
+  doc["result"] = std::filesystem::path(result_file).filename().string();
+  doc["hardware"] = hardware;
+  for (const auto& [q, v] : now.mean_abs_error_pct) doc["mean_abs_error_pct"][q] = std::round(v * 1e4) / 1e4;
+  for (const auto& [q, v] : now.mean_abs_error_cycles) doc["mean_abs_error_cycles"][q] = std::round(v * 10) / 10;
+  for (const auto& [q, n] : now.rows) doc["rows"][q] = n;
+  std::ofstream f(baseline_file);
+  if (!f) throw std::runtime_error("cannot write " + baseline_file);
+  f << doc.dump(2) << "\n";
 }
 
 }  // namespace attnsim

@@ -8,6 +8,7 @@
 //   of independent FFMAs.
 // - softmax_pair: two softmax blocks of the kernel on one SMSP, the second starting later.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,5 +45,27 @@ std::vector<ReplayRow> replay_microbench(const std::string& result_file, const H
 std::vector<ReplayRow> replay_gemm_turn(const std::string& result_file, const Hardware& hw, const CostModel& costs);
 /// The softmax_pair cases alone (replay_microbench on a softmax_pair file).
 std::vector<ReplayRow> replay_softmax_pair(const std::string& result_file, const Hardware& hw, const CostModel& costs);
+
+/// Mean |error| per quantity of a replay's rows: percent and cycles (a short wait's percent says
+/// little), and the rows behind each.
+struct ReplaySummary {
+  std::map<std::string, double> mean_abs_error_pct, mean_abs_error_cycles;
+  std::map<std::string, int> rows;
+};
+ReplaySummary summarize_replay(const std::vector<ReplayRow>& rows);
+
+/// How far a replay may drift from its committed baseline before it counts as a regression:
+/// percentage points of a quantity's mean |error|.
+inline constexpr double kReplayTolerancePts = 0.5;
+
+/// The quantities whose mean |error| grew by more than kReplayTolerancePts over the baseline in
+/// `baseline_file` (write_replay_baseline's format), each as "quantity: baseline X%, now Y%".
+/// Quantities the baseline lacks are new, not regressions. Throws InputError (file, JSON path) for a
+/// malformed baseline.
+std::vector<std::string> replay_regressions(const ReplaySummary& now, const std::string& baseline_file);
+
+/// Writes `now` as the baseline of replaying `result_file` on `hardware` into `baseline_file`.
+void write_replay_baseline(const ReplaySummary& now, const std::string& result_file, const std::string& hardware,
+                           const std::string& baseline_file);
 
 }  // namespace attnsim

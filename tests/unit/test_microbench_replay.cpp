@@ -7,6 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "lower/costs.hpp"
@@ -116,4 +118,30 @@ TEST_CASE("microbench replay rejects other result files and names the file and p
   // Each replay refuses the other's file.
   CHECK_THROWS_AS(replay_gemm_turn(test::root() + "/configs/measured/h200/softmax_pair.json", hw, costs), InputError);
   CHECK_THROWS_AS(replay_softmax_pair(test::root() + "/configs/measured/h200/gemm_turn.json", hw, costs), InputError);
+}
+
+TEST_CASE("replay summary and baseline: mean errors by quantity and the regressions past 0.5 points", "[replay]") {
+  const std::vector<ReplayRow> rows = {{"i", "c", 0, "a", 100, 110}, {"i", "c", 1, "a", 200, 180}, {"i", "c", 0, "b", 50, 50}};
+  const ReplaySummary s = summarize_replay(rows);
+  CHECK(s.mean_abs_error_pct.at("a") == Approx(10.0));
+  CHECK(s.mean_abs_error_cycles.at("a") == Approx(15.0));
+  CHECK(s.mean_abs_error_pct.at("b") == Approx(0.0));
+  CHECK(s.rows.at("a") == 2);
+  const std::string dir = std::filesystem::temp_directory_path() / "attnsim_replay_baseline";
+  std::filesystem::create_directories(dir);
+  auto baseline = [&](double a) {
+    const std::string f = dir + "/b.json";
+    std::ofstream(f) << nlohmann::json{{"mean_abs_error_pct", {{"a", a}, {"b", 0.0}}}}.dump();
+    return f;
+  };
+  CHECK(replay_regressions(s, baseline(9.6)).empty());  // 10.0 <= 9.6 + 0.5
+  const auto worse = replay_regressions(s, baseline(9.4));
+  REQUIRE(worse.size() == 1);
+  CHECK_THAT(worse[0], Catch::Matchers::StartsWith("a: baseline 9.40%, now 10.00%"));
+  // The written baseline reads back as no regression.
+  write_replay_baseline(s, "x/gemm_turn.json", "H200", dir + "/w.json");
+  CHECK(replay_regressions(s, dir + "/w.json").empty());
+  // A baseline without its errors is refused, naming the file and path.
+  std::ofstream(dir + "/bad.json") << "{}";
+  CHECK_THROWS_AS(replay_regressions(s, dir + "/bad.json"), InputError);
 }
