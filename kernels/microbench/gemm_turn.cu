@@ -28,7 +28,7 @@ using Hd64 = sm90::Traits<64, 192, 128, 2, true, true, 160, 32, false, false, tr
 using Hd128 = sm90::Traits<128, 128, 128, 2, true, true, 240, 24, false, false, true, 8>;
 using Hd256 = sm90::Traits<256, 128, 80, 2, true, true, 240, 24, false, false, false, 8, 8000, 0, 0, true>;
 
-constexpr int kStamps = 6;      // per warp and rep: rep start, before the turn, after it, after QK, after PV, GEMMs done
+constexpr int kStamps = 6;  // per warp and rep: rep start, before the turn, after it, after QK, after PV, GEMMs done
 constexpr int kRepBarrier = 7;  // named barriers of the consumer warpgroups between reps: 7, 8 (the kernel's use 1..6)
 constexpr int kNeighbourSoftmax = 1;  // warpgroups 1.. run a softmax block; kBurst*: an FFMA burst that long
 constexpr int kBurstShort = 64, kBurstLong = 256;
@@ -60,7 +60,8 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   const sm90::Smem<T> s(smem_raw);
   uint32_t* fill = reinterpret_cast<uint32_t*>(s.q);
-  for (int i = threadIdx.x; i < (T::kBarOff - T::kQOff) / 4; i += blockDim.x) fill[i] = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
+  for (int i = threadIdx.x; i < (T::kBarOff - T::kQOff) / 4; i += blockDim.x)
+    fill[i] = 0x3f803f80u ^ (hash32(i) & 0x007f007fu);
   if (threadIdx.x == 0) {
     for (int i = 0; i < T::kKvStage; ++i) {
       cuda::ptx::mbarrier_init(&s.k_full[i], 1);
@@ -106,8 +107,7 @@ __global__ void __launch_bounds__(T::kThreads, 1)
     const uint32_t tb = clock32();
     uint32_t t0 = tb, t1 = tb, t2 = tb, t3 = tb, t4 = tb;
     if (neighbour > 0 && group > 0) {
-      while (clock32() - tb < static_cast<uint32_t>(wait)) {
-      }
+      while (clock32() - tb < static_cast<uint32_t>(wait)) {}
       t0 = clock32();
       if (neighbour == kNeighbourSoftmax) {
         // A softmax block of the kernel beside warpgroup 0's turn, as the other warpgroup's softmax
@@ -131,8 +131,7 @@ __global__ void __launch_bounds__(T::kThreads, 1)
         t1 = t2 = t3 = t4 = clock32();
       }
     } else if (on) {
-      while (clock32() - tb < static_cast<uint32_t>(wait)) {
-      }
+      while (clock32() - tb < static_cast<uint32_t>(wait)) {}
       t0 = clock32();
       if (pingpong) {
         c.turn_start(0, 0);
@@ -249,14 +248,16 @@ void instance(Report& rep, Json& j, const sm90::Params* params, int reps) {
   j["solo"] = turn_json(run_turn<T>(rep.clock(), params, reps, 1, 0, 0), 1);
   const int all = (1 << T::kConsumers) - 1;
   for (int delay : {0, 256, 512, 1024, 2048}) {
-    j["pingpong_delay_" + std::to_string(delay)] = turn_json(run_turn<T>(rep.clock(), params, reps, all, 1, delay), all);
+    j["pingpong_delay_" + std::to_string(delay)] =
+        turn_json(run_turn<T>(rep.clock(), params, reps, all, 1, delay), all);
   }
   // Warpgroup 0's turn alone on the tensor cores while the other consumer warpgroups run one
   // softmax block each, starting D cycles after the rep barrier (D < 0: warpgroup 0's turn -D
   // cycles after it, the softmax first, as in the kernel, where the other warpgroup's softmax has
   // begun when a turn starts).
   for (int delay : {-512, -384, -256, -128, 0, 128, 256, 512}) {
-    Json& b = j[delay < 0 ? "beside_softmax_turn_late_" + std::to_string(-delay) : "beside_softmax_delay_" + std::to_string(delay)];
+    Json& b = j[delay < 0 ? "beside_softmax_turn_late_" + std::to_string(-delay)
+                          : "beside_softmax_delay_" + std::to_string(delay)];
     const TurnTimes t = run_turn<T>(rep.clock(), params, reps, 1, 0, delay, kNeighbourSoftmax);
     b = turn_json(t, 1);
     b["softmax_start_cycles"] = t.start[1];
@@ -291,7 +292,8 @@ void bench_gemm_turn(Report& rep) {
       "The SM90 kernel's Consumer<T> (kernels/sm90/consumer.cuh) on the kernel's shared-memory layout and register "
       "budget (setmaxnreg), one CTA on one SM, Q/K/V bf16 in [1, 2), every full barrier ready. Per rep: a named "
       "barrier over the consumer warpgroups, a volatile ld.shared, a 32-bit clock read; warpgroups 1.. spin `delay` "
-      "cycles (warpgroup 0 spins -delay where it is negative); with pingpong the turn's named barrier (warpgroup 0 first, then 1, ...), then issue_qk (K's ready "
+      "cycles (warpgroup 0 spins -delay where it is negative); with pingpong the turn's named barrier (warpgroup 0 "
+      "first, then 1, ...), then issue_qk (K's ready "
       "full-barrier wait, the QK wgmma group, commit) and issue_pv (V's ready wait, the PV group with P from "
       "registers, commit), turn_end, wgmma.wait_group 0; clock reads between. Per rep and warpgroup the latest of its "
       "4 warps' stamps from the rep's earliest start; medians over reps (8 dropped). qk_dispatch = after issue_qk - "
@@ -301,9 +303,12 @@ void bench_gemm_turn(Report& rep) {
       "warpgroups each run one block of the kernel's softmax code (row_max, exp_scores, rescale + pack_p on its "
       "registers, fresh scores each rep) starting D cycles after the rep barrier; beside_softmax_turn_late_D: the same "
       "with warpgroup 0's turn D cycles after it (the softmax first); softmax_alone: those blocks with "
-      "warpgroup 0 idle (softmax stamps: the latest warp of warpgroup 1); beside_ffmaB_delay_D: warpgroup 0's turn while the "
-      "other consumer warps each issue B independent FFMAs (8 chains) starting D cycles after the rep barrier. A second "
-      "barrier over the consumers ends each rep before the neighbours prepare their next scores. Instances: the base schedule's hd64 (192 x 128), hd128 (128 x 128), hd256 (128 x "
+      "warpgroup 0 idle (softmax stamps: the latest warp of warpgroup 1); beside_ffmaB_delay_D: warpgroup 0's turn "
+      "while the "
+      "other consumer warps each issue B independent FFMAs (8 chains) starting D cycles after the rep barrier. A "
+      "second "
+      "barrier over the consumers ends each rep before the neighbours prepare their next scores. Instances: the base "
+      "schedule's hd64 (192 x 128), hd128 (128 x 128), hd256 (128 x "
       "80).");
   const int reps = rep.opt().quick ? 24 : 200;
   DeviceBuffer<sm90::Params> params(1);
@@ -318,7 +323,8 @@ void bench_gemm_turn(Report& rep) {
 }  // namespace
 
 std::vector<Benchmark> gemm_turn_benchmarks() {
-  return {{"gemm_turn", "the SM90 kernel's own QK and PV dispatch code, alone and handing the tensor cores over in pingpong turns",
+  return {{"gemm_turn",
+           "the SM90 kernel's own QK and PV dispatch code, alone and handing the tensor cores over in pingpong turns",
            bench_gemm_turn}};
 }
 

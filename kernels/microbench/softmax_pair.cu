@@ -27,8 +27,8 @@ constexpr int kStamps = 4;         // per warp and rep: start, after the row max
 /// rep's scores are made. Lane 0 writes the raw 32-bit stamps (barrier,
 /// start, after max, after exp, end) to out[((rep * 8 + warp - 4) * (kStamps + 1)) + k].
 template <int kMma>
-__global__ void __launch_bounds__(384, 1)
-    softmax_pair_kernel(int reps, int delay, int leader, float scale_log2, uint32_t* out, BlockClock* clk, float* sink) {
+__global__ void __launch_bounds__(384, 1) softmax_pair_kernel(int reps, int delay, int leader, float scale_log2,
+                                                              uint32_t* out, BlockClock* clk, float* sink) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
   __shared__ int done_warps;
@@ -54,8 +54,7 @@ __global__ void __launch_bounds__(384, 1)
     uint32_t ignored;
     asm volatile("ld.volatile.shared.u32 %0, [%1];" : "=r"(ignored) : "r"(smem_u32(base)) : "memory");
     const uint32_t tb = clock32();
-    while (clock32() - tb < static_cast<uint32_t>(wait)) {
-    }
+    while (clock32() - tb < static_cast<uint32_t>(wait)) {}
     float alpha[2];
     const uint32_t t0 = clock32();
     attnsim::sm90::row_max<kN>(s, st, scale_log2, alpha);

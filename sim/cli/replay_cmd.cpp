@@ -26,8 +26,8 @@ struct Replay : Command {
         CostModel::load(costs.empty() ? project_root() + "/configs/costs/sm90_softmax.json" : costs);
     const std::vector<ReplayRow> rows = replay_microbench(result, hardware, cost_model);
     const ReplaySummary sum = summarize_replay(rows);
-    const std::vector<std::string> regressions = baseline.empty() ? std::vector<std::string>{}
-                                                                  : replay_regressions(sum, baseline);
+    const std::vector<std::string> regressions =
+        baseline.empty() ? std::vector<std::string>{} : replay_regressions(sum, baseline);
     if (!update.empty()) write_replay_baseline(sum, result, hardware.name, update);
     if (json) {
       nlohmann::json out = {{"result", result}, {"hardware", hardware.name}, {"rows", nlohmann::json::array()}};
@@ -45,8 +45,8 @@ struct Replay : Command {
       std::cout << out.dump(2) << "\n";
     } else {
       std::cout << fmt::format("{} replayed on {} (cycles; measured / predicted, error)\n", result, hardware.name);
-      std::cout << fmt::format("  {:<13}{:<30}{:>3}  {:<12}{:>10}{:>11}{:>9}\n", "instance", "case", "wg",
-                               "quantity", "measured", "predicted", "error");
+      std::cout << fmt::format("  {:<13}{:<30}{:>3}  {:<12}{:>10}{:>11}{:>9}\n", "instance", "case", "wg", "quantity",
+                               "measured", "predicted", "error");
       for (const auto& r : rows)
         std::cout << fmt::format("  {:<13}{:<30}{:>3}  {:<12}{:>10.0f}{:>11.0f}{:>+8.1f}%\n", r.instance, r.case_name,
                                  r.warpgroup, r.quantity, r.measured, r.predicted, r.error_pct());
@@ -70,12 +70,15 @@ struct Replay : Command {
 
 std::unique_ptr<Command> add_replay(CLI::App& app, CLI::App*& sub) {
   auto c = std::make_unique<Replay>();
-  sub = app.add_subcommand("replay",
-                           "predict a kernels/microbench result (gemm_turn, softmax_pair) with the model, case by case, beside "
-                           "what the GPU measured");
-  sub->add_option("result", c->result, "result JSON: configs/measured/<gpu>/gemm_turn.json or softmax_pair.json")->required();
+  sub = app.add_subcommand(
+      "replay",
+      "predict a kernels/microbench result (gemm_turn, softmax_pair) with the model, case by case, beside "
+      "what the GPU measured");
+  sub->add_option("result", c->result, "result JSON: configs/measured/<gpu>/gemm_turn.json or softmax_pair.json")
+      ->required();
   sub->add_option("--hw", c->hw, "hardware config: a path or a name in configs/hw (default: h200)");
-  sub->add_option("--costs", c->costs, "cost file of the softmax blocks (default: the project's configs/costs/sm90_softmax.json)");
+  sub->add_option("--costs", c->costs,
+                  "cost file of the softmax blocks (default: the project's configs/costs/sm90_softmax.json)");
   sub->add_flag("--json", c->json, "print the rows and the mean |error| per quantity as JSON");
   sub->add_option("--baseline", c->baseline,
                   "compare the mean |error| per quantity with this baseline (e.g. "

@@ -8,8 +8,8 @@
 
 #include "cli/commands.hpp"
 #include "driver/simulate.hpp"
-#include "model/hardware.hpp"
 #include "lower/schedule.hpp"
+#include "model/hardware.hpp"
 #include "report/ascii_timeline.hpp"
 #include "report/chrome_trace.hpp"
 #include "report/summary.hpp"
@@ -35,7 +35,8 @@ struct Simulate : Command {
     // sees (Schedule::traced_twin); otherwise the plain kernel.
     std::unique_ptr<Schedule> twin = traced ? plain->traced_twin(hardware, problem) : nullptr;
     if (traced && !twin)
-      std::cerr << "attnsim simulate: --traced: this schedule's traced kernel runs the plain kernel's ops; predicting that\n";
+      std::cerr
+          << "attnsim simulate: --traced: this schedule's traced kernel runs the plain kernel's ops; predicting that\n";
     const Schedule* s = twin ? twin.get() : plain.get();
     const Prediction p = predict(*s, hardware, problem, budget.apply({}));
     const Summary sum = summarize(p, *s, hardware, problem);

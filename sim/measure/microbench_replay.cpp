@@ -91,8 +91,7 @@ json compute_op(int op, const Work& w, double latency, double chain, const Measu
   put("smem_bytes", w.smem_bytes);
   put("latency", latency);
   put("chain", chain);
-  if (m.alone > 0)
-    o["measured"] = {{"alone_cycles", m.alone}, {"beside_ss", m.beside_ss}, {"beside_rs", m.beside_rs}};
+  if (m.alone > 0) o["measured"] = {{"alone_cycles", m.alone}, {"beside_ss", m.beside_ss}, {"beside_rs", m.beside_rs}};
   return o;
 }
 
@@ -107,8 +106,8 @@ json delay_op(double cycles) {
 void gemm_turn(json& program, const fa3::GemmGroup& g, int op, const char* pipeline) {
   program.push_back({{"op", "consumer_wait"}, {"pipeline", pipeline}});
   program.push_back(compute_op(op, g.issue, 0, g.chain, {}));
-  json mma = {{"op", "mma"},           {"name", attnsim_op_name(op)},  {"flops", g.flops},
-              {"smem_bytes", g.smem},  {"instructions", g.wgmmas},     {"a_in_registers", g.a_in_registers}};
+  json mma = {{"op", "mma"},          {"name", attnsim_op_name(op)}, {"flops", g.flops},
+              {"smem_bytes", g.smem}, {"instructions", g.wgmmas},    {"a_in_registers", g.a_in_registers}};
   program.push_back(mma);
 }
 
@@ -120,8 +119,8 @@ json explicit_schedule(const std::string& name, const char* benchmark, const jso
   return {{"name", name},
           {"family", "explicit"},
           {"arch", "any"},
-          {"description", fmt::format("a case of kernels/microbench {}, replayed (sim/measure/microbench_replay.cpp)",
-                                      benchmark)},
+          {"description",
+           fmt::format("a case of kernels/microbench {}, replayed (sim/measure/microbench_replay.cpp)", benchmark)},
           {"pipelines",
            {{"k", {{"stages", 1}, {"full_count", 1}, {"empty_count", 1}}},
             {"v", {{"stages", 1}, {"full_count", 1}, {"empty_count", 1}}}}},
@@ -204,9 +203,9 @@ std::string case_schedule(const Case& c, const Hardware& hw, const CostModel& co
 
 /// A warpgroup's predicted times, from the spans of its first warp (cycles).
 struct Predicted {
-  double start = 0;  ///< its case starts: the end of its delay block
-  double turn = 0;   ///< its turn: the end of its wait on the pingpong barrier (or its start)
-  double qk = 0, pv = 0, done = 0;  ///< QK group issued, PV group issued, the last span's end
+  double start = 0;                      ///< its case starts: the end of its delay block
+  double turn = 0;                       ///< its turn: the end of its wait on the pingpong barrier (or its start)
+  double qk = 0, pv = 0, done = 0;       ///< QK group issued, PV group issued, the last span's end
   double max = 0, exp = 0, rescale = 0;  ///< softmax spans, cycles
 };
 
@@ -222,12 +221,23 @@ Predicted read_warp(const Timeline& tl, const WarpTrack& t) {
     const Span& s = t.spans[i];
     if (s.kind == SpanKind::Wait && tl.label_of(s).rfind("bar.", 0) == 0) p.turn = s.end;
     switch (s.op) {
-      case ATTNSIM_OP_MMA_QK: p.qk = s.end; break;
-      case ATTNSIM_OP_MMA_PV: p.pv = s.end; break;
-      case ATTNSIM_OP_SOFTMAX_MAX: p.max += s.end - s.start; break;
-      case ATTNSIM_OP_SOFTMAX_EXP: p.exp += s.end - s.start; break;
-      case ATTNSIM_OP_RESCALE_O: p.rescale += s.end - s.start; break;
-      default: break;
+      case ATTNSIM_OP_MMA_QK:
+        p.qk = s.end;
+        break;
+      case ATTNSIM_OP_MMA_PV:
+        p.pv = s.end;
+        break;
+      case ATTNSIM_OP_SOFTMAX_MAX:
+        p.max += s.end - s.start;
+        break;
+      case ATTNSIM_OP_SOFTMAX_EXP:
+        p.exp += s.end - s.start;
+        break;
+      case ATTNSIM_OP_RESCALE_O:
+        p.rescale += s.end - s.start;
+        break;
+      default:
+        break;
     }
     p.done = s.end;
   }
@@ -303,8 +313,11 @@ std::string pair_schedule(const Hardware& hw, const CostModel& costs, bool besid
   if (beside) {
     // wgmma m64n128k16 SS back to back for longer than the blocks take: one long group per warp.
     const fa3::GemmGroup g = fa3::qk_group(hw, 128, 128, 2);
-    const json program = {{{"op", "mma"}, {"name", attnsim_op_name(ATTNSIM_OP_MMA_QK)}, {"flops", 64 * g.flops},
-                           {"smem_bytes", 64 * g.smem}, {"instructions", 8}},
+    const json program = {{{"op", "mma"},
+                           {"name", attnsim_op_name(ATTNSIM_OP_MMA_QK)},
+                           {"flops", 64 * g.flops},
+                           {"smem_bytes", 64 * g.smem},
+                           {"instructions", 8}},
                           {{"op", "wait_mma"}, {"pending", 0}}};
     for (int w = 0; w < 4; ++w) warps.push_back({{"warp", w}, {"role", "wgmma"}, {"program", program}});
   }
@@ -313,15 +326,16 @@ std::string pair_schedule(const Hardware& hw, const CostModel& costs, bool besid
     program.push_back(delay_op(kLead + (group == leader ? 0 : delay)));
     softmax_blocks(program, costs, hw, kPairHeadDim, kPairNBlock);
     for (int w = 0; w < 4; ++w)
-      warps.push_back({{"warp", sm90::kWarpsPerWarpgroup * group + w}, {"role", fmt::format("softmax{}", group)}, {"program", program}});
+      warps.push_back({{"warp", sm90::kWarpsPerWarpgroup * group + w},
+                       {"role", fmt::format("softmax{}", group)},
+                       {"program", program}});
   }
   return explicit_schedule(fmt::format("softmax_pair leader {} delay {}", leader, delay), "softmax_pair", warps).dump();
 }
 
 }  // namespace
 
-std::vector<ReplayRow> replay_softmax_pair(const std::string& result_file, const Hardware& hw,
-                                           const CostModel& costs) {
+std::vector<ReplayRow> replay_softmax_pair(const std::string& result_file, const Hardware& hw, const CostModel& costs) {
   const json doc = load_json_file(result_file);
   if (!doc.is_object() || doc.value("benchmark", "") != "softmax_pair")
     throw InputError(result_file, "/benchmark", "expected a kernels/microbench softmax_pair result file");
@@ -339,9 +353,8 @@ std::vector<ReplayRow> replay_softmax_pair(const std::string& result_file, const
         const double delay = std::stod(cit.key().substr(6));
         const std::string cpath = epath + "/" + lkey + "/" + cit.key();
         JsonReader cr(cit.value(), result_file, cpath);
-        const Timeline tl =
-            predict_case(pair_schedule(hw, costs, std::string(env) == "beside_wgmma", leader, delay),
-                         result_file + " " + cpath, hw);
+        const Timeline tl = predict_case(pair_schedule(hw, costs, std::string(env) == "beside_wgmma", leader, delay),
+                                         result_file + " " + cpath, hw);
         for (int group : {1, 2}) {
           const Predicted pr = read_warp(tl, warp_track(tl, sm90::kWarpsPerWarpgroup * group));
           const std::string wg = fmt::format("wg{}_", group);
@@ -367,10 +380,6 @@ std::vector<ReplayRow> replay_microbench(const std::string& result_file, const H
                    "expected a kernels/microbench result the model can replay: gemm_turn or softmax_pair");
 }
 
-}  // namespace attnsim
-
-namespace attnsim {
-
 ReplaySummary summarize_replay(const std::vector<ReplayRow>& rows) {
   ReplaySummary s;
   for (const auto& r : rows) {
@@ -394,7 +403,8 @@ std::vector<std::string> replay_regressions(const ReplaySummary& now, const std:
     if (!errors.has(q)) continue;  // a quantity the baseline did not know: new
     const double before = errors.number(q, 0, 1e9);
     if (pct > before + kReplayTolerancePts)
-      out.push_back(fmt::format("{}: baseline {:.2f}%, now {:.2f}% (grew by {:.2f} points)", q, before, pct, pct - before));
+      out.push_back(
+          fmt::format("{}: baseline {:.2f}%, now {:.2f}% (grew by {:.2f} points)", q, before, pct, pct - before));
   }
   return out;
 }

@@ -5,7 +5,6 @@
 // other's groups, a turn alone completes when the pipe says, a softmax block alone takes its
 // measured time, and two in step share the MUFU.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -61,8 +60,10 @@ TEST_CASE("gemm_turn replay: every case of the committed H200 result gives its r
   CHECK(cases.size() == 3 * 19);
   // A pingpong case has a row of each quantity for every consumer warpgroup (three at hd64).
   for (int wg : {0, 1, 2})
-    for (const char* q : {"turn_wait", "qk_dispatch", "pv_dispatch", "done"}) CHECK(row("hd64", "pingpong_delay_0", wg, q).measured > 0);
-  for (const char* q : {"softmax_max", "softmax_exp", "rescale_o"}) CHECK(row("hd128", "softmax_alone", 1, q).measured > 0);
+    for (const char* q : {"turn_wait", "qk_dispatch", "pv_dispatch", "done"})
+      CHECK(row("hd64", "pingpong_delay_0", wg, q).measured > 0);
+  for (const char* q : {"softmax_max", "softmax_exp", "rescale_o"})
+    CHECK(row("hd128", "softmax_alone", 1, q).measured > 0);
 }
 
 TEST_CASE("gemm_turn replay: the tensor core queue hands the turn over as measured", "[replay]") {
@@ -97,7 +98,8 @@ TEST_CASE("softmax_pair replay: a block alone takes its measured time and two in
       // In step: both exponentials on one SMSP's MUFU, 1.6-1.8x a block alone on the GPU.
       const ReplayRow& both = find(pair_rows(), "alone", std::string(leader) + "/delay_0", wg, "block");
       CHECK(std::abs(both.error_pct()) < 12);
-      CHECK(both.predicted > 1.5 * find(pair_rows(), "alone", std::string(leader) + "/delay_4000", wg, "block").predicted);
+      CHECK(both.predicted >
+            1.5 * find(pair_rows(), "alone", std::string(leader) + "/delay_4000", wg, "block").predicted);
     }
   }
 }
@@ -121,7 +123,8 @@ TEST_CASE("microbench replay rejects other result files and names the file and p
 }
 
 TEST_CASE("replay summary and baseline: mean errors by quantity and the regressions past 0.5 points", "[replay]") {
-  const std::vector<ReplayRow> rows = {{"i", "c", 0, "a", 100, 110}, {"i", "c", 1, "a", 200, 180}, {"i", "c", 0, "b", 50, 50}};
+  const std::vector<ReplayRow> rows = {
+      {"i", "c", 0, "a", 100, 110}, {"i", "c", 1, "a", 200, 180}, {"i", "c", 0, "b", 50, 50}};
   const ReplaySummary s = summarize_replay(rows);
   CHECK(s.mean_abs_error_pct.at("a") == Approx(10.0));
   CHECK(s.mean_abs_error_cycles.at("a") == Approx(15.0));

@@ -11,11 +11,11 @@ namespace attnsim::fa3 {
 
 /// One wgmma group of a consumer warp: the issue block before it and the group itself.
 struct GemmGroup {
-  int wgmmas = 0;      ///< instructions in the group (k-steps of 16)
-  Work issue;          ///< the issue block's work: the descriptor SASS, on the ALU pipe
-  double chain = 0;    ///< the issue block's shortest time, cycles: back-to-back wgmma issue
-  double flops = 0;    ///< this warp's quarter of the warpgroup's m64 GEMM, FLOP
-  double smem = 0;     ///< SMEM operand bytes this warp's quarter reads
+  int wgmmas = 0;               ///< instructions in the group (k-steps of 16)
+  Work issue;                   ///< the issue block's work: the descriptor SASS, on the ALU pipe
+  double chain = 0;             ///< the issue block's shortest time, cycles: back-to-back wgmma issue
+  double flops = 0;             ///< this warp's quarter of the warpgroup's m64 GEMM, FLOP
+  double smem = 0;              ///< SMEM operand bytes this warp's quarter reads
   bool a_in_registers = false;  ///< RS (PV: P from registers)
 };
 
