@@ -23,13 +23,15 @@ using json = nlohmann::json;
 /// and V stages (the benchmark's barriers, completed before its loop) have landed.
 constexpr double kLead = 100;
 
-/// The benchmark's case: which consumer warpgroups issue GEMMs or run a softmax block, and when.
+/// The benchmark's case: which consumer warpgroups issue GEMMs or run a neighbour's work (a softmax
+/// block or an FFMA burst), and when.
 struct Case {
   std::string name;
-  bool pingpong = false, softmax = false;
-  bool all_gemm = false;  ///< every consumer warpgroup issues GEMMs (else warpgroup 0 only)
-  bool gemm = true;       ///< warpgroup 0 issues GEMMs (softmax_alone: none does)
-  int ffma_burst = 0;     ///< warpgroups 1.. issue this many independent FFMAs instead of a softmax block
+  bool pingpong = false;
+  bool neighbour = false;  ///< warpgroups 1.. run a softmax block (or the FFMA burst) beside warpgroup 0
+  bool all_gemm = false;   ///< every consumer warpgroup issues GEMMs (else warpgroup 0 only)
+  bool gemm = true;        ///< warpgroup 0 issues GEMMs (softmax_alone: none does)
+  int ffma_burst = 0;      ///< warpgroups 1.. issue this many independent FFMAs instead of a softmax block
   double delay_others = 0, delay_first = 0;  ///< cycles warpgroups 1.. / warpgroup 0 start late
 };
 
@@ -45,7 +47,7 @@ std::optional<Case> parse_case(const std::string& key) {
   c.name = key;
   if (key == "solo") return c;
   if (key == "softmax_alone") {
-    c.softmax = true;
+    c.neighbour = true;
     c.gemm = false;
     return c;
   }
@@ -55,19 +57,19 @@ std::optional<Case> parse_case(const std::string& key) {
     return c;
   }
   if (auto d = suffix("beside_softmax_delay_")) {
-    c.softmax = true;
+    c.neighbour = true;
     c.delay_others = *d;
     return c;
   }
   if (auto d = suffix("beside_softmax_turn_late_")) {
-    c.softmax = true;
+    c.neighbour = true;
     c.delay_first = *d;
     return c;
   }
   if (key.rfind("beside_ffma", 0) == 0) {  // beside_ffmaB_delay_D
     const size_t at = key.find("_delay_");
     if (at == std::string::npos) return std::nullopt;
-    c.softmax = true;  // a neighbour in place of the softmax block
+    c.neighbour = true;
     c.ffma_burst = std::stoi(key.substr(11, at - 11));
     c.delay_others = std::stod(key.substr(at + 7));
     return c;
@@ -167,8 +169,7 @@ std::string case_schedule(const Case& c, const Hardware& hw, const CostModel& co
                      {{"op", "producer_commit"}, {"pipeline", "v"}}}}});
   for (int g = 0; g < groups; ++g) {
     const bool gemm = c.gemm && (g == 0 || c.all_gemm);
-    const bool softmax = c.softmax && g > 0;
-    if (!gemm && !softmax) continue;
+    if (!gemm && !(c.neighbour && g > 0)) continue;
     json program = json::array();
     // The last warpgroup gives warpgroup 0 the first turn before the benchmark's loop (as the
     // kernel's Consumer::run does): before any delay of the case.
@@ -246,9 +247,15 @@ Predicted read_warp(const Timeline& tl, const WarpTrack& t) {
 
 }  // namespace
 
-std::vector<ReplayRow> replay_gemm_turn(const std::string& result_file, const Hardware& hw, const CostModel& costs) {
-  const json doc = load_json_file(result_file);
-  if (!doc.is_object() || doc.value("benchmark", "") != "gemm_turn")
+namespace {
+
+/// The benchmark a result document names ("" when it names none).
+std::string benchmark_of(const json& doc) { return doc.is_object() ? doc.value("benchmark", "") : ""; }
+
+/// replay_gemm_turn on `doc`, read from `result_file`.
+std::vector<ReplayRow> gemm_turn_rows(const json& doc, const std::string& result_file, const Hardware& hw,
+                                      const CostModel& costs) {
+  if (benchmark_of(doc) != "gemm_turn")
     throw InputError(result_file, "/benchmark", "expected a kernels/microbench gemm_turn result file");
   const json::json_pointer at_instances("/results/instances");
   if (!doc.contains(at_instances) || !doc[at_instances].is_object() || doc[at_instances].empty())
@@ -287,7 +294,7 @@ std::vector<ReplayRow> replay_gemm_turn(const std::string& result_file, const Ha
         } else if (c->ffma_burst > 0 && g == 1) {  // the benchmark stamps warpgroup 1's burst
           const Predicted pr = read_warp(tl, warp_track(tl, first_warp(1)));
           add(g, "ffma_burst", stamp("ffma_end_cycles") - stamp("ffma_start_cycles"), pr.done - pr.start);
-        } else if (c->softmax && g == 1) {  // the benchmark stamps warpgroup 1's softmax
+        } else if (c->neighbour && g == 1) {  // the benchmark stamps warpgroup 1's softmax
           const Predicted pr = read_warp(tl, warp_track(tl, first_warp(1)));
           const double s0 = stamp("softmax_start_cycles"), s1 = stamp("softmax_max_end_cycles");
           const double s2 = stamp("softmax_exp_end_cycles"), s3 = stamp("softmax_end_cycles");
@@ -300,8 +307,6 @@ std::vector<ReplayRow> replay_gemm_turn(const std::string& result_file, const Ha
   }
   return rows;
 }
-
-namespace {
 
 /// softmax_pair times the kernel's hd128 fragments (kernels/microbench/softmax_pair.cu: kN, kD).
 constexpr int kPairNBlock = 128, kPairHeadDim = 128;
@@ -333,11 +338,10 @@ std::string pair_schedule(const Hardware& hw, const CostModel& costs, bool besid
   return explicit_schedule(fmt::format("softmax_pair leader {} delay {}", leader, delay), "softmax_pair", warps).dump();
 }
 
-}  // namespace
-
-std::vector<ReplayRow> replay_softmax_pair(const std::string& result_file, const Hardware& hw, const CostModel& costs) {
-  const json doc = load_json_file(result_file);
-  if (!doc.is_object() || doc.value("benchmark", "") != "softmax_pair")
+/// replay_softmax_pair on `doc`, read from `result_file`.
+std::vector<ReplayRow> softmax_pair_rows(const json& doc, const std::string& result_file, const Hardware& hw,
+                                         const CostModel& costs) {
+  if (benchmark_of(doc) != "softmax_pair")
     throw InputError(result_file, "/benchmark", "expected a kernels/microbench softmax_pair result file");
   std::vector<ReplayRow> rows;
   for (const char* env : {"alone", "beside_wgmma"}) {
@@ -371,11 +375,21 @@ std::vector<ReplayRow> replay_softmax_pair(const std::string& result_file, const
   return rows;
 }
 
+}  // namespace
+
+std::vector<ReplayRow> replay_gemm_turn(const std::string& result_file, const Hardware& hw, const CostModel& costs) {
+  return gemm_turn_rows(load_json_file(result_file), result_file, hw, costs);
+}
+
+std::vector<ReplayRow> replay_softmax_pair(const std::string& result_file, const Hardware& hw, const CostModel& costs) {
+  return softmax_pair_rows(load_json_file(result_file), result_file, hw, costs);
+}
+
 std::vector<ReplayRow> replay_microbench(const std::string& result_file, const Hardware& hw, const CostModel& costs) {
   const json doc = load_json_file(result_file);
-  const std::string bench = doc.is_object() ? doc.value("benchmark", "") : "";
-  if (bench == "gemm_turn") return replay_gemm_turn(result_file, hw, costs);
-  if (bench == "softmax_pair") return replay_softmax_pair(result_file, hw, costs);
+  const std::string bench = benchmark_of(doc);
+  if (bench == "gemm_turn") return gemm_turn_rows(doc, result_file, hw, costs);
+  if (bench == "softmax_pair") return softmax_pair_rows(doc, result_file, hw, costs);
   throw InputError(result_file, "/benchmark",
                    "expected a kernels/microbench result the model can replay: gemm_turn or softmax_pair");
 }
