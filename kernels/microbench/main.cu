@@ -128,6 +128,7 @@ const Expect kExpect[] = {
     {"smem_beside_async", "/results/ld_shared_latency_idle_cycles", 1, 1e4},
     {"smem_beside_async", "/results/write_o_hd256_beside_ss_tma_cycles", 1, 1e6},
     {"smem_beside_async", "/results/write_o_hd128_beside_ss_tma_cycles", 1, 1e6},
+    {"smem_beside_async", "/results/write_o_hd64_beside_ss_tma_cycles", 1, 1e6},
     {"softmax_pair", "/results/alone/leader_warpgroup_1/leader_priority_delay_150", 0, 1},
     {"softmax_pair", "/results/alone/leader_warpgroup_1/delay_4000/wg1_block_cycles", 50, 1e5},
     {"gemm_turn", "/results/instances/hd128/solo/wg0_qk_dispatch_cycles", 10, 1e5},

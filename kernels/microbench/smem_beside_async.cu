@@ -10,7 +10,8 @@
 // unit's shared-memory accesses wait behind those streams, and how long, decides whether the
 // model must share the SM's shared-memory bandwidth among them. The hd128 write_o (O in its own
 // buffer) too: the plain hd128 kernel's final_o runs about 1.5x the model's (ncu PC samples, H200,
-// 2026-11-30).
+// 2026-11-30); and the hd64 one, for the model's final_o at head_dim 64 (the ratios price the
+// epilogue's O stores while the next tile's copies land: configs/costs/sm90_softmax.json).
 #include <array>
 #include <cuda/ptx>
 #include <type_traits>
@@ -28,7 +29,8 @@ constexpr uint32_t kCopyBytes = 32768;            // one bulk copy: an hd256 K o
 constexpr int kWindowCopies = 128;                // 4 MB of global memory, L2-resident after a pass
 constexpr int kChainWords = 1024;                 // the load chain's 4 KB
 // write_o of one warpgroup: at hd256 into a V-sized stage (64-row chunks, as O staged in the V
-// ring), at hd128 into its 64 rows of a 128-row buffer (as O in its own buffer); 32 KB either way.
+// ring), at hd128 and hd64 into its 64 rows of a 128-row buffer (as O in its own buffer); at most
+// 32 KB.
 constexpr int kOBytes = 32768;
 /// Rows per 64-column chunk of the O buffer write_o writes at head_dim kD (kernels/sm90/epilogue.cuh).
 template <int kD>
@@ -191,7 +193,8 @@ void bench_smem_beside_async(Report& rep) {
       "cycles, repeats: 32 dependent ld.shared.u32 per lane (address chain, conflict-free) between 32-bit clock "
       "reads; kernels/sm90/softmax.cuh's write_o at head_dim 256 into 64-row chunks (32 KB per warpgroup, 128B "
       "swizzle, the async-proxy fence), between clock reads (and, in a second set of runs, at head_dim 128 into the "
-      "warpgroup's 64 rows of a 128-row buffer, O's own buffer in the kernel: write_o_hd128_*); then bar.sync among its 4 warps, the clock read right "
+      "warpgroup's 64 rows of a 128-row buffer, O's own buffer in the kernel: write_o_hd128_*; a third set at head_dim "
+      "64 likewise: write_o_hd64_*); then bar.sync among its 4 warps, the clock read right "
       "behind a volatile ld.shared's issue as the traced kernel reads it after a named barrier. Per condition: median over "
       "the 4 probe warps and the launches of cycles per load, per write_o and per barrier. *_over_idle: against "
       "nothing beside.");
@@ -218,6 +221,7 @@ void bench_smem_beside_async(Report& rep) {
   };
   const auto rows = conditions(std::integral_constant<int, 256>{});
   const auto rows128 = conditions(std::integral_constant<int, 128>{});
+  const auto rows64 = conditions(std::integral_constant<int, 64>{});
   const SmemProbe& idle = rows[0].r;
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& row = rows[i];
@@ -229,6 +233,8 @@ void bench_smem_beside_async(Report& rep) {
     c["write_o_over_idle"] = row.r.write_o_cycles / idle.write_o_cycles;
     c["write_o_hd128_cycles"] = rows128[i].r.write_o_cycles;
     c["write_o_hd128_over_idle"] = rows128[i].r.write_o_cycles / rows128[0].r.write_o_cycles;
+    c["write_o_hd64_cycles"] = rows64[i].r.write_o_cycles;
+    c["write_o_hd64_over_idle"] = rows64[i].r.write_o_cycles / rows64[0].r.write_o_cycles;
   }
   res["ld_shared_latency_idle_cycles"] = idle.load_cycles;
   res["ld_shared_latency_beside_ss_tma_cycles"] = rows[4].r.load_cycles;
@@ -236,6 +242,8 @@ void bench_smem_beside_async(Report& rep) {
   res["write_o_hd256_beside_ss_tma_cycles"] = rows[4].r.write_o_cycles;
   res["write_o_hd128_idle_cycles"] = rows128[0].r.write_o_cycles;
   res["write_o_hd128_beside_ss_tma_cycles"] = rows128[4].r.write_o_cycles;
+  res["write_o_hd64_idle_cycles"] = rows64[0].r.write_o_cycles;
+  res["write_o_hd64_beside_ss_tma_cycles"] = rows64[4].r.write_o_cycles;
 }
 
 }  // namespace
