@@ -25,6 +25,9 @@ attnsim_cli_test(json_keys 0 "\"time_us\": [0-9.]+,.*\"tflops\": [0-9.]+,.*\"bot
   ARGS simulate ${FA4} --hw b200 --json --seqlen 2048)
 attnsim_cli_test(causal_lpt 0 "LPT single-tile"
   ARGS simulate ${FA4} --hw b200 --causal --seqlen 2048 --no-timeline)
+attnsim_cli_test(explicit_copies_landing_below_one 2 "copies_landing.json: /warps/2/program/0/measured/while_copies_land: expected \\[alone, beside SS, beside RS\\]: three slowdowns >= 1"
+  ARGS simulate ${TS}/copies_landing.json --hw h200 --no-timeline
+       --set "/warps/2/program/0/measured/while_copies_land=[0.5,1,1]")
 attnsim_cli_test(explicit_schedule 0 "one CTA"
   ARGS simulate ${TS}/pc_2stage.json --hw h100_sxm --no-timeline)
 attnsim_cli_test(malformed_json 2 "bad_malformed.json: /arch: malformed JSON at line 4, column 17: unexpected '\"warps\"': expected ',' or '}'"

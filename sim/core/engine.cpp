@@ -23,6 +23,8 @@ enum EventType : uint32_t {
   kStoreDone,      // a = warp (TMA store finished reading SMEM)
   kMmaComplete,    // a = warp (one of its MMA groups finished: wgmma.wait_group accounting)
   kCopyComplete,   // a = warp (one of its cp.async copies landed)
+  kLandingStart,   // a TMA load's bytes begin to land in the SM's shared memory
+  kLandingEnd,     // ... and have landed
 };
 
 // Priorities among events at the same time: completions before resumptions, so a
@@ -153,6 +155,11 @@ class Engine {
         break;
       case kTxComplete:
         complete_tx(e.a, static_cast<double>(e.b));
+        break;
+      case kLandingStart:
+      case kLandingEnd:
+        copies_landing_ += e.type == kLandingStart ? 1 : -1;
+        if (pipes_.set_copies_landing(copies_landing_ > 0, now_)) reschedule_compute();
         break;
       case kMmaComplete:
       case kCopyComplete: {
@@ -632,9 +639,13 @@ class Engine {
                                                            : hw_.tma_latency;
     const double landed = now_ + latency;
     units_end_ = std::max(units_end_, landed);
-    if (j.op->kind == OpKind::TmaLoad)
+    if (j.op->kind == OpKind::TmaLoad) {
       q_.push(landed, kPrioCompletion, kTxComplete, j.op->barrier, static_cast<int64_t>(std::llround(j.op->bytes)));
-    else if (j.op->kind == OpKind::CpAsync)
+      // Its bytes reach shared memory over the end of its latency, at the copy's fill rate
+      // (kernels/microbench tma: the slope of latency against bytes, about the SM's port rate).
+      q_.push(std::max(now_, landed - j.op->bytes / hw_.tma_bytes_per_clk_sm), kPrioCompletion, kLandingStart, 0);
+      q_.push(landed, kPrioCompletion, kLandingEnd, 0);
+    } else if (j.op->kind == OpKind::CpAsync)
       q_.push(landed, kPrioCompletion, kCopyComplete, j.warp);
     else if (!j.op->count)  // an asynchronous store wakes nobody
       q_.push(landed, kPrioCompletion, kStoreDone, j.warp);
@@ -769,6 +780,7 @@ class Engine {
   std::vector<char> tc_busy_;              // per queue: executing an instruction now
   std::vector<SmspMma> tc_mma_;            // per queue: what the pipes beside it see running
   std::deque<Job> tma_q_;
+  int copies_landing_ = 0;  // TMA loads whose bytes are landing in shared memory now
   double units_end_ = 0;
   UnitStats units_;
   double hbm_demand_ = 0;  ///< bytes this SM's copies drew from HBM: hbm_bytes + 1 / kv_sharing of K/V loads

@@ -34,15 +34,34 @@ bool PipeSharing::set_smsp_mma(int smsp, SmspMma mma, double now) {
   return true;
 }
 
+bool PipeSharing::set_copies_landing(bool landing, double now) {
+  if (copies_landing_ == landing) return false;
+  copies_landing_ = landing;
+  bool affected = false;
+  for (int w : active_) {
+    const Slot& s = slots_[static_cast<size_t>(w)];
+    affected |= s.beside_copies[static_cast<size_t>(smsp_mma_[s.smsp])] != 1;
+  }
+  if (!affected) return false;
+  advance(now);
+  for (int w : active_) refresh(slots_[static_cast<size_t>(w)]);
+  solve();
+  return true;
+}
+
 void PipeSharing::refresh(Slot& s) const {
   const SmspMma mma = smsp_mma_[s.smsp];
   s.effective = s.demand;
+  // Measured blocks stretch as a whole, holding their pipes as long: beside wgmma by its measured
+  // slowdown, and while copies land by that one's on top.
+  const double landing = copies_landing_ ? s.beside_copies[static_cast<size_t>(mma)] : 1.0;
   if (mma == SmspMma::idle) {
-    s.effective_standalone = s.standalone;
+    for (double& d : s.effective) d *= landing;
+    s.effective_standalone = s.standalone * landing;
     return;
   }
-  if (s.beside[0] > 0) {  // measured: the whole block stretches, holding its pipes as long
-    const double k = s.beside[mma == SmspMma::ss ? 0 : 1];
+  if (s.beside[0] > 0) {
+    const double k = s.beside[mma == SmspMma::ss ? 0 : 1] * landing;
     for (double& d : s.effective) d *= k;
     s.effective_standalone = s.standalone * k;
     return;
@@ -82,6 +101,7 @@ double PipeSharing::start(int warp, int smsp, const Work& w, double now, const M
   if (measured.alone > 0) {
     s.standalone = std::max(s.standalone, measured.alone);
     s.beside = {measured.beside_ss, measured.beside_rs};
+    s.beside_copies = measured.beside_copies;
   }
   refresh(s);
   s.active = true;

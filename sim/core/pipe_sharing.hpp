@@ -60,6 +60,10 @@ class PipeSharing {
   /// on that SMSP take their times beside it (see above). Returns whether a running block's rate
   /// changed (so that its finish must be rescheduled).
   bool set_smsp_mma(int smsp, SmspMma mma, double now);
+  /// From time `now` on, TMA copies are (`landing`) or are not landing in the SM's shared memory:
+  /// blocks measured beside landing copies (MeasuredTiming::beside_copies) take that time.
+  /// Returns whether a running block's rate changed.
+  bool set_copies_landing(bool landing, double now);
   /// Projected finish time of warp's block at current rates (+inf when stalled).
   double finish_time(int warp) const;
   bool active(int warp) const { return slots_[warp].active; }
@@ -79,6 +83,7 @@ class PipeSharing {
     double last = 0;                             ///< time `remaining` was last updated
     int smsp = 0;
     std::array<double, 2> beside{0, 0};             ///< measured slowdown beside SS, RS wgmma (0: not measured)
+    std::array<double, 3> beside_copies{1, 1, 1};   ///< further slowdown while copies land: idle, SS, RS
     int rank = 0;                                   ///< its CTA's launch order on the SM (0 served first)
     std::array<double, kNumResources> effective{};  ///< demand as its SMSP's tensor core state makes it
     double effective_standalone = 0;                ///< cycles at full speed in that state
@@ -95,8 +100,9 @@ class PipeSharing {
   std::array<double, kNumResources> consumed_{};
   std::vector<Slot> slots_;
   std::array<SmspMma, kMaxSmsp> smsp_mma_{};
-  std::array<double, 3> beside_mma_{};  ///< fma, alu, mufu rate fractions beside wgmma (hardware config)
-  std::vector<int> active_;  ///< warps with an active block, in start order
+  bool copies_landing_ = false;                 ///< TMA copies are landing in the SM's shared memory
+  std::array<double, 3> beside_mma_{};          ///< fma, alu, mufu rate fractions beside wgmma (hardware config)
+  std::vector<int> active_;                     ///< warps with an active block, in start order
   std::vector<int> ranks_, open_, still_open_;  ///< solve's scratch index lists, kept for their capacity
 };
 

@@ -3,6 +3,7 @@
 // mbarrier or named barrier, issue asynchronous work to a unit, or a compute block
 // with instruction counts per pipe.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -39,6 +40,11 @@ struct MeasuredTiming {
   /// at ctas_per_sm > 1): their sharing is in it already, so PipeSharing serves it with the
   /// oldest CTA's blocks (Op::cta_rank does not apply).
   bool with_residents = false;
+  /// Time while TMA copies land in the SM's shared memory / time without them, with the SMSP's
+  /// tensor core idle, running SS wgmma, running RS wgmma (>= 1; 1: not measured, or no shared
+  /// memory stores). Measured for the epilogue's O stores by kernels/microbench smem_beside_async:
+  /// the copies' writes take the shared memory's port from the warps' stores.
+  std::array<double, 3> beside_copies{1, 1, 1};
   bool operator==(const MeasuredTiming&) const = default;
 };
 

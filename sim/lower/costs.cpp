@@ -173,6 +173,12 @@ CostModel CostModel::read(const std::string& file) {
         p.alone = pr.number("alone_cycles", 1e-9, 1e9);
         p.beside_ss = pr.number("beside_wgmma_ss_cycles", 1e-9, 1e9);
         p.beside_rs = pr.number("beside_wgmma_rs_cycles", 1e-9, 1e9);
+        if (auto cl = pr.optional_object("while_copies_land")) {
+          p.beside_copies = {cl->number("alone_ratio", 1, 100), cl->number("beside_wgmma_ss_ratio", 1, 100),
+                             cl->number("beside_wgmma_rs_ratio", 1, 100)};
+          cl->string("source");
+          cl->finish();
+        }
         pr.string_or("shapes", "");
         pr.finish();
         c.measured.push_back(p);
@@ -322,11 +328,12 @@ MeasuredTiming CostModel::measured_timing(const std::string& name, double elemen
   std::vector<TimingPoint> points;
   for (const auto& p : block(name).measured)
     if (std::abs(p.exp2_emu_share - exp2_emu_share) < 1e-6) points.push_back(p);
-  MeasuredTiming m;
-  if (points.empty()) return m;
+  if (points.empty()) return {};
   // A block never runs faster beside wgmma than alone: a noisy point below 1 counts as 1.
   auto timing = [](const TimingPoint& p, double alone) {
-    return MeasuredTiming{alone, std::max(1.0, p.beside_ss / p.alone), std::max(1.0, p.beside_rs / p.alone)};
+    MeasuredTiming m{alone, std::max(1.0, p.beside_ss / p.alone), std::max(1.0, p.beside_rs / p.alone)};
+    m.beside_copies = p.beside_copies;
+    return m;
   };
   const TimingPoint &first = points.front(), &last = points.back();
   if (elements <= first.elements) return timing(first, first.alone * elements / first.elements);
@@ -335,8 +342,11 @@ MeasuredTiming CostModel::measured_timing(const std::string& name, double elemen
   while (points[i + 1].elements < elements) ++i;
   const double t = (elements - points[i].elements) / (points[i + 1].elements - points[i].elements);
   const MeasuredTiming a = timing(points[i], points[i].alone), b = timing(points[i + 1], points[i + 1].alone);
-  return {a.alone * (1 - t) + b.alone * t, a.beside_ss * (1 - t) + b.beside_ss * t,
-          a.beside_rs * (1 - t) + b.beside_rs * t};
+  MeasuredTiming m{a.alone * (1 - t) + b.alone * t, a.beside_ss * (1 - t) + b.beside_ss * t,
+                   a.beside_rs * (1 - t) + b.beside_rs * t};
+  for (size_t k = 0; k < m.beside_copies.size(); ++k)
+    m.beside_copies[k] = a.beside_copies[k] * (1 - t) + b.beside_copies[k] * t;
+  return m;
 }
 
 double class_latency(LatencyClass c, const Hardware& hw) {

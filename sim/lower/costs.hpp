@@ -38,11 +38,14 @@ struct ChainPoint {
 
 /// One tile shape's measured timing of a block (kernels/microbench softmax_block), cycles.
 struct TimingPoint {
-  double elements = 0;   ///< elements per thread-row at this tile shape
+  double elements = 0;        ///< elements per thread-row at this tile shape
   double exp2_emu_share = 0;  ///< fraction of the span's exp2 emulated on the FMA pipe (fa3_sm90 "exp2_emulation")
-  double alone = 0;      ///< the span alone on its SMSP
-  double beside_ss = 0;  ///< beside another warpgroup's back-to-back SS wgmma on the same SMSPs
-  double beside_rs = 0;  ///< beside RS wgmma
+  double alone = 0;           ///< the span alone on its SMSP
+  double beside_ss = 0;       ///< beside another warpgroup's back-to-back SS wgmma on the same SMSPs
+  double beside_rs = 0;       ///< beside RS wgmma
+  /// Time while TMA copies land in shared memory over time without them: alone, beside SS, beside RS
+  /// wgmma (kernels/microbench smem_beside_async); 1 where not measured.
+  std::array<double, 3> beside_copies{1, 1, 1};
 };
 
 /// Work of one named block, for one warp: per element of a row, per row, and a fixed latency.

@@ -14,7 +14,9 @@
 // "count", default 1), compute (issue, fma_lanes, alu_lanes, mufu_lanes, tmem_bytes,
 // smem_bytes, latency (a tail after the block), chain (the block's dependency-chain latency: it
 // lasts at least that long), measured ({"alone_cycles", "beside_ss", "beside_rs"}: a timing
-// measured on the GPU, the slowdowns beside SS / RS wgmma as time beside / time alone); optional
+// measured on the GPU, the slowdowns beside SS / RS wgmma as time beside / time alone; optional
+// "while_copies_land": [alone, beside SS, beside RS], the further slowdown while TMA loads land in
+// shared memory); optional
 // "name" from the op vocabulary), tma_load (pipeline, bytes, from_hbm: arrive.expect_tx on the
 // producer's stage, then the copy), tma_store (bytes; wait: false, the warp does not wait), mma (flops, smem_bytes,
 // instructions: the group's MMA instruction count, a_in_registers: wgmma RS), mma_commit (pipeline, side "full" |
@@ -185,6 +187,13 @@ class ExplicitSchedule : public Schedule {
           m.alone = mr->number("alone_cycles", 1e-9, 1e12);
           m.beside_ss = mr->number("beside_ss", 1, 100);
           m.beside_rs = mr->number("beside_rs", 1, 100);
+          if (const nlohmann::json* landing = mr->optional_raw("while_copies_land")) {
+            const nlohmann::json& cl = *landing;
+            if (!cl.is_array() || cl.size() != 3 || !cl[0].is_number() || !cl[1].is_number() || !cl[2].is_number() ||
+                cl[0].get<double>() < 1 || cl[1].get<double>() < 1 || cl[2].get<double>() < 1)
+              mr->fail_at("while_copies_land", "expected [alone, beside SS, beside RS]: three slowdowns >= 1");
+            m.beside_copies = {cl[0].get<double>(), cl[1].get<double>(), cl[2].get<double>()};
+          }
           mr->finish();
         }
         wb.compute(op_id(o), w, o.number_or("latency", 0, 0, 1e9), o.number_or("chain", 0, 0, 1e9), m);

@@ -153,6 +153,17 @@ TEST_CASE("a block with a measured timing stretches beside wgmma and holds its p
   CHECK(warp_end(p, 7) == Approx(1000));  // beside RS wgmma: x 2
 }
 
+TEST_CASE("a block measured while copies land slows while a TMA load's bytes reach shared memory", "[engine][memory]") {
+  const Hardware hw = test::without_fixed_costs(b200());
+  // The 8 KiB copy moves at the SM's port and lands a latency later: its bytes reach shared memory
+  // over [latency, latency + fill] (alone on the GPU, K/V sharing 1: the HBM latency).
+  const double fill = 8192 / hw.tma_bytes_per_clk_sm, lat = hw.tma_latency_hbm;
+  REQUIRE(lat + fill < 2000);  // the copy lands inside the 2000-cycle blocks
+  const Prediction p = test::run(micro("copies_landing.json"), hw, Problem{});
+  CHECK(warp_end(p, 4) == Approx(2000 + fill / 2));  // half speed (x2) while the bytes land
+  CHECK(warp_end(p, 5) == Approx(2000));             // no measured slowdown: unaffected
+}
+
 TEST_CASE("predict adds the CTA prologue and the launch to the CTA's program time", "[engine][fixed]") {
   const Hardware bare = test::without_fixed_costs(b200());
   Hardware hw = bare;

@@ -74,3 +74,27 @@ TEST_CASE("merged resident CTAs carry their launch order on every op", "[sharing
   }
   CHECK(m.warps[2].role == "cta2 worker");
 }
+
+TEST_CASE("a block measured while copies land stretches only while they land - by its mma state's ratio", "[sharing]") {
+  const Hardware hw = test::b200();
+  PipeSharing ps(hw, 8);
+  MeasuredTiming stores;
+  stores.alone = 1000;
+  stores.beside_ss = 1.5;
+  stores.beside_copies = {2, 3, 1};  // alone, beside SS, beside RS
+  ps.start(0, 0, fma_work(hw).scaled(0.1), 0, stores, 0);
+  CHECK(ps.finish_time(0) == Approx(1000));
+  CHECK(ps.set_copies_landing(true, 200));  // 0.2 done; 0.8 left at half speed
+  CHECK(ps.finish_time(0) == Approx(200 + 1600));
+  CHECK_FALSE(ps.set_copies_landing(true, 300));  // no change of state
+  CHECK(ps.set_smsp_mma(0, SmspMma::ss, 400));    // at 400: 0.7 left, now x 1.5 x 3
+  CHECK(ps.finish_time(0) == Approx(400 + 0.7 * 4500));
+  CHECK(ps.set_smsp_mma(0, SmspMma::rs, 500));  // beside RS no further slowdown (1): x 1 x 1
+  CHECK(ps.finish_time(0) == Approx(500 + (0.7 - 100.0 / 4500) * 1000));
+  CHECK(ps.set_copies_landing(false, 600) == false);  // RS ratio 1: nothing running changes
+  // A block without a ratio is untouched by copies.
+  PipeSharing plain(hw, 8);
+  plain.start(0, 0, fma_work(hw).scaled(0.1), 0, MeasuredTiming{1000}, 0);
+  CHECK_FALSE(plain.set_copies_landing(true, 100));
+  CHECK(plain.finish_time(0) == Approx(1000));
+}

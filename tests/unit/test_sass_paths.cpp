@@ -347,6 +347,20 @@ TEST_CASE("CostModel chain latency: interpolated between points and scaled outsi
     const MeasuredTiming wide = mm.measured_timing("max", 128);
     CHECK(wide.alone == Approx(400));
     CHECK(wide.beside_ss == Approx(2.0));
+    CHECK(wide.beside_copies == std::array<double, 3>{1, 1, 1});  // not measured: no slowdown
+    // The slowdown while copies land: interpolated, held past the last point, 1 where unmeasured.
+    doc["blocks"]["max"]["measured"]["points"][1]["while_copies_land"] = {
+        {"alone_ratio", 2.0}, {"beside_wgmma_ss_ratio", 1.5}, {"beside_wgmma_rs_ratio", 1.2}, {"source", "test"}};
+    const TempCostFile landing(doc, "measured_landing");
+    const CostModel ml = CostModel::load(landing.string());
+    CHECK(ml.measured_timing("max", 48).beside_copies[0] == Approx(1.5));
+    CHECK(ml.measured_timing("max", 48).beside_copies[2] == Approx(1.1));
+    CHECK(ml.measured_timing("max", 128).beside_copies[1] == Approx(1.5));
+    doc["blocks"]["max"]["measured"]["points"][1]["while_copies_land"]["alone_ratio"] = 0.5;
+    const TempCostFile faster(doc, "measured_landing_bad");
+    CHECK_THROWS_WITH(CostModel::load(faster.string()),
+                      Catch::Contains("/blocks/max/measured/points/1/while_copies_land/alone_ratio"));
+    doc["blocks"]["max"]["measured"]["points"][1].erase("while_copies_land");
     doc["blocks"]["max"]["measured"]["points"][1]["elements"] = 16;
     const TempCostFile bad(doc, "measured_bad");
     CHECK_THROWS_WITH(CostModel::load(bad.string()), Catch::Contains("/blocks/max/measured/points/1/elements"));
