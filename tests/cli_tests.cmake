@@ -25,6 +25,13 @@ attnsim_cli_test(json_keys 0 "\"time_us\": [0-9.]+,.*\"tflops\": [0-9.]+,.*\"bot
   ARGS simulate ${FA4} --hw b200 --json --seqlen 2048)
 attnsim_cli_test(causal_lpt 0 "LPT single-tile"
   ARGS simulate ${FA4} --hw b200 --causal --seqlen 2048 --no-timeline)
+# calibrate --costs: a smem_beside_async result gives final_o's slowdown while copies land (dry run).
+attnsim_cli_test(calibrate_copies_landing 0 "final_o while copies land.*elements +alone +beside SS +beside RS[^0-9]+32 +1\\.33"
+  ARGS calibrate ${PROJECT_SOURCE_DIR}/configs/measured/h200/smem_beside_async.json
+       --costs ${PROJECT_SOURCE_DIR}/configs/costs/sm90_softmax.json --dry-run)
+attnsim_cli_test(calibrate_costs_wrong_benchmark 2 "wgmma.json: /benchmark: expected a kernels/microbench softmax_block or smem_beside_async result"
+  ARGS calibrate ${PROJECT_SOURCE_DIR}/configs/measured/h200/wgmma.json
+       --costs ${PROJECT_SOURCE_DIR}/configs/costs/sm90_softmax.json --dry-run)
 attnsim_cli_test(explicit_copies_landing_below_one 2 "copies_landing.json: /warps/2/program/0/measured/while_copies_land: expected \\[alone, beside SS, beside RS\\]: three slowdowns >= 1"
   ARGS simulate ${TS}/copies_landing.json --hw h200 --no-timeline
        --set "/warps/2/program/0/measured/while_copies_land=[0.5,1,1]")
@@ -324,7 +331,7 @@ attnsim_cli_test(replay_wrong_benchmark 2 "wgmma_share.json: /benchmark: expecte
   ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/wgmma_share.json)
 # simulate --traced: the kernel `attnsim run --trace` records (the row max before the PV wait at
 # hd128); a schedule whose traced kernel runs the plain one's ops says so and predicts that.
-attnsim_cli_test(simulate_traced 0 "predicted time +1865.[0-9] us"
+attnsim_cli_test(simulate_traced 0 "predicted time +1866.[0-9] us"
   ARGS simulate ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json --hw h200 --head-dim 128 --seqlen 8192 --batch 2
        --heads 16 --non-causal --no-timeline --traced)
 attnsim_cli_test(simulate_traced_same 0 "traced kernel runs the plain kernel's ops"

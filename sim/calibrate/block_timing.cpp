@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -94,6 +96,16 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
   nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
   std::map<std::string, nlohmann::ordered_json> measured;
   auto round1 = [](double v) { return std::round(v * 10) / 10; };
+  // A point's slowdown while copies land comes from another benchmark: kept where the point stays.
+  auto landing_of = [&](const BlockTimingPoint& p) -> nlohmann::ordered_json {
+    const auto& block = doc["blocks"][p.block];
+    if (!block.contains("measured")) return nullptr;
+    for (const auto& old : block["measured"]["points"])
+      if (old.value("elements", -1.0) == p.elements && old.value("exp2_emu_share", 0.0) == p.exp2_emu_share &&
+          old.contains("while_copies_land"))
+        return old["while_copies_land"];
+    return nullptr;
+  };
   for (const auto& p : points) {
     if (!doc["blocks"].contains(p.block))
       throw InputError(costs_file, "/blocks/" + p.block, "missing block that the measurement times");
@@ -104,6 +116,7 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
     j["alone_cycles"] = round1(p.alone);
     j["beside_wgmma_ss_cycles"] = round1(p.beside_ss);
     j["beside_wgmma_rs_cycles"] = round1(p.beside_rs);
+    if (auto landing = landing_of(p); !landing.is_null()) j["while_copies_land"] = landing;
     j["shapes"] = fmt::format("{}", fmt::join(p.shapes, "; "));
     measured[p.block]["points"].push_back(j);
   }
@@ -117,6 +130,78 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
             ? "every consumer warpgroup of the tile's m_block at once (2 at m_block 128; 3 at hd64 before 2026-11-24)"
             : "one warp per SMSP");
     doc["blocks"][block]["measured"] = m;
+  }
+  CostModel::write(costs_file, doc);
+}
+
+std::vector<CopiesLandingPoint> derive_copies_landing(const std::string& file, std::string& note) {
+  const json doc = load_json_file(file);
+  if (!doc.is_object() || doc.value("benchmark", "") != "smem_beside_async")
+    throw InputError(file, "/benchmark", "expected a kernels/microbench smem_beside_async result file");
+  // Each condition with copies landing over the same condition without them.
+  constexpr std::array<std::pair<const char*, const char*>, 3> kPairs{
+      {{"beside_tma", "idle"}, {"beside_ss_tma", "beside_ss"}, {"beside_rs_tma", "beside_rs"}}};
+  std::vector<CopiesLandingPoint> out;
+  for (int head_dim : {64, 128, 256}) {
+    const std::string figure = fmt::format("write_o_hd{}_cycles", head_dim);
+    if (head_dim != 256 && !doc.contains(json::json_pointer("/results/configs/idle/" + figure)))
+      continue;  // timed at head_dim 128 and 64 since 2026-11-30
+    CopiesLandingPoint p;
+    p.elements = head_dim / 2.0;
+    for (size_t i = 0; i < kPairs.size(); ++i) {
+      const double with = number_at(doc, file, fmt::format("/results/configs/{}/{}", kPairs[i].first, figure));
+      const double without = number_at(doc, file, fmt::format("/results/configs/{}/{}", kPairs[i].second, figure));
+      if (without <= 0)
+        throw InputError(file, fmt::format("/results/configs/{}/{}", kPairs[i].second, figure),
+                         "expected a positive time");
+      p.ratio[i] = std::max(1.0, with / without);  // never faster with copies: noise counts as 1
+    }
+    out.push_back(p);
+  }
+  note = fmt::format("{}, driver {}, {}", doc.value("gpu", "?"), doc.value("driver_version", "?"),
+                     doc.value("date", std::string("?")).substr(0, 16));
+  return out;
+}
+
+void apply_copies_landing(const std::string& costs_file, const std::vector<CopiesLandingPoint>& points,
+                          const std::string& note) {
+  CostModel::load(costs_file);  // refuse to start from a broken file
+  std::ifstream in(costs_file);
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
+  const std::string at = "/blocks/final_o/measured/points";
+  if (!doc.contains(nlohmann::ordered_json::json_pointer(at)))
+    throw InputError(costs_file, at, "final_o has no measured timing to add the copies' slowdown to");
+  auto& pts = doc["blocks"]["final_o"]["measured"]["points"];
+  auto round4 = [](double v) { return std::round(v * 1e4) / 1e4; };
+  for (const auto& p : points) {
+    bool found = false;
+    for (auto& old : pts) {
+      if (old.value("elements", -1.0) != p.elements || old.value("exp2_emu_share", 0.0) != 0) continue;
+      nlohmann::ordered_json j;
+      j["alone_ratio"] = round4(p.ratio[0]);
+      j["beside_wgmma_ss_ratio"] = round4(p.ratio[1]);
+      j["beside_wgmma_rs_ratio"] = round4(p.ratio[2]);
+      j["source"] = fmt::format(
+          "kernels/microbench smem_beside_async on {}: the kernel's write_o (O to shared memory and the async-proxy "
+          "fence, most of this span) at head_dim {:g} while two 32 KB bulk copies land in shared memory, over without "
+          "them: alone, beside SS, beside RS wgmma m64n128k16",
+          note, 2 * p.elements);
+      // In the point's own key order: before "shapes", after the times.
+      nlohmann::ordered_json rebuilt;
+      for (auto it = old.begin(); it != old.end(); ++it) {
+        if (it.key() == "while_copies_land") continue;
+        if (it.key() == "shapes") rebuilt["while_copies_land"] = j;
+        rebuilt[it.key()] = it.value();
+      }
+      if (!rebuilt.contains("while_copies_land")) rebuilt["while_copies_land"] = j;
+      old = rebuilt;
+      found = true;
+    }
+    if (!found)
+      throw InputError(costs_file, at,
+                       fmt::format("no final_o point at {:g} elements (head_dim {:g}) for the copies' slowdown: time "
+                                   "it with softmax_block first",
+                                   p.elements, 2 * p.elements));
   }
   CostModel::write(costs_file, doc);
 }

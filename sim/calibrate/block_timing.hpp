@@ -2,6 +2,7 @@
 // own softmax spans timed alone and beside another warpgroup's SS / RS wgmma) into a cost file as
 // each block's "measured" timing points (lower/costs.hpp, TimingPoint).
 #pragma once
+#include <array>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,28 @@ struct BlockTimingPoint {
 std::vector<BlockTimingPoint> derive_block_timings(const std::string& results_file, std::string& note);
 
 /// Writes the points into cost file `costs_file` (rewritten in place, in its own layout) as
-/// /blocks/<block>/measured, replacing earlier ones. The result must load (CostModel).
+/// /blocks/<block>/measured, replacing earlier ones; a replaced point's "while_copies_land" (from
+/// smem_beside_async, apply_copies_landing) is kept. The result must load (CostModel).
 void apply_block_timings(const std::string& costs_file, const std::vector<BlockTimingPoint>& points,
                          const std::string& note);
+
+/// The epilogue's O stores (the SM90 kernel's write_o, most of the final_o span) timed while TMA
+/// copies land in shared memory, over the same without them, at one head_dim: alone, beside SS
+/// and beside RS wgmma (kernels/microbench smem_beside_async).
+struct CopiesLandingPoint {
+  double elements = 0;                   ///< head_dim / 2: final_o's elements per thread-row
+  std::array<double, 3> ratio{1, 1, 1};  ///< alone, beside SS, beside RS
+};
+
+/// Reads one smem_beside_async result file: a point per head_dim it timed write_o at (256 always;
+/// 128 and 64 in results since 2026-11-30). `note` receives "GPU, driver, date". Throws InputError
+/// naming the file and JSON path when it is not such a result or lacks a figure.
+std::vector<CopiesLandingPoint> derive_copies_landing(const std::string& results_file, std::string& note);
+
+/// Writes the points into cost file `costs_file` as /blocks/final_o/measured/points/i/while_copies_land
+/// of the point with the same elements (exp2 not emulated). Throws InputError when final_o has no
+/// measured point at a point's elements (time the block with softmax_block first).
+void apply_copies_landing(const std::string& costs_file, const std::vector<CopiesLandingPoint>& points,
+                          const std::string& note);
 
 }  // namespace attnsim

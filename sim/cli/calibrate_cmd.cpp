@@ -1,6 +1,8 @@
 // `attnsim calibrate RESULTS... --into configs/hw/X.json`: microbenchmark results -> measured constants.
 // `attnsim calibrate softmax_block.json --costs configs/costs/X.json`: the kernel's own compute spans,
-// timed alone and beside wgmma -> each block's measured timing in a cost file.
+// timed alone and beside wgmma -> each block's measured timing in a cost file;
+// `attnsim calibrate smem_beside_async.json --costs ...`: the epilogue's O stores while copies land
+// -> final_o's slowdown while TMA copies land in shared memory.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -9,6 +11,7 @@
 #include "calibrate/calibrate.hpp"
 #include "cli/commands.hpp"
 #include "model/hardware.hpp"
+#include "model/json_reader.hpp"  // load_json_file
 
 namespace attnsim::cli {
 namespace {
@@ -42,7 +45,14 @@ struct Calibrate : Command {
   }
 
   int run_costs() const {
-    if (results.size() != 1) throw std::invalid_argument("--costs takes one softmax_block result file");
+    if (results.size() != 1)
+      throw std::invalid_argument("--costs takes one softmax_block or smem_beside_async result file");
+    const nlohmann::json doc = load_json_file(results[0]);
+    const std::string benchmark = doc.is_object() ? doc.value("benchmark", "") : "";
+    if (benchmark == "smem_beside_async") return run_copies_landing();
+    if (benchmark != "softmax_block")
+      throw InputError(results[0], "/benchmark",
+                       "expected a kernels/microbench softmax_block or smem_beside_async result file");
     std::string note;
     const auto points = derive_block_timings(results[0], note);
     std::cout << fmt::format("measured block timings for {} from {}\n", costs, note);
@@ -53,6 +63,20 @@ struct Calibrate : Command {
                                p.beside_ss, p.beside_rs, fmt::join(p.shapes, "; "));
     if (!dry_run) {
       apply_block_timings(costs, points, note);
+      std::cout << fmt::format("wrote {}\n", costs);
+    }
+    return 0;
+  }
+
+  int run_copies_landing() const {
+    std::string note;
+    const auto points = derive_copies_landing(results[0], note);
+    std::cout << fmt::format("final_o while copies land, for {} from {} (time with / without)\n", costs, note);
+    std::cout << fmt::format("  {:>9}{:>9}{:>12}{:>12}\n", "elements", "alone", "beside SS", "beside RS");
+    for (const auto& p : points)
+      std::cout << fmt::format("  {:>9g}{:>9.4f}{:>12.4f}{:>12.4f}\n", p.elements, p.ratio[0], p.ratio[1], p.ratio[2]);
+    if (!dry_run) {
+      apply_copies_landing(costs, points, note);
       std::cout << fmt::format("wrote {}\n", costs);
     }
     return 0;
@@ -68,7 +92,8 @@ std::unique_ptr<Command> add_calibrate(CLI::App& app, CLI::App*& sub) {
   sub->add_option("results", c->results, "result JSON files or folders of them")->required();
   sub->add_option("--into", c->into, "hardware config to update, e.g. configs/hw/h100_sxm.json");
   sub->add_option("--costs", c->costs,
-                  "cost file to write a softmax_block result's measured block timings into, e.g. "
+                  "cost file to write a softmax_block result's measured block timings (or a smem_beside_async "
+                  "result's slowdown of final_o while copies land) into, e.g. "
                   "configs/costs/sm90_softmax.json");
   sub->add_flag("--dry-run", c->dry_run, "print what would change, write nothing");
   return c;

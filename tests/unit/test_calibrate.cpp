@@ -139,6 +139,52 @@ TEST_CASE("calibrate --costs folds the committed softmax_block results into a co
                     Catch::Contains("wgmma.json: /benchmark: expected a kernels/microbench softmax_block result"));
 }
 
+TEST_CASE("calibrate --costs folds smem_beside_async into final_o's slowdown while copies land - kept on recalibration",
+          "[calibrate][costs]") {
+  const std::string results = test::root() + "/configs/measured/h200/smem_beside_async.json";
+  std::string note;
+  const auto points = derive_copies_landing(results, note);
+  CHECK_THAT(note, Catch::Contains("H200"));
+  REQUIRE(points.size() == 3);  // head_dim 64, 128, 256: final_o's 32, 64, 128 elements
+  const auto configs = load_json_file(results)["results"]["configs"];
+  auto ratio = [&](const char* with, const char* without, const char* figure) {
+    return configs[with][figure].get<double>() / configs[without][figure].get<double>();
+  };
+  CHECK(points[0].elements == 32);
+  CHECK(points[1].elements == 64);
+  CHECK(points[1].ratio[0] == Approx(ratio("beside_tma", "idle", "write_o_hd128_cycles")));
+  CHECK(points[2].ratio[1] == Approx(ratio("beside_ss_tma", "beside_ss", "write_o_hd256_cycles")));
+  CHECK(points[0].ratio[2] == Approx(ratio("beside_rs_tma", "beside_rs", "write_o_hd64_cycles")));
+
+  const fs::path tmp = fs::temp_directory_path() / "attnsim_calibrate_landing_test.json";
+  fs::copy_file(test::root() + "/configs/costs/sm90_softmax.json", tmp, fs::copy_options::overwrite_existing);
+  apply_copies_landing(tmp.string(), points, note);
+  // Recalibrating the blocks' own timings keeps the copies' slowdown of the points it replaces.
+  std::string block_note;
+  apply_block_timings(tmp.string(),
+                      derive_block_timings(test::root() + "/configs/measured/h100_sxm/softmax_block.json", block_note),
+                      block_note);
+  const fs::path written = fs::temp_directory_path() / "attnsim_calibrate_landing_test_written.json";
+  fs::copy_file(tmp, written, fs::copy_options::overwrite_existing);  // CostModel::load caches per path
+  const CostModel m = CostModel::load(written.string());
+  CHECK(m.measured_timing("final_o", 64).beside_copies[0] == Approx(points[1].ratio[0]).epsilon(1e-3));
+  CHECK(m.measured_timing("final_o", 128).beside_copies[2] == Approx(points[2].ratio[2]).epsilon(1e-3));
+  CHECK(m.measured_timing("softmax_exp", 64).beside_copies == std::array<double, 3>{1, 1, 1});
+  fs::remove(tmp);
+  fs::remove(written);
+
+  CHECK_THROWS_WITH(derive_copies_landing(test::root() + "/configs/measured/h200/wgmma.json", note),
+                    Catch::Contains("wgmma.json: /benchmark: expected a kernels/microbench smem_beside_async result"));
+  // A head_dim final_o has no measured point for: refused, naming where the points are.
+  CopiesLandingPoint odd;
+  odd.elements = 48;
+  const fs::path tmp2 = fs::temp_directory_path() / "attnsim_calibrate_landing_test_odd.json";
+  fs::copy_file(test::root() + "/configs/costs/sm90_softmax.json", tmp2, fs::copy_options::overwrite_existing);
+  CHECK_THROWS_WITH(apply_copies_landing(tmp2.string(), {odd}, note),
+                    Catch::Contains("/blocks/final_o/measured/points") && Catch::Contains("48 elements"));
+  fs::remove(tmp2);
+}
+
 TEST_CASE("calibrate --costs keeps exp_scores timed with exp2 emulation apart by share of emulated exp2",
           "[calibrate][costs]") {
   // The committed H100 results plus one shape timed with 1 of every 4 exp2 emulated (a made-up
