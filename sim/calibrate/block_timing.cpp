@@ -24,6 +24,19 @@ double number_at(const json& doc, const std::string& file, const std::string& po
   return doc[p].get<double>();
 }
 
+/// "GPU, driver, date" of a microbenchmark result, the date cut to `date_chars` characters.
+std::string result_note(const json& doc, size_t date_chars) {
+  return fmt::format("{}, driver {}, {}", doc.value("gpu", "?"), doc.value("driver_version", "?"),
+                     doc.value("date", std::string("?")).substr(0, date_chars));
+}
+
+/// Cost file `costs_file` as an ordered document to rewrite; throws InputError if it does not load.
+nlohmann::ordered_json read_costs_for_rewrite(const std::string& costs_file) {
+  CostModel::load(costs_file);  // refuse to start from a broken file
+  std::ifstream in(costs_file);
+  return nlohmann::ordered_json::parse(in);
+}
+
 /// Blocks the benchmark times, and what their elements per thread-row count (as fa3's lowering).
 struct Span {
   const char* block;
@@ -84,16 +97,13 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
     }
     out.push_back(m);
   }
-  note = fmt::format("{}, driver {}, {}", doc.value("gpu", "?"), doc.value("driver_version", "?"),
-                     doc.value("date", std::string("?")).substr(0, 10));
+  note = result_note(doc, 10);
   return out;
 }
 
 void apply_block_timings(const std::string& costs_file, const std::vector<BlockTimingPoint>& points,
                          const std::string& note) {
-  CostModel::load(costs_file);  // refuse to start from a broken file
-  std::ifstream in(costs_file);
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
+  nlohmann::ordered_json doc = read_costs_for_rewrite(costs_file);
   std::map<std::string, nlohmann::ordered_json> measured;
   auto round1 = [](double v) { return std::round(v * 10) / 10; };
   // A point's slowdown while copies land comes from another benchmark: kept where the point stays.
@@ -158,16 +168,13 @@ std::vector<CopiesLandingPoint> derive_copies_landing(const std::string& file, s
     }
     out.push_back(p);
   }
-  note = fmt::format("{}, driver {}, {}", doc.value("gpu", "?"), doc.value("driver_version", "?"),
-                     doc.value("date", std::string("?")).substr(0, 16));
+  note = result_note(doc, 16);
   return out;
 }
 
 void apply_copies_landing(const std::string& costs_file, const std::vector<CopiesLandingPoint>& points,
                           const std::string& note) {
-  CostModel::load(costs_file);  // refuse to start from a broken file
-  std::ifstream in(costs_file);
-  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
+  nlohmann::ordered_json doc = read_costs_for_rewrite(costs_file);
   const std::string at = "/blocks/final_o/measured/points";
   if (!doc.contains(nlohmann::ordered_json::json_pointer(at)))
     throw InputError(costs_file, at, "final_o has no measured timing to add the copies' slowdown to");
