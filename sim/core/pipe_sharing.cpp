@@ -56,7 +56,8 @@ void PipeSharing::refresh(Slot& s) const {
   // slowdown, and while copies land by that one's on top.
   const double landing = copies_landing_ ? s.beside_copies[static_cast<size_t>(mma)] : 1.0;
   if (mma == SmspMma::idle) {
-    for (double& d : s.effective) d *= landing;
+    if (landing != 1)
+      for (double& d : s.effective) d *= landing;
     s.effective_standalone = s.standalone * landing;
     return;
   }
