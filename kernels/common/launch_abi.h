@@ -85,8 +85,8 @@ inline void check_launch(const Shape& sh, int head_dim, bool traced, const Trace
 }
 
 /// Copies the trace buffers into a family's kernel parameters `P` (its fields trace, cta_clock,
-/// trace_count, trace_spans, trace_cap, trace_warps, and trace_sample and trace_sample_div where it
-/// has them); nothing when `trace` is null.
+/// trace_count, trace_spans, trace_cap, trace_warps); nothing when `trace` is null. A family that
+/// samples tiles sets its rule from TraceBuffers::sample itself (kernels/sm90/launch.cuh).
 template <class P>
 void set_trace_params(P& p, const TraceBuffers* trace) {
   if (!trace) return;
@@ -96,9 +96,6 @@ void set_trace_params(P& p, const TraceBuffers* trace) {
   p.trace_spans = trace->spans;
   p.trace_cap = trace->cap;
   p.trace_warps = trace->warps;
-  if constexpr (requires { p.trace_sample; }) p.trace_sample = trace->sample;
-  if constexpr (requires { p.trace_sample_div; })
-    p.trace_sample_div = attnsim_make_divisor(static_cast<int>(trace->sample > 1 ? trace->sample : 1));
 }
 
 /// How a launch covers the work tiles: a schedule's tile_scheduler, resolved for one problem

@@ -228,7 +228,7 @@ struct Consumer {
         if (c.index >= p.num_tiles) break;
         const uint32_t q_phase = q_read.phase;
         q_read.advance();
-        if (T::kTrace && recording && records_tile<T::kDynamic>(p, local))
+        if (T::kTrace && recording && records_tile<T::kDynamic>(p, c, local))
           recorded_tile(c, local,
                         [&](auto& r) { r.span(ATTNSIM_OP_WAIT, t0, t1, -1, local, ATTNSIM_WAIT_Q_FULL, 0, q_phase); });
         else
@@ -239,7 +239,7 @@ struct Consumer {
       for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
         const Tile c = tile_at(p, t, T::kMBlock, N);
         // Both branches wait for Q, then advance, then run the tile: the plain kernel's order.
-        if (T::kTrace && recording && records_tile<T::kDynamic>(p, local)) {
+        if (T::kTrace && recording && records_tile<T::kDynamic>(p, c, local)) {
           recorded_tile(c, local, [&](auto& r) {
             traced_wait(r, &s.q_full[q_read.index], q_read.phase, ATTNSIM_WAIT_Q_FULL, 0, -1, local);
             q_read.advance();

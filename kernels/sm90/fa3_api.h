@@ -207,16 +207,17 @@ struct MeasuredTrace {
   int warps_per_cta = 0;
   uint32_t cap = 0;
   uint32_t trace_warps = kTraceWarpsFirst;
-  uint32_t trace_sample = 1;  ///< one tile in trace_sample of each CTA recorded (TraceBuffers::sample)
+  uint32_t trace_sample = 1;  ///< about one tile in trace_sample recorded (TraceBuffers::sample, trace_sampling.h)
   LaunchInfo launch;
   double kernel_ms = 0;  ///< this traced launch, CUDA events
   AnyKernelKnobs knobs;  ///< the kernel that wrote it (its family names the warps' roles)
 };
 /// Runs the traced kernel once (after one warm-up launch) with `cap` records per warp (0, or more
 /// than the family's span bound allows: enough for every span of the launch, and no more), lane 0
-/// of the warps in `trace_warps` recording, the SM90 consumers one tile in `trace_sample` of each
-/// CTA (TraceBuffers::sample). Any family with a traced build (kernels/sm90, kernels/fa2,
-/// kernels/blackflash); std::invalid_argument for a kernel without one.
+/// of the warps in `trace_warps` recording, the SM90 kernels about one tile in `trace_sample`
+/// (TraceBuffers::sample; which ones: kernels/sm90/trace_sampling.h). Any family with a traced
+/// build (kernels/sm90, kernels/fa2, kernels/blackflash); std::invalid_argument for a kernel
+/// without one.
 MeasuredTrace trace_kernel(const CompiledKernel& k, DeviceProblem& prob, TileScheduler sched, uint32_t cap,
                            uint32_t trace_warps = kTraceWarpsFirst, uint32_t trace_sample = 1);
 

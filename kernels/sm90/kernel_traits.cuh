@@ -9,6 +9,7 @@
 
 #include "common/tile_order.h"
 #include "sm90/structure.h"
+#include "sm90/trace_sampling.h"
 #include "sm90_limits.h"  // generated: kSmemBytesPerBlock, kRegistersPerSm
 
 namespace attnsim::sm90 {
@@ -103,8 +104,7 @@ struct Params {
   uint32_t trace_cap;
   uint32_t trace_warps;   // bit w: lane 0 of warp w records
   int* tile_counter;      // kDynamic: [0] tiles taken past the first gridDim.x, [1] CTAs done; both 0 between launches
-  uint32_t trace_sample;  // traced: one work tile in trace_sample is recorded (records_tile, cta_records)
-  attnsim_divisor trace_sample_div;  // trace_sample as a divisor (records_tile, cta_records)
+  TraceSampleRule trace_rule;  // traced: which work tiles are recorded (records_tile, cta_records; trace_sampling.h)
 };
 
 /// One work tile: a block of m_block query rows of one (batch, head). With the dynamic tile
@@ -200,33 +200,20 @@ __device__ __forceinline__ void release_counter(const Params& p, int next) {
   }
 }
 
-/// Whether p.trace_sample divides x (0 <= x < 2^31): a multiply-high by p.trace_sample_div
-/// (attnsim_divide), no integer division.
-__device__ __forceinline__ bool trace_sample_divides(const Params& p, uint32_t x) {
-  const int q = attnsim_divide(static_cast<int>(x), p.trace_sample_div);
-  return x == static_cast<uint32_t>(q) * p.trace_sample;
-}
-
-/// Traced builds: which work tiles are recorded, one in p.trace_sample (1: all). A recorded tile
-/// costs its warps their clock reads and stores; the other tiles run the plain kernel's code
-/// (kernels/sm90/README.md, "Trace sampling").
-/// - A static persistent grid (several tiles per CTA, which all finish together) records tile
-///   `local` (0, 1, ...) of CTA c when (local + c) % trace_sample == 0: every CTA is slowed alike.
-/// - A one-tile-per-CTA grid thus records the CTAs with c % trace_sample == 0.
-/// - The dynamic scheduler's grid (where a slower CTA takes fewer tiles) records whole CTAs, those
-///   with c % trace_sample == 0. (Tile i of CTA c as in static grids instead: hd64 s512 b64
-///   causal 10.5% over the plain kernel against 3.9% at trace sample 8, and 8.5% with nothing
-///   recorded; H200 2026-11-29, kernels/sm90/README.md.)
-/// records_tile: whether a CTA that records (cta_records) records its tile `local`.
-/// Both decide with a multiply-high (trace_sample_divides), not an integer division (a float
-/// reciprocal and fix-ups, about 20 dependent instructions): every warp of a traced CTA decides
-/// before its first tile. (ncu SourceCounters on an H200, 2026-11-29, the traced base hd64
-/// kernel with nothing recorded, one tile per CTA: the prologue's divisions drew 327 of the 1385
-/// stall samples it had over the plain kernel.)
+/// Traced builds: which work tiles are recorded, about one in p.trace_rule.sample (1: all), by the
+/// rule of trace_sampling.h. A recorded tile costs its warps their clock reads and stores; the
+/// other tiles run the plain kernel's code (kernels/sm90/README.md, "Trace sampling").
+/// records_tile: whether a CTA that records (cta_records) records tile `c`, its tile `local`
+/// (0, 1, ...).
+/// The decisions use multiply-highs, not integer divisions (a float reciprocal and about 20
+/// dependent fix-ups each): every warp of a traced CTA decides before its first tile. (ncu
+/// SourceCounters on an H200, 2026-11-29, the traced base hd64 kernel with nothing recorded, one
+/// tile per CTA: the prologue's divisions drew 327 of the 1385 stall samples it had over the plain
+/// kernel.)
 template <bool kDynamic>
-__device__ __forceinline__ bool records_tile(const Params& p, int local) {
-  if (kDynamic || p.trace_sample <= 1) return true;
-  return trace_sample_divides(p, static_cast<uint32_t>(local) + blockIdx.x);
+__device__ __forceinline__ bool records_tile(const Params& p, const Tile& c, int local) {
+  if (kDynamic) return dynamic_records_tile(p.trace_rule, c.index);
+  return static_records_tile(p.trace_rule, static_cast<int>(blockIdx.x), local);
 }
 
 /// Traced builds: whether this CTA records any tile (see records_tile). Only such a CTA writes
@@ -234,14 +221,8 @@ __device__ __forceinline__ bool records_tile(const Params& p, int local) {
 /// end-of-CTA code alone cost 3% of the kernel's time (H100, hd64 s512 causal).
 template <bool kDynamic>
 __device__ __forceinline__ bool cta_records(const Params& p) {
-  if (p.trace_sample <= 1) return true;
-  if (kDynamic) return trace_sample_divides(p, blockIdx.x);
-  // Static grids: CTA c runs tiles c, c + gridDim.x, ...; it records one if its first recorded
-  // local tile, (trace_sample - c % trace_sample) % trace_sample, is one of them.
-  const uint32_t r =
-      blockIdx.x - static_cast<uint32_t>(attnsim_divide(static_cast<int>(blockIdx.x), p.trace_sample_div)) * p.trace_sample;
-  const uint32_t first = r == 0 ? 0 : p.trace_sample - r;
-  return blockIdx.x + static_cast<unsigned long long>(first) * gridDim.x < static_cast<unsigned long long>(p.num_tiles);
+  if (kDynamic) return dynamic_cta_records(p.trace_rule, static_cast<int>(blockIdx.x));
+  return static_cta_records(p.trace_rule, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x), p.num_tiles);
 }
 
 /// The tile with linear index t, in the simulator's order (kernels/common/tile_order.h).

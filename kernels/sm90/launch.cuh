@@ -5,6 +5,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -57,12 +58,19 @@ void launch(const Shape& sh, const Tensors& t, TileScheduler sched, const TraceB
   if constexpr (T::kDynamic) p.tile_counter = tile_counter();
   set_trace_params(p, trace);
   const int grid = sched == TileScheduler::Lpt ? p.num_tiles : std::min(p.num_tiles, sm_count());
-  static bool configured = false;  // one attribute call per instantiation
-  if (!configured) {
+  static int ctas_per_sm = 0;  // one attribute call and occupancy query per instantiation
+  if (ctas_per_sm == 0) {
     cuda_check(cudaFuncSetAttribute(fa3_forward<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmemBytes),
                "cudaFuncSetAttribute(max dynamic shared memory)");
-    configured = true;
+    cuda_check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, fa3_forward<T>, T::kThreads, T::kSmemBytes),
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    ctas_per_sm = std::max(ctas_per_sm, 1);
   }
+  // Which tiles a traced launch records (trace_sampling.h): it needs the grid and how many of its
+  // CTAs run at once.
+  if (trace)
+    p.trace_rule = make_trace_sample_rule(static_cast<int>(trace->sample), p.num_tiles, grid, p.persistent != 0,
+                                          ctas_per_sm * sm_count());
   fa3_forward<T><<<grid, T::kThreads, T::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
   cuda_check(cudaGetLastError(), "launching fa3_forward");
   if (info) *info = LaunchInfo{grid, T::kThreads, T::kWarps, T::kSmemBytes, p.num_tiles};

@@ -76,7 +76,7 @@ __device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, bool
   };
   for (int t = blockIdx.x; t < p.num_tiles; t = T::kDynamic ? next : t + gridDim.x, ++local) {
     const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
-    if (T::kTrace && recording && records_tile<T::kDynamic>(p, local)) {
+    if (T::kTrace && recording && records_tile<T::kDynamic>(p, c, local)) {
       CursorRecorder<T::kTrace> tr = CursorRecorder<T::kTrace>::at(s.trace, kLoadWarp);
       tr.tile(p, kLoadWarp, c.n_blocks, trace_spans_per_tile);
       tile_loads(c, tr);

@@ -191,8 +191,9 @@ std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
                   "warp of each warpgroup + epilogue and load warps; default), all, or "
                   "indices \"0,4,5\"");
   sub->add_option("--trace-sample", c->trace_sample,
-                  "SM90 kernels record one work tile in N (static grids: of each CTA; dynamic scheduler: "
-                  "whole CTAs), the others run uninstrumented (default 1: every tile; validate samples 32)")
+                  "SM90 kernels record about one work tile in N, where their time is off the grid's critical "
+                  "path (kernels/sm90/trace_sampling.h), the others run uninstrumented (default 1: every tile; "
+                  "validate samples 32)")
       ->check(CLI::Range(1, 1 << 20));
   sub->add_flag("--full-trace", c->full_trace, "traces of whole CTAs instead of their first tile");
   sub->add_flag("--list", c->list, "list the kernels compiled into this build");

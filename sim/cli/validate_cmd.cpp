@@ -338,8 +338,9 @@ std::unique_ptr<Command> add_validate(CLI::App& app, CLI::App*& sub) {
                   "warps that record: first (load warp + first warp of each consumer warpgroup; default), all, or "
                   "indices \"0,4,5\"");
   sub->add_option("--trace-sample", c->trace_sample,
-                  "SM90 kernels record one work tile in N (static grids: of each CTA; dynamic scheduler: "
-                  "whole CTAs), the others run uninstrumented (default 32; 1: every tile)")
+                  "SM90 kernels record about one work tile in N, where their time is off the grid's critical "
+                  "path (kernels/sm90/trace_sampling.h), the others run uninstrumented (default 32; 1: every "
+                  "tile)")
       ->check(CLI::Range(1, 1 << 20));
   sub->add_flag("--cudnn", c->cudnn, "time cuDNN's fused attention on the same shapes (python3 + PyTorch)");
   sub->add_flag("--no-ops", c->no_ops, "skip the traced runs per case (no per-op table, no traces, no overhead)");

@@ -157,13 +157,11 @@ std::vector<int> default_trace_ctas(const sm90::MeasuredTrace& rec, int count) {
   for (size_t i = 1; i < rec.ctas.size(); ++i)
     if (rec.ctas[i].ns1 > rec.ctas[last].ns1) last = static_cast<int>(i);
   out.push_back(last);
-  // Then the lowest-numbered CTAs whose first tile was recorded (with a trace sample of N, the
-  // consumers of CTA c record its tiles i with (i + c) % N == 0), then any other that recorded.
+  // Then the lowest-numbered other CTAs that recorded (with a trace sample, which ones depends on
+  // the grid: kernels/sm90/trace_sampling.h).
   const int n = static_cast<int>(rec.ctas.size());
-  const int every = static_cast<int>(std::max<uint32_t>(1, rec.trace_sample));
-  for (int pass = 0; pass < 2; ++pass)
-    for (int i = 0; static_cast<int>(out.size()) < count && i < n; ++i)
-      if (i != last && cta_recorded(rec, i) && (pass == 0) == (i % every == 0)) out.push_back(i);
+  for (int i = 0; static_cast<int>(out.size()) < count && i < n; ++i)
+    if (i != last && cta_recorded(rec, i)) out.push_back(i);
   return out;
 }
 

@@ -59,8 +59,8 @@ std::map<std::string, OpStat> op_means_of_warps(const Timeline& tl, uint32_t war
 std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls);
 
 /// The CTAs a measured trace shows by default: the one that finished last (the critical CTA,
-/// as `simulate` shows) followed by the lowest-indexed others whose first tile was recorded
-/// (MeasuredTrace::trace_sample), then the rest that recorded, at most `count` in all.
+/// as `simulate` shows) followed by the lowest-indexed others that recorded (with a trace sample,
+/// MeasuredTrace::trace_sample, not every CTA does), at most `count` in all.
 std::vector<int> default_trace_ctas(const sm90::MeasuredTrace& rec, int count);
 
 /// Writes CTAs `ctas` of a measured run as one Chrome trace: a process per CTA ("CTA i (SM s)"),

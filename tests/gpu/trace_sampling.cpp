@@ -1,17 +1,24 @@
 // attnsim_trace_sampling_tests: which work tiles a traced SM90 kernel records under trace sampling
-// (kernels/sm90/kernel_traits.cuh, records_tile / cta_records), on the GPU at hand. For a static
-// persistent fa3_sm90 kernel and a dynamic-scheduler one with traced builds, one launch each with
+// (kernels/sm90/trace_sampling.h, read by records_tile / cta_records), on the GPU at hand. For a
+// static persistent fa3_sm90 kernel (two shapes: tiles that do not divide evenly over the grid, and
+// 4 tiles per CTA) and a dynamic-scheduler one with traced builds, one launch each with
 // --trace-sample 3 (trace_kernel, every span fitting its buffer), checked per CTA c and recording
 // warp (the load warp and the first warp of each consumer warpgroup):
-// - static grid: the warp's records name exactly the CTA's tiles i with (i + c) % 3 == 0;
-// - dynamic scheduler: CTAs with c % 3 == 0 record every tile they ran, the others nothing (no
-//   counts, no end anchor);
+// - static grid: the warp's records name exactly the CTA's tiles that static_records_tile picks
+//   (uneven tiles: one tile of each CTA that runs one tile fewer; even: tiles i with
+//   (i + c) % 3 == 0), and a CTA that records none writes no end anchor;
+// - dynamic scheduler: CTAs with c % 3 == 0 record the tiles they ran but those among the last
+//   2 x grid of the order: a CTA takes its tiles in the order, so a prefix of its own, at least its
+//   first tile; some CTA records fewer than it ran; the other CTAs record nothing (no counts, no end
+//   anchor);
 // - nothing dropped (records written == spans run), each span's end not before its start, and in
 //   each recorded tile a consumer warp issued as many QK as PV wgmma groups, at least one.
 // The recorders keep their state in shared memory between the tiles they record
 // (TraceRecorder::Cursor): a cursor not carried from one recorded tile to the next would show as
 // records of one tile overwriting another's. Exits 0 when all hold, 1 on a failure, 77 (ctest:
 // skipped) with the reason when no GPU runs such kernels.
+#include "sm90/trace_sampling.h"
+
 #include <cstdio>
 #include <map>
 #include <set>
@@ -38,21 +45,35 @@ void check(const CompiledKernel& k, TileScheduler sched, const Shape& shape) {
   const MeasuredTrace m = trace_kernel(k, prob, sched, 0, kTraceWarpsFirst, kSample);
   const int grid = m.launch.grid, warps = m.warps_per_cta;
   const bool dynamic = sched == TileScheduler::DynamicLpt;
+  // The launch's rule, as launch<T> makes it (a persistent grid: `resident` is not read).
+  const TraceSampleRule rule = make_trace_sample_rule(kSample, m.launch.num_tiles, grid, !dynamic, 0);
   int recorded_tiles = 0;
+  bool dynamic_tail_skipped = false;  // some recording CTA of a dynamic grid left tiles unrecorded
   for (int c = 0; c < grid; ++c) {
     const std::string cta = name + " CTA " + std::to_string(c);
-    const bool cta_records = !dynamic || c % kSample == 0;
+    const bool cta_records =
+        dynamic ? dynamic_cta_records(rule, c) : static_cta_records(rule, c, grid, m.launch.num_tiles);
     // Tiles the CTA ran: static, c, c + grid, ...; dynamic, as its load warp counted them.
     int tiles = 0;
     if (!dynamic)
       for (int t = c; t < m.launch.num_tiles; t += grid) ++tiles;
     else
       tiles = static_cast<int>(m.ctas[c].tiles);
-    std::set<int> expected;
-    if (cta_records)
+    std::set<int> expected;  // dynamic: the tiles before the first one the load warp did not record
+    if (cta_records && dynamic) {
+      const size_t load_slot = static_cast<size_t>(c) * warps + kLoadWarp;
+      std::set<int> loaded;
+      for (uint32_t r = 0; r < m.counts[load_slot]; ++r) loaded.insert(m.records[load_slot * m.cap + r].tile);
+      for (int i = 0; i < tiles && loaded.count(i); ++i) expected.insert(i);
+      expect(!expected.empty(), cta + ": a recording CTA of a dynamic grid did not record its first tile");
+      expect(expected.size() == loaded.size(), cta + ": the load warp's recorded tiles are not a prefix of its tiles");
+      dynamic_tail_skipped |= static_cast<int>(expected.size()) < tiles;
+    } else if (cta_records) {
       for (int i = 0; i < tiles; ++i)
-        if (dynamic || (i + c) % kSample == 0) expected.insert(i);
-    if (dynamic && !cta_records) expect(m.ctas[c].ns1 == 0, cta + ": an end anchor from a CTA that records nothing");
+        if (static_records_tile(rule, c, i)) expected.insert(i);
+    }
+    if (!cta_records) expect(m.ctas[c].ns1 == 0, cta + ": an end anchor from a CTA that records nothing");
+    if (!dynamic) expect(cta_records == !expected.empty(), cta + ": static_cta_records disagrees with its tiles");
     for (int w = 0; w < warps; ++w) {
       if (!((kTraceWarpsFirst >> w) & 1u)) continue;
       const size_t slot = static_cast<size_t>(c) * warps + w;
@@ -81,8 +102,10 @@ void check(const CompiledKernel& k, TileScheduler sched, const Shape& shape) {
     }
   }
   expect(recorded_tiles > 0, name + ": no tile recorded at all");
-  std::printf("%s (%s): %d CTAs, %d consumer warp-tiles recorded\n", name.c_str(),
-              dynamic ? "dynamic_lpt" : "static persistent", grid, recorded_tiles);
+  if (dynamic && m.launch.num_tiles > 3 * grid)
+    expect(dynamic_tail_skipped, name + ": every recording CTA recorded all its tiles, its last ones too");
+  std::printf("%s (%s, %d tiles): %d CTAs, %d consumer warp-tiles recorded\n", name.c_str(),
+              dynamic ? "dynamic_lpt" : "static persistent", m.launch.num_tiles, grid, recorded_tiles);
 }
 }  // namespace
 
@@ -105,10 +128,17 @@ int main() {
     return 77;
   }
   // 8 m-blocks of 128 rows x 64 (batch, head) pairs: 512 tiles, 3-4 per CTA of a persistent grid
-  // of 132 or 144 CTAs (H100, H200), so that every CTA records some tiles and skips others.
+  // of 132 or 144 CTAs (H100, H200): the CTAs with 3 record one tile each, the others none.
   const Shape shape{.batch = 4, .heads = 16, .kv_heads = 16, .seqlen_q = 1000, .seqlen_k = 1000, .head_dim = 128};
   std::printf("GPU: %s, --trace-sample %u\n", gpu.name.c_str(), kSample);
   check(*static_k, TileScheduler::StaticPersistent, shape);
+  // 8 m-blocks x 2 x sm_count / 4 (batch, head) pairs: 4 tiles per CTA, none running fewer.
+  if (gpu.sm_count % 4 == 0) {
+    Shape even = shape;
+    even.batch = 2;
+    even.heads = even.kv_heads = gpu.sm_count / 4;
+    check(*static_k, TileScheduler::StaticPersistent, even);
+  }
   Shape causal = shape;
   causal.causal = true;
   check(*dynamic_k, TileScheduler::DynamicLpt, causal);

@@ -271,8 +271,8 @@ TEST_CASE("a sampled trace: CTAs without an end anchor recorded nothing and are 
   CHECK(m.timeline.warps.empty());
   CHECK(m.end_ns == m.start_ns);
   CHECK(m.timeline.clock_ghz == 1.5);
-  // The last to end first, then CTAs whose first tile was recorded (c % 2 == 0), then the rest
-  // that recorded; never one that recorded nothing.
+  // The last to end first, then the lowest-numbered others that recorded; never one that
+  // recorded nothing.
   CHECK(default_trace_ctas(t, 5) == std::vector<int>{4, 0, 2});
   CHECK(default_trace_ctas(t, 2) == std::vector<int>{4, 0});
 }

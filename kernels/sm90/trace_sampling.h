@@ -1,0 +1,115 @@
+// Which work tiles a traced SM90 kernel records under trace sampling (one tile in N, `--trace-sample
+// N`), written once for the kernel (records_tile, cta_records in kernel_traits.cuh), its launch
+// (which sets the rule's fields) and the tests. Plain C++; callable from device code when compiled
+// by nvcc.
+//
+// A recorded tile runs about 20% slower than a plain one (its clock reads pin ptxas's schedule,
+// kernels/sm90/README.md), and a grid's time is its slowest CTA's (persistent) or its last wave's
+// (one tile per CTA). So the tiles are recorded where that time is not on the grid's critical path:
+// - a static persistent grid whose tiles do not divide evenly: CTA c runs tiles c, c + grid, ...,
+//   so the CTAs from num_tiles % grid on run one tile fewer than the others. Only those record
+//   (one tile each, spread over the tile positions), and finish still before the CTAs with the
+//   most tiles; every stride-th of them records, so that about num_tiles / N tiles are recorded;
+// - otherwise (a persistent grid whose tiles divide evenly, a one-tile-per-CTA grid) CTA c records
+//   its tile i when (i + c) % N == 0, except, in a one-tile-per-CTA grid of several waves, the CTAs
+//   of the last wave (the hardware starts CTAs in index order, so the last `resident` CTAs run
+//   last): a slowed CTA before them only delays which SM takes the next CTA;
+// - the dynamic tile scheduler records in the CTAs with c % N == 0 (a slower CTA takes fewer tiles)
+//   every tile they take but those among the last 2 x grid of the order: each CTA's last tile or two,
+//   which set when it finishes (a longest-first order in L2 sections ends on long tiles too). (Tile i
+//   of CTA c as in static grids instead: hd64 s512 b64 causal 10.5% over the plain kernel against
+//   3.9% for whole CTAs, at trace sample 8, H200, 2026-11-29. Whole CTAs with their last tiles: 2-2.6
+//   points over one tile of the grid recorded at hd256 s2k b8 causal, hd128 s16k b1 causal and the
+//   no-pingpong hd64 s1k b16 causal, trace sample 32, H200, 2026-11-30.)
+#pragma once
+
+#include "common/tile_order.h"  // ATTNSIM_HD, attnsim_divisor
+
+namespace attnsim::sm90 {
+
+/// A CTA index past every grid's: "no such CTA" in TraceSampleRule.
+inline constexpr int kNoCta = 0x7fffffff;
+
+/// The fields of a launch's sampling rule (Params::trace_rule), made on the host by
+/// make_trace_sample_rule. Counts are of CTAs and work tiles.
+struct TraceSampleRule {
+  int sample = 1;                ///< N: one tile in N recorded; 1 records every tile
+  attnsim_divisor sample_div{};  ///< N as a divisor
+  /// Static persistent grids with uneven tiles: the first CTA that runs one tile fewer
+  /// (num_tiles % grid); kNoCta for other grids.
+  int slack_first = kNoCta;
+  int stride = 1;  ///< every stride-th slack CTA records
+  attnsim_divisor stride_div{};
+  int slack_tiles = 1;  ///< tiles a slack CTA runs
+  attnsim_divisor slack_tiles_div{};
+  /// The other static grids: CTAs from here on record nothing (a one-tile-per-CTA grid's last wave).
+  int record_below = kNoCta;
+  /// The dynamic scheduler's grid: tiles from here on in its order are not recorded.
+  int dynamic_below = kNoCta;
+};
+
+/// The rule of one launch: `num_tiles` work tiles on `grid` CTAs, `persistent` (CTA c runs tiles
+/// c, c + grid, ...) or one tile per CTA with `resident` CTAs running at once on the GPU; `sample`:
+/// N (0 or 1: every tile). A dynamic scheduler's launch (`persistent` false) reads sample,
+/// sample_div and dynamic_below only.
+inline TraceSampleRule make_trace_sample_rule(int sample, int num_tiles, int grid, bool persistent, int resident) {
+  TraceSampleRule r;
+  r.sample = sample > 1 ? sample : 1;
+  r.sample_div = attnsim_make_divisor(r.sample);
+  r.stride_div = r.slack_tiles_div = attnsim_make_divisor(1);
+  if (r.sample == 1 || grid < 1 || num_tiles < 1) return r;
+  // Dynamic: never below grid, so that a recording CTA records its first tile (blockIdx.x).
+  r.dynamic_below = num_tiles - 2 * grid > grid ? num_tiles - 2 * grid : grid;
+  const int extra = num_tiles % grid;  // CTAs with one tile more than the rest
+  if (persistent && extra != 0 && num_tiles > grid) {
+    const int slack = grid - extra, wanted = (num_tiles + r.sample - 1) / r.sample;
+    r.slack_first = extra;
+    r.stride = slack / wanted > 1 ? slack / wanted : 1;
+    r.stride_div = attnsim_make_divisor(r.stride);
+    r.slack_tiles = num_tiles / grid;
+    r.slack_tiles_div = attnsim_make_divisor(r.slack_tiles);
+  } else if (!persistent && resident > 0 && num_tiles > resident) {
+    r.record_below = num_tiles - resident;
+  }
+  return r;
+}
+
+/// Static grids (persistent or one tile per CTA): whether CTA `cta` records its tile `local`
+/// (0, 1, ... in the order it runs them). Divisions by multiply-high (attnsim_divide).
+ATTNSIM_HD bool static_records_tile(const TraceSampleRule& r, int cta, int local) {
+  if (r.sample <= 1) return true;
+  if (cta >= r.slack_first) {
+    const int s = cta - r.slack_first, k = attnsim_divide(s, r.stride_div);
+    if (s != k * r.stride) return false;
+    return local == k - attnsim_divide(k, r.slack_tiles_div) * r.slack_tiles;
+  }
+  if (r.slack_first != kNoCta || cta >= r.record_below) return false;
+  const int x = local + cta;
+  return x == attnsim_divide(x, r.sample_div) * r.sample;
+}
+
+/// Static grids of `grid` CTAs and `num_tiles` tiles: whether CTA `cta` records any tile
+/// (static_records_tile).
+ATTNSIM_HD bool static_cta_records(const TraceSampleRule& r, int cta, int grid, int num_tiles) {
+  if (r.sample <= 1) return true;
+  if (cta >= r.slack_first) {
+    const int s = cta - r.slack_first;
+    return s == attnsim_divide(s, r.stride_div) * r.stride;
+  }
+  if (r.slack_first != kNoCta || cta >= r.record_below) return false;
+  // Its first recorded tile, (N - cta % N) % N, is one it runs (tiles cta, cta + grid, ...).
+  const int rem = cta - attnsim_divide(cta, r.sample_div) * r.sample;
+  const long long first = rem == 0 ? 0 : r.sample - rem;
+  return cta + first * grid < num_tiles;
+}
+
+/// The dynamic scheduler's grid: whether CTA `cta` records (the tiles dynamic_records_tile picks).
+ATTNSIM_HD bool dynamic_cta_records(const TraceSampleRule& r, int cta) {
+  return r.sample <= 1 || cta == attnsim_divide(cta, r.sample_div) * r.sample;
+}
+
+/// The dynamic scheduler's grid: whether a CTA that records records the tile of linear index
+/// `tile` (its first tile, blockIdx.x, always).
+ATTNSIM_HD bool dynamic_records_tile(const TraceSampleRule& r, int tile) { return tile < r.dynamic_below; }
+
+}  // namespace attnsim::sm90
