@@ -212,7 +212,7 @@ __device__ __forceinline__ void release_counter(const Params& p, int next) {
 /// kernel.)
 template <bool kDynamic>
 __device__ __forceinline__ bool records_tile(const Params& p, const Tile& c, int local) {
-  if (kDynamic) return dynamic_records_tile(p.trace_rule, c.index);
+  if (kDynamic) return dynamic_records_tile(p.trace_rule, c.index, local);
   return static_records_tile(p.trace_rule, static_cast<int>(blockIdx.x), local);
 }
 

@@ -11,7 +11,7 @@
 //   (one tile each, spread over the tile positions), and finish still before the CTAs with the
 //   most tiles; every stride-th of them records, so that about num_tiles / N tiles are recorded;
 // - otherwise (a persistent grid whose tiles divide evenly, a one-tile-per-CTA grid) CTA c records
-//   its tile i when (i + c) % N == 0, except, in a one-tile-per-CTA grid of several waves, the CTAs
+//   its tile i when (i - first_local + c) % N == 0, except, in a one-tile-per-CTA grid of several waves, the CTAs
 //   of the last wave (the hardware starts CTAs in index order, so the last `resident` CTAs run
 //   last): a slowed CTA before them only delays which SM takes the next CTA;
 // - the dynamic tile scheduler records in the CTAs with c % N == 0 (a slower CTA takes fewer tiles)
@@ -21,6 +21,13 @@
 //   3.9% for whole CTAs, at trace sample 8, H200, 2026-11-29. Whole CTAs with their last tiles: 2-2.6
 //   points over one tile of the grid recorded at hd256 s2k b8 causal, hd128 s16k b1 causal and the
 //   no-pingpong hd64 s1k b16 causal, trace sample 32, H200, 2026-11-30.)
+// And no CTA's first tile, where every CTA runs two tiles or more (the dynamic scheduler: more than
+// three; `first_local`): a first tile recorded by one CTA in N is not the plain kernel's first tile.
+// The recording CTA runs the traced code, which few other CTAs fetch, at the launch's start, when
+// the grid's first loads fill HBM's queues: dynamic hd128 s16k b1 causal on an H200, 2026-11-30, the
+// recording CTA's first pipeline_q.full wait took 4.3-4.6 us and its first row max 1.2 us with one CTA
+// in 32 recording, 2.8 us and 0.47-0.51 us with every CTA recording (the same code in every CTA),
+// 0.06-0.12 us and 0.27 us in its later tiles. The launch's start is what end-to-end times validate.
 #pragma once
 
 #include "common/tile_order.h"  // ATTNSIM_HD, attnsim_divisor
@@ -41,25 +48,37 @@ struct TraceSampleRule {
   int stride = 1;  ///< every stride-th slack CTA records
   attnsim_divisor stride_div{};
   int slack_tiles = 1;  ///< tiles a slack CTA runs
-  attnsim_divisor slack_tiles_div{};
   /// The other static grids: CTAs from here on record nothing (a one-tile-per-CTA grid's last wave).
   int record_below = kNoCta;
   /// The dynamic scheduler's grid: tiles from here on in its order are not recorded.
   int dynamic_below = kNoCta;
+  /// A CTA's tiles before its `local` index first_local are not recorded: 1 where N > 1 and every
+  /// CTA runs two tiles or more (a static persistent grid) or more than three on average (the
+  /// dynamic scheduler's, whose recording CTAs then record a tile past their first below
+  /// dynamic_below); 0 otherwise.
+  int first_local = 0;
+  /// Static persistent grids with uneven tiles: the positions first_local .. slack_tiles - 1 a
+  /// slack CTA's recorded tile is spread over, their count.
+  int slack_positions = 1;
+  attnsim_divisor slack_positions_div{};
 };
 
 /// The rule of one launch: `num_tiles` work tiles on `grid` CTAs, `persistent` (CTA c runs tiles
 /// c, c + grid, ...) or one tile per CTA with `resident` CTAs running at once on the GPU; `sample`:
 /// N (0 or 1: every tile). A dynamic scheduler's launch (`persistent` false) reads sample,
-/// sample_div and dynamic_below only.
+/// sample_div, dynamic_below and first_local only.
 inline TraceSampleRule make_trace_sample_rule(int sample, int num_tiles, int grid, bool persistent, int resident) {
   TraceSampleRule r;
   r.sample = sample > 1 ? sample : 1;
   r.sample_div = attnsim_make_divisor(r.sample);
-  r.stride_div = r.slack_tiles_div = attnsim_make_divisor(1);
+  r.stride_div = r.slack_positions_div = attnsim_make_divisor(1);
   if (r.sample == 1 || grid < 1 || num_tiles < 1) return r;
-  // Dynamic: never below grid, so that a recording CTA records its first tile (blockIdx.x).
+  // Dynamic: never below grid, so that a recording CTA records a tile of the grid's first wave
+  // (its first, blockIdx.x, where the CTAs run three tiles or fewer).
   r.dynamic_below = num_tiles - 2 * grid > grid ? num_tiles - 2 * grid : grid;
+  // A CTA's first tile is not recorded where it has later ones to record (one-tile grids: grid ==
+  // num_tiles, none).
+  r.first_local = persistent ? (num_tiles >= 2 * grid ? 1 : 0) : (r.dynamic_below > grid ? 1 : 0);
   const int extra = num_tiles % grid;  // CTAs with one tile more than the rest
   if (persistent && extra != 0 && num_tiles > grid) {
     const int slack = grid - extra, wanted = (num_tiles + r.sample - 1) / r.sample;
@@ -67,7 +86,8 @@ inline TraceSampleRule make_trace_sample_rule(int sample, int num_tiles, int gri
     r.stride = slack / wanted > 1 ? slack / wanted : 1;
     r.stride_div = attnsim_make_divisor(r.stride);
     r.slack_tiles = num_tiles / grid;
-    r.slack_tiles_div = attnsim_make_divisor(r.slack_tiles);
+    r.slack_positions = r.slack_tiles - r.first_local;
+    r.slack_positions_div = attnsim_make_divisor(r.slack_positions);
   } else if (!persistent && resident > 0 && num_tiles > resident) {
     r.record_below = num_tiles - resident;
   }
@@ -81,10 +101,10 @@ ATTNSIM_HD bool static_records_tile(const TraceSampleRule& r, int cta, int local
   if (cta >= r.slack_first) {
     const int s = cta - r.slack_first, k = attnsim_divide(s, r.stride_div);
     if (s != k * r.stride) return false;
-    return local == k - attnsim_divide(k, r.slack_tiles_div) * r.slack_tiles;
+    return local == r.first_local + k - attnsim_divide(k, r.slack_positions_div) * r.slack_positions;
   }
-  if (r.slack_first != kNoCta || cta >= r.record_below) return false;
-  const int x = local + cta;
+  if (r.slack_first != kNoCta || cta >= r.record_below || local < r.first_local) return false;
+  const int x = local - r.first_local + cta;
   return x == attnsim_divide(x, r.sample_div) * r.sample;
 }
 
@@ -97,9 +117,10 @@ ATTNSIM_HD bool static_cta_records(const TraceSampleRule& r, int cta, int grid, 
     return s == attnsim_divide(s, r.stride_div) * r.stride;
   }
   if (r.slack_first != kNoCta || cta >= r.record_below) return false;
-  // Its first recorded tile, (N - cta % N) % N, is one it runs (tiles cta, cta + grid, ...).
+  // Its first recorded tile, first_local + (N - cta % N) % N, is one it runs (tiles cta, cta +
+  // grid, ...).
   const int rem = cta - attnsim_divide(cta, r.sample_div) * r.sample;
-  const long long first = rem == 0 ? 0 : r.sample - rem;
+  const long long first = r.first_local + (rem == 0 ? 0 : r.sample - rem);
   return cta + first * grid < num_tiles;
 }
 
@@ -109,7 +130,9 @@ ATTNSIM_HD bool dynamic_cta_records(const TraceSampleRule& r, int cta) {
 }
 
 /// The dynamic scheduler's grid: whether a CTA that records records the tile of linear index
-/// `tile` (its first tile, blockIdx.x, always).
-ATTNSIM_HD bool dynamic_records_tile(const TraceSampleRule& r, int tile) { return tile < r.dynamic_below; }
+/// `tile`, its tile `local` (0, 1, ... in the order it takes them).
+ATTNSIM_HD bool dynamic_records_tile(const TraceSampleRule& r, int tile, int local) {
+  return local >= r.first_local && tile < r.dynamic_below;
+}
 
 }  // namespace attnsim::sm90

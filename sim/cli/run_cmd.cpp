@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/kernel_select.hpp"
 #include "driver/simulate.hpp"
+#include "measure/fidelity.hpp"
 #include "measure/measured_timeline.hpp"
 #include "measure/validate.hpp"
 #include "report/chrome_trace.hpp"
@@ -143,7 +144,11 @@ struct Run : Command {
         if (cta_recorded(rec, cta)) recorded.push_back(measured_cta(rec, cta, hardware.clock_ghz));
       std::vector<const Timeline*> tls;
       for (const auto& mc : recorded) tls.push_back(&mc.timeline);
-      const std::string table = format_op_table(op_means_of_warps(pred.critical.timeline, warps), op_means(tls));
+      // The critical CTA's tiles the kernel's trace sampling would record (not a CTA's first under
+      // a sample: trace_sampling.h).
+      const int first_tile = first_recorded_tile(*s, pred, static_cast<int>(trace_sample));
+      const std::string table =
+          format_op_table(op_means_of_warps(pred.critical.timeline, warps, first_tile), op_means(tls));
       std::cout << fmt::format(
           "\n  per op, mean span duration (predicted: critical CTA at {:.3f} GHz; measured: {} CTAs that recorded, "
           "each at its own clock)\n{}",
@@ -192,8 +197,8 @@ std::unique_ptr<Command> add_run(CLI::App& app, CLI::App*& sub) {
                   "indices \"0,4,5\"");
   sub->add_option("--trace-sample", c->trace_sample,
                   "SM90 kernels record about one work tile in N, where their time is off the grid's critical "
-                  "path (kernels/sm90/trace_sampling.h), the others run uninstrumented (default 1: every tile; "
-                  "validate samples 32)")
+                  "path and not a CTA's first (kernels/sm90/trace_sampling.h), the others run uninstrumented "
+                  "(default 1: every tile; validate samples 32)")
       ->check(CLI::Range(1, 1 << 20));
   sub->add_flag("--full-trace", c->full_trace, "traces of whole CTAs instead of their first tile");
   sub->add_flag("--list", c->list, "list the kernels compiled into this build");

@@ -142,6 +142,7 @@ struct Validate : Command {
         continue;
       }
       c.kernel = describe(sel[i].kernel->knobs);
+      c.trace_sample = no_ops ? 1 : static_cast<int>(trace_sample);  // its op means: the tiles the kernel records
       Prediction pred = predict_case(*x.schedule, hardware, c);  // the prediction `fidelity` repeats
       if (!first_pred) first_pred = std::move(pred), first_predicted = i;
       const std::string shape = c.problem.describe();
@@ -283,8 +284,14 @@ struct Validate : Command {
     nlohmann::json timing_meta = timing_fields;
     timing_meta["description"] =
         "How attnsim validate timed this folder's kernels; `attnsim fidelity` reads timed_together (problem: the "
-        "kernels of each problem took turns of about 5 ms, so they shared one SM clock)";
+        "kernels of each problem took turns of about 5 ms, so they shared one SM clock) and trace_rule with "
+        "trace_sample (no_first_tile: the traced runs recorded about one work tile in trace_sample and no CTA's "
+        "first tile, kernels/sm90/trace_sampling.h; the predicted op means leave it out too)";
     timing_meta["timed_together"] = "problem";
+    if (!no_ops) {
+      timing_meta["trace_sample"] = trace_sample;
+      timing_meta["trace_rule"] = kTraceRuleNoFirstTile;
+    }
     std::ofstream(out_dir + "/timing.json") << timing_meta.dump(1) << "\n";
     std::cerr << fmt::format("wrote {0}/results.csv, {0}/ops.csv, {0}/results.json, {0}/timing.json{1}\n", out_dir,
                              no_ops ? "" : fmt::format(", {0}/trace_measured.json, {0}/trace_predicted.json", out_dir));
@@ -339,8 +346,8 @@ std::unique_ptr<Command> add_validate(CLI::App& app, CLI::App*& sub) {
                   "indices \"0,4,5\"");
   sub->add_option("--trace-sample", c->trace_sample,
                   "SM90 kernels record about one work tile in N, where their time is off the grid's critical "
-                  "path (kernels/sm90/trace_sampling.h), the others run uninstrumented (default 32; 1: every "
-                  "tile)")
+                  "path and not a CTA's first (kernels/sm90/trace_sampling.h), the others run uninstrumented "
+                  "(default 32; 1: every tile)")
       ->check(CLI::Range(1, 1 << 20));
   sub->add_flag("--cudnn", c->cudnn, "time cuDNN's fused attention on the same shapes (python3 + PyTorch)");
   sub->add_flag("--no-ops", c->no_ops, "skip the traced runs per case (no per-op table, no traces, no overhead)");

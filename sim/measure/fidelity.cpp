@@ -17,6 +17,7 @@
 
 #include "lower/schedule.hpp"
 #include "model/json_reader.hpp"
+#include "sm90/trace_sampling.h"
 
 namespace attnsim {
 
@@ -40,15 +41,33 @@ Prediction predict_case(const Schedule& schedule, const Hardware& hw, Validation
   c.predicted_clock_inputs = {p.activity, p.grid_cycles, p.hbm_bytes, p.flops, p.power_clocked};
   c.predicted_grid_mode = static_cast<int>(p.mode);
   // The measured spans come from the traced twin: where its code differs in what the model sees,
-  // its spans are predicted from it, at this prediction's clock.
+  // its spans are predicted from it, at this prediction's clock; over the tiles the kernel records.
+  const int first_tile = first_recorded_tile(schedule, p, c.trace_sample);
   if (const auto twin = schedule.traced_twin(hw, c.problem)) {
     PredictOptions at_clock = opt;
     at_clock.clock_ghz = p.clock_ghz;
-    c.predicted_ops = op_means_first_warps(predict(*twin, hw, c.problem, at_clock).critical.timeline);
+    c.predicted_ops = op_means_first_warps(predict(*twin, hw, c.problem, at_clock).critical.timeline, first_tile);
   } else {
-    c.predicted_ops = op_means_first_warps(p.critical.timeline);
+    c.predicted_ops = op_means_first_warps(p.critical.timeline, first_tile);
   }
   return p;
+}
+
+int first_recorded_tile(const Schedule& schedule, const Prediction& p, int trace_sample) {
+  if (trace_sample <= 1 || schedule.family() != "fa3_sm90") return 0;
+  const int tiles = static_cast<int>(std::min<size_t>(p.total_tiles, std::numeric_limits<int>::max()));
+  // The kernel's grid (kernels/sm90/launch.cuh): a static persistent one of the planned CTAs, the
+  // dynamic scheduler's of its resident CTAs, one CTA per tile otherwise.
+  switch (p.mode) {
+    case GridPlan::Mode::StaticPersistent:
+      return sm90::make_trace_sample_rule(trace_sample, tiles, static_cast<int>(p.cta_count), true, p.resident_ctas)
+          .first_local;
+    case GridPlan::Mode::DynamicLpt:
+      return sm90::make_trace_sample_rule(trace_sample, tiles, std::min(tiles, p.resident_ctas), false, p.resident_ctas)
+          .first_local;
+    default:
+      return 0;
+  }
 }
 
 void share_clock(const Hardware& hw, const std::vector<ValidationCase*>& together) {
@@ -619,6 +638,10 @@ ValidationData load_validation_data(const std::string& dir_arg) {
     JsonReader r(j, timing.string());
     // "problem": every kernel of a problem timed in turns; "kernel": each on its own.
     d.timed_together_by_problem = r.choice_or("timed_together", "kernel", {"problem", "kernel"}) == "problem";
+    // Traced runs that left each CTA's first tile unrecorded: the predictions leave it out too.
+    if (r.has("trace_rule") && r.choice("trace_rule", {kTraceRuleNoFirstTile}) == kTraceRuleNoFirstTile)
+      d.trace_sample = static_cast<int>(r.integer("trace_sample", 1, 1 << 20));
+    for (auto& c : d.cases) c.trace_sample = d.trace_sample;
   }
   return d;
 }
@@ -759,6 +782,7 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
         const double ghz = at_case_clock ? c.predicted_clock_ghz : 0.0;
         std::string key = memo_key(hw, file, sets, variant, c.problem);
         if (at_case_clock) key += fmt::format("|at {:a} GHz", ghz);
+        if (c.trace_sample > 1) key += fmt::format("|trace sample {}", c.trace_sample);  // its op means
         if (memo)  // a prediction an earlier folder made is copied, with the seconds it took then
           memo->get(key, c, [&](ValidationCase& into) { predict_case(*s, hw, into, ghz); });
         else

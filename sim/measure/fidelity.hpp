@@ -33,6 +33,17 @@ namespace attnsim {
 /// and returns the prediction.
 Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz = 0);
 
+/// The first of a CTA's work tiles (its index among them) that the SM90 kernel's trace sampling
+/// records at --trace-sample `trace_sample` in a grid like prediction `p`'s
+/// (kernels/sm90/trace_sampling.h, make_trace_sample_rule's first_local): 1 where the sampling
+/// leaves every CTA's first tile out, else 0 (a sample of 1, a grid of one tile per CTA, another
+/// family). predict_case leaves earlier tiles out of the predicted op means.
+int first_recorded_tile(const Schedule& schedule, const Prediction& p, int trace_sample);
+
+/// timing.json's "trace_rule" for a folder whose traced runs left each CTA's first tile
+/// unrecorded under sampling (ValidationCase::trace_sample).
+inline constexpr const char* kTraceRuleNoFirstTile = "no_first_tile";
+
 /// Re-clocks the predictions of cases whose kernels were timed together (validate's turns of one
 /// problem) at the clock they share (shared_clock_ghz): predicted_us, predicted_cycles,
 /// predicted_clock_ghz and the predicted op means. Leaves them as they are when any of them is not
@@ -145,6 +156,9 @@ struct ValidationData {
   /// DIR/timing.json says the kernels of each problem were timed together, taking turns
   /// ("timed_together": "problem"): they shared one SM clock (share_clock_by_problem).
   bool timed_together_by_problem = false;
+  /// DIR/timing.json's "trace_sample" where its "trace_rule" is kTraceRuleNoFirstTile, else 1
+  /// (set on every case: ValidationCase::trace_sample).
+  int trace_sample = 1;
 };
 /// Rows of a results.csv (columns found by header name; quoted fields); measured rows only.
 /// Throws InputError naming `origin` and the row.

@@ -5,12 +5,13 @@
 // --trace-sample 3 (trace_kernel, every span fitting its buffer), checked per CTA c and recording
 // warp (the load warp and the first warp of each consumer warpgroup):
 // - static grid: the warp's records name exactly the CTA's tiles that static_records_tile picks
-//   (uneven tiles: one tile of each CTA that runs one tile fewer; even: tiles i with
-//   (i + c) % 3 == 0), and a CTA that records none writes no end anchor;
-// - dynamic scheduler: CTAs with c % 3 == 0 record the tiles they ran but those among the last
-//   2 x grid of the order: a CTA takes its tiles in the order, so a prefix of its own, at least its
-//   first tile; some CTA records fewer than it ran; the other CTAs record nothing (no counts, no end
-//   anchor);
+//   (uneven tiles: one tile of each CTA that runs one tile fewer, not its first; even: tiles i >= 1
+//   with (i - 1 + c) % 3 == 0), and a CTA that records none writes no end anchor;
+// - dynamic scheduler: CTAs with c % 3 == 0 record the tiles they ran but their first (where the
+//   grid runs more than three tiles per CTA: TraceSampleRule::first_local) and those among the last
+//   2 x grid of the order: a CTA takes its tiles in the order, so a run of its own from its tile
+//   first_local on; some CTA records fewer than that; the other CTAs record nothing (no counts, no
+//   end anchor);
 // - nothing dropped (records written == spans run), each span's end not before its start, and in
 //   each recorded tile a consumer warp issued as many QK as PV wgmma groups, at least one.
 // The recorders keep their state in shared memory between the tiles they record
@@ -64,10 +65,11 @@ void check(const CompiledKernel& k, TileScheduler sched, const Shape& shape) {
       const size_t load_slot = static_cast<size_t>(c) * warps + kLoadWarp;
       std::set<int> loaded;
       for (uint32_t r = 0; r < m.counts[load_slot]; ++r) loaded.insert(m.records[load_slot * m.cap + r].tile);
-      for (int i = 0; i < tiles && loaded.count(i); ++i) expected.insert(i);
-      expect(!expected.empty(), cta + ": a recording CTA of a dynamic grid did not record its first tile");
-      expect(expected.size() == loaded.size(), cta + ": the load warp's recorded tiles are not a prefix of its tiles");
-      dynamic_tail_skipped |= static_cast<int>(expected.size()) < tiles;
+      for (int i = rule.first_local; i < tiles && loaded.count(i); ++i) expected.insert(i);
+      expect(expected.size() == loaded.size(),
+             cta + ": the load warp's recorded tiles are not a run of its tiles from its tile " +
+                 std::to_string(rule.first_local) + " on");
+      dynamic_tail_skipped |= rule.first_local + static_cast<int>(expected.size()) < tiles;
     } else if (cta_records) {
       for (int i = 0; i < tiles; ++i)
         if (static_records_tile(rule, c, i)) expected.insert(i);

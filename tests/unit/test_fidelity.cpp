@@ -516,7 +516,8 @@ TEST_CASE("fidelity: cases timed in turns are re-clocked at the clock they share
   CHECK(cases[2].predicted_clock_ghz == 1.6);
 }
 
-TEST_CASE("fidelity: timing.json says whether a folder's kernels were timed together", "[fidelity]") {
+TEST_CASE("fidelity: timing.json says whether a folder's kernels were timed together and which tiles were traced",
+          "[fidelity]") {
   const auto dir = std::filesystem::temp_directory_path() / ("attnsim_timing_json_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "results.csv")
@@ -531,5 +532,17 @@ TEST_CASE("fidelity: timing.json says whether a folder's kernels were timed toge
   std::ofstream(dir / "timing.json") << R"({"timed_together": "variant"})";
   CHECK_THROWS_WITH(load_validation_data(dir.string()),
                     Catch::Contains("timing.json") && Catch::Contains("/timed_together") && Catch::Contains("problem"));
+  // The trace rule: each CTA's first tile left unrecorded under a sample (the predicted op means
+  // then leave it out too); without the rule (older folders) every tile counts.
+  std::ofstream(dir / "timing.json") << R"({"timed_together": "problem", "trace_sample": 32})";
+  CHECK(load_validation_data(dir.string()).cases.at(0).trace_sample == 1);
+  std::ofstream(dir / "timing.json") << R"({"trace_rule": "no_first_tile", "trace_sample": 32})";
+  CHECK(load_validation_data(dir.string()).trace_sample == 32);
+  CHECK(load_validation_data(dir.string()).cases.at(0).trace_sample == 32);
+  std::ofstream(dir / "timing.json") << R"({"trace_rule": "every_tile", "trace_sample": 32})";
+  CHECK_THROWS_WITH(load_validation_data(dir.string()),
+                    Catch::Contains("/trace_rule") && Catch::Contains("no_first_tile"));
+  std::ofstream(dir / "timing.json") << R"({"trace_rule": "no_first_tile", "trace_sample": 0})";
+  CHECK_THROWS_WITH(load_validation_data(dir.string()), Catch::Contains("/trace_sample"));
   std::filesystem::remove_all(dir);
 }

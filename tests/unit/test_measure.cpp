@@ -311,6 +311,76 @@ TEST_CASE("per-op means over a warp mask and the per-op table run and validate p
   CHECK_THAT(table, Catch::Matches(R"([\s\S]*\nwait bar\.pingpong +- +20\.0 +1\n[\s\S]*)"));
 }
 
+TEST_CASE("per-op means leave out the tiles before first_tile unless nothing else is left", "[measure]") {
+  Timeline tl;
+  tl.clock_ghz = 1;
+  WarpTrack w;
+  w.warp = 4;
+  auto span = [](int op, double t0, double t1, int tile) {
+    Span s;
+    s.op = op;
+    s.kind = SpanKind::Busy;
+    s.start = t0;
+    s.end = t1;
+    s.tile = tile;
+    return s;
+  };
+  // Tile 0: a QK of 300 cycles; tile 1: one of 100; a span of no tile (-1) of 10.
+  w.spans = {span(ATTNSIM_OP_MMA_QK, 0, 300, 0), span(ATTNSIM_OP_MMA_QK, 400, 500, 1),
+             span(ATTNSIM_OP_LOOP_CONTROL, 500, 510, -1)};
+  tl.warps.push_back(w);
+  CHECK(op_means_first_warps(tl).at("mma_qk").mean_ns == Approx(200.0));
+  const auto later = op_means_first_warps(tl, 1);
+  CHECK(later.at("mma_qk").mean_ns == Approx(100.0));
+  CHECK(later.at("mma_qk").count == 1);
+  CHECK(later.at("loop_control").count == 1);  // belongs to no tile: kept
+  CHECK(op_means_of_warps(tl, 1u << 4, 1).at("mma_qk").mean_ns == Approx(100.0));
+  // No span of tile 2 or later: every tile counts (a CTA that ran one tile).
+  CHECK(op_means_first_warps(tl, 2).at("mma_qk").mean_ns == Approx(200.0));
+}
+
+TEST_CASE("the predicted op means leave out the tiles the kernel's trace sampling does not record", "[measure]") {
+  const Hardware hw = load_hardware(test::root() + "/configs/hw/h200.json");
+  const auto base = load_schedule(fa3_file());
+  Problem p = hd(128);
+  p.batch = 8;
+  p.heads = 16;
+  p.seqlen_q = p.seqlen_k = 1024;  // 8 m-blocks x 128 (batch, head) pairs: 1024 tiles, 7-8 per CTA
+  PredictOptions opt;
+  const Prediction persistent = predict(*base, hw, p, opt);
+  REQUIRE(persistent.mode == GridPlan::Mode::StaticPersistent);
+  CHECK(first_recorded_tile(*base, persistent, 32) == 1);  // no CTA's first tile
+  CHECK(first_recorded_tile(*base, persistent, 1) == 0);   // every tile recorded
+  // One CTA per tile: each CTA's only tile is its first.
+  const auto lpt = load_schedule(fa3_file(), {}, "lpt_single_tile");
+  const Prediction single = predict(*lpt, hw, p, opt);
+  REQUIRE(single.mode == GridPlan::Mode::LptSingleTile);
+  CHECK(first_recorded_tile(*lpt, single, 32) == 0);
+  // The dynamic scheduler's grid: more than three tiles per CTA, so the first is left out; a grid
+  // of two per CTA records only the first tiles.
+  const auto dyn = load_schedule(fa3_file(), {}, "dynamic_lpt");
+  const Prediction many = predict(*dyn, hw, p, opt);
+  REQUIRE(many.mode == GridPlan::Mode::DynamicLpt);
+  CHECK(first_recorded_tile(*dyn, many, 32) == 1);
+  Problem two = p;
+  two.batch = 2;  // 256 tiles on 132 CTAs
+  CHECK(first_recorded_tile(*dyn, predict(*dyn, hw, two, opt), 32) == 0);
+  // validate's prediction: the critical CTA's tiles from its second on.
+  ValidationCase c;
+  c.problem = p;
+  c.trace_sample = 32;
+  predict_case(*base, hw, c);
+  ValidationCase all = c;
+  all.trace_sample = 1;
+  predict_case(*base, hw, all);
+  REQUIRE(c.predicted_ops.count("wait pipeline_q.full"));
+  // The first tile's Q wait is the launch's (its Q from HBM behind every CTA's first loads): the
+  // later tiles' waits are shorter, so leaving it out lowers the mean.
+  CHECK(c.predicted_ops.at("wait pipeline_q.full").mean_ns < all.predicted_ops.at("wait pipeline_q.full").mean_ns);
+  CHECK(c.predicted_ops.at("mma_qk").count < all.predicted_ops.at("mma_qk").count);
+  CHECK(c.predicted_us == all.predicted_us);  // the time does not depend on what is recorded
+}
+
 TEST_CASE("predicted and measured traces share track and span names", "[measure]") {
   const sm90::MeasuredTrace t = two_ctas();
   CHECK(default_trace_ctas(t, 2) == std::vector<int>{1, 0});  // CTA 1 ends last: first

@@ -34,6 +34,8 @@ TEST_CASE("trace sampling: an uneven persistent grid records one tile in each CT
   CHECK(r.slack_first == 84);
   CHECK(r.stride == 1);
   CHECK(r.slack_tiles == 11);
+  CHECK(r.first_local == 1);  // no CTA's first tile
+  CHECK(r.slack_positions == 10);
   const auto rec = recorded(r, 132, 1536, true);
   std::set<int> positions;
   int total = 0;
@@ -45,11 +47,14 @@ TEST_CASE("trace sampling: an uneven persistent grid records one tile in each CT
     total += static_cast<int>(rec[c].size());
   }
   CHECK(total == 48);
-  // CTA 84 + k records its tile k % 11: every position 0..10 of the CTA's tiles is sampled.
-  CHECK(*rec[84].begin() == 0);
-  CHECK(*rec[95].begin() == 0);
-  CHECK(*rec[100].begin() == 5);
-  CHECK(positions.size() == 11u);
+  // CTA 84 + k records its tile 1 + k % 10: every position 1..10 of the CTA's tiles is sampled,
+  // its first never.
+  CHECK(*rec[84].begin() == 1);
+  CHECK(*rec[94].begin() == 1);
+  CHECK(*rec[95].begin() == 2);
+  CHECK(*rec[100].begin() == 7);
+  CHECK(positions.size() == 10u);
+  CHECK(positions.count(0) == 0u);
 }
 
 TEST_CASE("trace sampling: more slack CTAs than tiles wanted: every stride-th records", "[trace_sampling]") {
@@ -70,15 +75,16 @@ TEST_CASE("trace sampling: more slack CTAs than tiles wanted: every stride-th re
   CHECK(*rec[20].begin() == 1);  // the second recording CTA, its second tile
 }
 
-TEST_CASE("trace sampling: an even persistent grid records tiles i of CTA c with (i + c) % N == 0",
+TEST_CASE("trace sampling: an even persistent grid records tiles i >= 1 of CTA c with (i - 1 + c) % N == 0",
           "[trace_sampling]") {
   const TraceSampleRule r = make_trace_sample_rule(3, 528, 132, true, 132);  // 4 tiles per CTA
   CHECK(r.slack_first == kNoCta);
+  CHECK(r.first_local == 1);
   const auto rec = recorded(r, 132, 528, true);
   for (int c = 0; c < 132; ++c) {
     std::set<int> expected;
-    for (int i = 0; i < 4; ++i)
-      if ((i + c) % 3 == 0) expected.insert(i);
+    for (int i = 1; i < 4; ++i)
+      if ((i - 1 + c) % 3 == 0) expected.insert(i);
     INFO("CTA " << c);
     CHECK(rec[c] == expected);
     CHECK(static_cta_records(r, c, 132, 528));
@@ -89,6 +95,7 @@ TEST_CASE("trace sampling: a one-tile-per-CTA grid records no CTA of its last wa
   // 1536 CTAs, 132 resident at once: CTAs 1404 on start last. One in 32 below them: 0, 32, ..., 1376.
   const TraceSampleRule r = make_trace_sample_rule(32, 1536, 1536, false, 132);
   CHECK(r.record_below == 1404);
+  CHECK(r.first_local == 0);  // its CTAs' only tiles
   int total = 0;
   for (int c = 0; c < 1536; ++c) {
     const bool records = c % 32 == 0 && c < 1404;
@@ -112,26 +119,31 @@ TEST_CASE("trace sampling: sample 1 records everything and the dynamic grid reco
     for (int i : {0, 5, 11}) CHECK(static_records_tile(all, c, i));
   CHECK(static_cta_records(all, 7, 132, 1536));
   CHECK(dynamic_cta_records(all, 7));
-  CHECK(dynamic_records_tile(all, 2047));
+  CHECK(dynamic_records_tile(all, 2047, 0));
+  CHECK(dynamic_records_tile(all, 0, 0));
   const TraceSampleRule dyn = make_trace_sample_rule(8, 2048, 132, false, 132);
   for (int c = 0; c < 132; ++c) CHECK(dynamic_cta_records(dyn, c) == (c % 8 == 0));
 }
 
-TEST_CASE("trace sampling: the dynamic grid's recording CTAs skip the last 2 x grid tiles of the order",
+TEST_CASE("trace sampling: the dynamic grid's recording CTAs skip their first tile and the last 2 x grid of the order",
           "[trace_sampling]") {
-  // hd256 s2k b8 causal: 2048 tiles on 132 CTAs: tiles 1784 on, each CTA's last one or two, are
-  // not recorded.
+  // hd256 s2k b8 causal: 2048 tiles on 132 CTAs: a CTA's first tile (blockIdx.x) and tiles 1784
+  // on, each CTA's last one or two, are not recorded.
   const TraceSampleRule r = make_trace_sample_rule(32, 2048, 132, false, 132);
   CHECK(r.dynamic_below == 2048 - 264);
-  CHECK(dynamic_records_tile(r, 0));
-  CHECK(dynamic_records_tile(r, 1783));
-  CHECK_FALSE(dynamic_records_tile(r, 1784));
-  CHECK_FALSE(dynamic_records_tile(r, 2047));
-  // Fewer than three tiles per CTA: only the CTAs' first tiles (blockIdx.x < grid).
+  CHECK(r.first_local == 1);
+  CHECK_FALSE(dynamic_records_tile(r, 0, 0));
+  CHECK_FALSE(dynamic_records_tile(r, 131, 0));
+  CHECK(dynamic_records_tile(r, 132, 1));
+  CHECK(dynamic_records_tile(r, 1783, 9));
+  CHECK_FALSE(dynamic_records_tile(r, 1784, 10));
+  CHECK_FALSE(dynamic_records_tile(r, 2047, 14));
+  // Three tiles per CTA or fewer: only the CTAs' first tiles (blockIdx.x < grid).
   const TraceSampleRule short_grid = make_trace_sample_rule(32, 300, 132, false, 132);
   CHECK(short_grid.dynamic_below == 132);
-  CHECK(dynamic_records_tile(short_grid, 131));
-  CHECK_FALSE(dynamic_records_tile(short_grid, 132));
+  CHECK(short_grid.first_local == 0);
+  CHECK(dynamic_records_tile(short_grid, 131, 0));
+  CHECK_FALSE(dynamic_records_tile(short_grid, 132, 1));
 }
 
 TEST_CASE("trace sampling: properties over many grids", "[trace_sampling]") {
@@ -152,6 +164,8 @@ TEST_CASE("trace sampling: properties over many grids", "[trace_sampling]") {
           // The decision per CTA agrees with the per-tile one, and a recorded tile is one it runs.
           CHECK(static_cta_records(r, c, g, num_tiles) == !rec[c].empty());
           for (int i : rec[c]) CHECK(i < n);
+          // No CTA's first tile where every CTA runs two or more.
+          if (num_tiles >= 2 * g) CHECK(rec[c].count(0) == 0u);
           // With uneven tiles only the CTAs that run fewer than the most record, one tile each.
           if (num_tiles % g != 0 && num_tiles > g) {
             CHECK(rec[c].size() <= 1u);
