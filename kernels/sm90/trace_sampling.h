@@ -11,9 +11,9 @@
 //   (one tile each, spread over the tile positions), and finish still before the CTAs with the
 //   most tiles; every stride-th of them records, so that about num_tiles / N tiles are recorded;
 // - otherwise (a persistent grid whose tiles divide evenly, a one-tile-per-CTA grid) CTA c records
-//   its tile i when (i - first_local + c) % N == 0, except, in a one-tile-per-CTA grid of several waves, the CTAs
-//   of the last wave (the hardware starts CTAs in index order, so the last `resident` CTAs run
-//   last): a slowed CTA before them only delays which SM takes the next CTA;
+//   its tile i when (i - first_local + c) % N == 0, except, in a one-tile-per-CTA grid of several
+//   waves, the CTAs of the last wave (the hardware starts CTAs in index order, so the last
+//   `resident` CTAs run last): a slowed CTA before them only delays which SM takes the next CTA;
 // - the dynamic tile scheduler records in the CTAs with c % N == 0 (a slower CTA takes fewer tiles)
 //   every tile they take but those among the last 2 x grid of the order: each CTA's last tile or two,
 //   which set when it finishes (a longest-first order in L2 sections ends on long tiles too). (Tile i
