@@ -40,10 +40,15 @@ std::pair<double, double> parse_window_us(const std::string& text, const Timelin
 }
 
 double first_tile_end(const Timeline& tl) {
+  int first = -1;  // the lowest tile index a span carries
+  for (const auto& w : tl.warps)
+    for (const auto& sp : w.spans)
+      if (sp.tile >= 0 && (first < 0 || sp.tile < first)) first = sp.tile;
+  if (first < 0) return tl.end_cycles;
   double end = 0;
   for (const auto& w : tl.warps)
     for (const auto& sp : w.spans)
-      if (sp.tile == 0) end = std::max(end, sp.end);
+      if (sp.tile == first) end = std::max(end, sp.end);
   return end > 0 ? end : tl.end_cycles;
 }
 

@@ -14,8 +14,10 @@ namespace attnsim {
 /// The window is never empty: without two distinct QK starts it is the whole run (at least 1 cycle).
 std::pair<double, double> steady_state_window(const Timeline& tl, int iterations = 4);
 
-/// End (cycles) of the CTA's first work tile: the last span tagged tile 0; the whole timeline
-/// when no span is tagged. The default extent of Chrome traces (small enough for Perfetto).
+/// End (cycles) of the CTA's first work tile in the timeline: the last span tagged with the lowest
+/// tile index there (0 in a prediction; in a measured timeline the first tile the CTA recorded,
+/// which under trace sampling is not its tile 0); the whole timeline when no span is tagged. The
+/// default extent of Chrome traces (small enough for Perfetto).
 double first_tile_end(const Timeline& tl);
 
 /// Parses "T0:T1" in microseconds into cycles; throws std::invalid_argument with a message.

@@ -1,7 +1,6 @@
 // The measuring side of `run` / `validate` that needs no GPU: schedule -> kernel knobs, measured
 // records -> timelines with the simulator's names, per-op means, error statistics, reports.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 
 #include "lower/fa3/fa3_schedule.hpp"
@@ -10,6 +9,7 @@
 #include "measure/measured_timeline.hpp"
 #include "measure/validate.hpp"
 #include "report/chrome_trace.hpp"
+#include "report/window.hpp"
 #include "test_support.hpp"
 
 using namespace attnsim;
@@ -337,6 +337,27 @@ TEST_CASE("per-op means leave out the tiles before first_tile unless nothing els
   CHECK(op_means_of_warps(tl, 1u << 4, 1).at("mma_qk").mean_ns == Approx(100.0));
   // No span of tile 2 or later: every tile counts (a CTA that ran one tile).
   CHECK(op_means_first_warps(tl, 2).at("mma_qk").mean_ns == Approx(200.0));
+}
+
+TEST_CASE("a trace's default extent is the first tile the timeline holds, recorded or predicted", "[measure]") {
+  Timeline tl;
+  tl.end_cycles = 900;
+  WarpTrack w;
+  auto span = [](double t0, double t1, int tile) {
+    Span s;
+    s.start = t0;
+    s.end = t1;
+    s.tile = tile;
+    return s;
+  };
+  // A measured CTA that recorded its tiles 2 and 3 (trace sampling leaves a CTA's first out).
+  w.spans = {span(0, 50, -1), span(100, 400, 2), span(400, 800, 3)};
+  tl.warps.push_back(w);
+  CHECK(first_tile_end(tl) == 400);
+  tl.warps[0].spans.push_back(span(800, 850, 0));  // a tile 0 wherever it lies
+  CHECK(first_tile_end(tl) == 850);
+  tl.warps[0].spans = {span(0, 50, -1)};  // no tile at all: the whole timeline
+  CHECK(first_tile_end(tl) == 900);
 }
 
 TEST_CASE("the predicted op means leave out the tiles the kernel's trace sampling does not record", "[measure]") {
