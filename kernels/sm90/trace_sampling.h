@@ -22,12 +22,13 @@
 //   points over one tile of the grid recorded at hd256 s2k b8 causal, hd128 s16k b1 causal and the
 //   no-pingpong hd64 s1k b16 causal, trace sample 32, H200, 2026-11-30.)
 // And no CTA's first tile, where every CTA runs two tiles or more (the dynamic scheduler: more than
-// three; `first_local`): a first tile recorded by one CTA in N is not the plain kernel's first tile.
-// The recording CTA runs the traced code, which few other CTAs fetch, at the launch's start, when
-// the grid's first loads fill HBM's queues: dynamic hd128 s16k b1 causal on an H200, 2026-11-30, the
-// recording CTA's first pipeline_q.full wait took 4.3-4.6 us and its first row max 1.2 us with one CTA
-// in 32 recording, 2.8 us and 0.47-0.51 us with every CTA recording (the same code in every CTA),
-// 0.06-0.12 us and 0.27 us in its later tiles. The launch's start is what end-to-end times validate.
+// three; `first_local`): a first tile recorded by one CTA in N is not the plain kernel's first
+// tile. The recording CTA runs the traced code, which few other CTAs fetch, at the launch's start,
+// when the grid's first loads fill HBM's queues: dynamic hd128 s16k b1 causal on an H200,
+// 2026-11-30, the recording CTA's first pipeline_q.full wait took 3.6-4.7 us and its first row max
+// 0.6-1.2 us with one CTA in 32 recording, 2.8 us and 0.47-0.55 us with every CTA recording (the
+// same code in every CTA), mostly 0.05-0.12 us and about 0.27 us in its later tiles. The launch's
+// start is what end-to-end times validate.
 #pragma once
 
 #include "common/tile_order.h"  // ATTNSIM_HD, attnsim_divisor
