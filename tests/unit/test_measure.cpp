@@ -339,7 +339,7 @@ TEST_CASE("per-op means leave out the tiles before first_tile unless nothing els
   CHECK(op_means_first_warps(tl, 2).at("mma_qk").mean_ns == Approx(200.0));
 }
 
-TEST_CASE("a trace's default extent is the first tile the timeline holds, recorded or predicted", "[measure]") {
+TEST_CASE("a trace's default extent is the first tile the timeline holds - recorded or predicted", "[measure]") {
   Timeline tl;
   tl.end_cycles = 900;
   WarpTrack w;
