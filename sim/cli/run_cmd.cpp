@@ -144,11 +144,11 @@ struct Run : Command {
         if (cta_recorded(rec, cta)) recorded.push_back(measured_cta(rec, cta, hardware.clock_ghz));
       std::vector<const Timeline*> tls;
       for (const auto& mc : recorded) tls.push_back(&mc.timeline);
-      // The critical CTA's tiles the kernel's trace sampling would record (not a CTA's first under
-      // a sample: trace_sampling.h).
-      const int first_tile = first_recorded_tile(*s, pred, static_cast<int>(trace_sample));
+      // The critical CTA's tiles the kernel's trace sampling would record (under a sample not a
+      // CTA's first, nor a dynamic grid's last ones: trace_sampling.h).
+      const RecordedTiles rt = recorded_tiles(*s, pred, static_cast<int>(trace_sample));
       const std::string table =
-          format_op_table(op_means_of_warps(pred.critical.timeline, warps, first_tile), op_means(tls));
+          format_op_table(op_means_of_warps(pred.critical.timeline, warps, rt.first, rt.end), op_means(tls));
       std::cout << fmt::format(
           "\n  per op, mean span duration (predicted: critical CTA at {:.3f} GHz; measured: {} CTAs that recorded, "
           "each at its own clock)\n{}",

@@ -341,6 +341,7 @@ Prediction predict_at(const Schedule& schedule, const Hardware& hw_in, const Pro
       if (d > worst) {
         worst = d;
         critical = &tiles;
+        p.critical_tile_order.assign(picks[order[i]].begin(), picks[order[i]].end());
       }
     }
     p.cycles = worst;

@@ -56,6 +56,9 @@ struct Prediction {
   double mma_flops = 0;
   SimResult critical;      ///< the CTA that finishes last (its timeline when recorded)
   int critical_tiles = 0;  ///< tiles that CTA processed
+  /// DynamicLpt: the place in the launch order (longest first, the kernel's tile index) of each of
+  /// the critical CTA's tiles, its tile i at [i]; empty for the other grids.
+  std::vector<long long> critical_tile_order;
   /// Of those, the first this many make up `critical` when the CTA's time was taken from its
   /// steady state over like tiles (sim/driver/simulate.cpp, kTileSteadyFrom); 0: all of them.
   int critical_sampled_tiles = 0;

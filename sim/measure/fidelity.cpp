@@ -42,32 +42,40 @@ Prediction predict_case(const Schedule& schedule, const Hardware& hw, Validation
   c.predicted_grid_mode = static_cast<int>(p.mode);
   // The measured spans come from the traced twin: where its code differs in what the model sees,
   // its spans are predicted from it, at this prediction's clock; over the tiles the kernel records.
-  const int first_tile = first_recorded_tile(schedule, p, c.trace_sample);
+  const RecordedTiles rec = recorded_tiles(schedule, p, c.trace_sample);
   if (const auto twin = schedule.traced_twin(hw, c.problem)) {
     PredictOptions at_clock = opt;
     at_clock.clock_ghz = p.clock_ghz;
-    c.predicted_ops = op_means_first_warps(predict(*twin, hw, c.problem, at_clock).critical.timeline, first_tile);
+    c.predicted_ops =
+        op_means_first_warps(predict(*twin, hw, c.problem, at_clock).critical.timeline, rec.first, rec.end);
   } else {
-    c.predicted_ops = op_means_first_warps(p.critical.timeline, first_tile);
+    c.predicted_ops = op_means_first_warps(p.critical.timeline, rec.first, rec.end);
   }
   return p;
 }
 
-int first_recorded_tile(const Schedule& schedule, const Prediction& p, int trace_sample) {
-  if (trace_sample <= 1 || schedule.family() != "fa3_sm90") return 0;
+RecordedTiles recorded_tiles(const Schedule& schedule, const Prediction& p, int trace_sample) {
+  RecordedTiles r;
+  if (trace_sample <= 1 || schedule.family() != "fa3_sm90") return r;
   const int tiles = static_cast<int>(std::min<size_t>(p.total_tiles, std::numeric_limits<int>::max()));
   // The kernel's grid (kernels/sm90/launch.cuh): a static persistent one of the planned CTAs, the
   // dynamic scheduler's of its resident CTAs, one CTA per tile otherwise.
-  switch (p.mode) {
-    case GridPlan::Mode::StaticPersistent:
-      return sm90::make_trace_sample_rule(trace_sample, tiles, static_cast<int>(p.cta_count), true, p.resident_ctas)
-          .first_local;
-    case GridPlan::Mode::DynamicLpt:
-      return sm90::make_trace_sample_rule(trace_sample, tiles, std::min(tiles, p.resident_ctas), false, p.resident_ctas)
-          .first_local;
-    default:
-      return 0;
+  if (p.mode == GridPlan::Mode::StaticPersistent) {
+    r.first = sm90::make_trace_sample_rule(trace_sample, tiles, static_cast<int>(p.cta_count), true, p.resident_ctas)
+                  .first_local;
+  } else if (p.mode == GridPlan::Mode::DynamicLpt) {
+    const sm90::TraceSampleRule rule =
+        sm90::make_trace_sample_rule(trace_sample, tiles, std::min(tiles, p.resident_ctas), false, p.resident_ctas);
+    r.first = rule.first_local;
+    // A CTA takes its tiles in the order: those from dynamic_below on are the end of its list.
+    const auto& order = p.critical_tile_order;
+    for (size_t i = 0; i < order.size(); ++i)
+      if (order[i] >= rule.dynamic_below) {
+        r.end = static_cast<int>(i);
+        break;
+      }
   }
+  return r;
 }
 
 void share_clock(const Hardware& hw, const std::vector<ValidationCase*>& together) {

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <functional>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,12 +34,18 @@ namespace attnsim {
 /// and returns the prediction.
 Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz = 0);
 
-/// The first of a CTA's work tiles (its index among them) that the SM90 kernel's trace sampling
-/// records at --trace-sample `trace_sample` in a grid like prediction `p`'s
-/// (kernels/sm90/trace_sampling.h, make_trace_sample_rule's first_local): 1 where the sampling
-/// leaves every CTA's first tile out, else 0 (a sample of 1, a grid of one tile per CTA, another
-/// family). predict_case leaves earlier tiles out of the predicted op means.
-int first_recorded_tile(const Schedule& schedule, const Prediction& p, int trace_sample);
+/// The critical CTA's work tiles (their index among its tiles) that the SM90 kernel's trace
+/// sampling records at --trace-sample `trace_sample` in a grid like prediction `p`'s
+/// (kernels/sm90/trace_sampling.h, make_trace_sample_rule): [first, end).
+struct RecordedTiles {
+  int first = 0;  ///< 1 where the sampling leaves every CTA's first tile out (first_local), else 0
+  /// The dynamic scheduler's grid: the CTA's first tile of the last 2 x grid of the order
+  /// (dynamic_below; Prediction::critical_tile_order), which it does not record, nor any after.
+  int end = std::numeric_limits<int>::max();
+};
+/// RecordedTiles of prediction `p` (every tile: a sample of 1, another family). predict_case
+/// leaves the other tiles out of the predicted op means.
+RecordedTiles recorded_tiles(const Schedule& schedule, const Prediction& p, int trace_sample);
 
 /// timing.json's "trace_rule" for a folder whose traced runs left each CTA's first tile
 /// unrecorded under sampling (ValidationCase::trace_sample).

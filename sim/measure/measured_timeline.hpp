@@ -2,6 +2,7 @@
 // turned into the simulator's Timeline, so the same reports (Chrome trace, per-op table) read
 // predicted and measured runs alike; and the per-op summary both are compared by.
 #pragma once
+#include <limits>
 #include <map>
 #include <ostream>
 #include <string>
@@ -50,15 +51,18 @@ struct OpStat {
 std::map<std::string, OpStat> op_means(const Timeline& tl);
 /// Same over the warps the instrumented kernel records by default (`--trace-warps first`: warp 0
 /// of each warpgroup), so predicted and measured means sample the same warps: in the epilogue,
-/// for example, warp 0 issues the O store while its three siblings wait for it. `first_tile`: the
-/// spans of the CTA's work tiles before this one (Span::tile) are left out, as the kernel's trace
-/// sampling leaves a CTA's first tile unrecorded (first_recorded_tile); where that leaves no span,
-/// every tile counts.
-std::map<std::string, OpStat> op_means_first_warps(const Timeline& tl, int first_tile = 0);
+/// for example, warp 0 issues the O store while its three siblings wait for it. `first_tile`,
+/// `end_tile`: only the spans of the CTA's work tiles [first_tile, end_tile) (Span::tile) count,
+/// and those of no tile, as the kernel's trace sampling records a CTA's tiles but its first and a
+/// dynamic grid's last ones (recorded_tiles); where that leaves no span of a tile, every tile
+/// counts.
+std::map<std::string, OpStat> op_means_first_warps(const Timeline& tl, int first_tile = 0,
+                                                   int end_tile = std::numeric_limits<int>::max());
 /// Same over the warps set in `warp_mask` (bit w: warp w, as `--trace-warps` selects the warps an
 /// instrumented kernel records), so that a prediction samples the warps a measured run recorded;
-/// `first_tile` as for op_means_first_warps.
-std::map<std::string, OpStat> op_means_of_warps(const Timeline& tl, uint32_t warp_mask, int first_tile = 0);
+/// `first_tile`, `end_tile` as for op_means_first_warps.
+std::map<std::string, OpStat> op_means_of_warps(const Timeline& tl, uint32_t warp_mask, int first_tile = 0,
+                                                int end_tile = std::numeric_limits<int>::max());
 /// Same over several timelines (every CTA of a measured run).
 std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls);
 

@@ -55,7 +55,7 @@ struct ValidationCase {
   std::map<std::string, OpStat> predicted_ops, measured_ops;
   /// The --trace-sample N its traced run recorded under, where the kernel's sampling left each
   /// CTA's first tile unrecorded (kernels/sm90/trace_sampling.h, since 2026-11-30; timing.json's
-  /// "trace_rule"): the predicted op means then leave it out too (first_recorded_tile). 1: every
+  /// "trace_rule"): the predicted op means then leave it out too (recorded_tiles). 1: every
   /// tile recorded, or a folder measured under an earlier rule.
   int trace_sample = 1;
   /// CPU seconds the prediction itself took (predict(), on its thread; fidelity's extra

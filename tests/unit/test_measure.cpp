@@ -1,6 +1,9 @@
 // The measuring side of `run` / `validate` that needs no GPU: schedule -> kernel knobs, measured
 // records -> timelines with the simulator's names, per-op means, error statistics, reports.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "lower/fa3/fa3_schedule.hpp"
@@ -370,22 +373,33 @@ TEST_CASE("the predicted op means leave out the tiles the kernel's trace samplin
   PredictOptions opt;
   const Prediction persistent = predict(*base, hw, p, opt);
   REQUIRE(persistent.mode == GridPlan::Mode::StaticPersistent);
-  CHECK(first_recorded_tile(*base, persistent, 32) == 1);  // no CTA's first tile
-  CHECK(first_recorded_tile(*base, persistent, 1) == 0);   // every tile recorded
+  CHECK(recorded_tiles(*base, persistent, 32).first == 1);                              // no CTA's first tile
+  CHECK(recorded_tiles(*base, persistent, 32).end == std::numeric_limits<int>::max());  // to its last
+  CHECK(recorded_tiles(*base, persistent, 1).first == 0);                               // every tile recorded
   // One CTA per tile: each CTA's only tile is its first.
   const auto lpt = load_schedule(fa3_file(), {}, "lpt_single_tile");
   const Prediction single = predict(*lpt, hw, p, opt);
   REQUIRE(single.mode == GridPlan::Mode::LptSingleTile);
-  CHECK(first_recorded_tile(*lpt, single, 32) == 0);
+  CHECK(recorded_tiles(*lpt, single, 32).first == 0);
   // The dynamic scheduler's grid: more than three tiles per CTA, so the first is left out; a grid
   // of two per CTA records only the first tiles.
   const auto dyn = load_schedule(fa3_file(), {}, "dynamic_lpt");
   const Prediction many = predict(*dyn, hw, p, opt);
   REQUIRE(many.mode == GridPlan::Mode::DynamicLpt);
-  CHECK(first_recorded_tile(*dyn, many, 32) == 1);
+  const RecordedTiles dyn_rec = recorded_tiles(*dyn, many, 32);
+  CHECK(dyn_rec.first == 1);
+  // ... and its tiles from the last 2 x 132 of the order (1024 tiles: 760 on) are not recorded:
+  // the critical CTA's list ends with them.
+  const auto& order = many.critical_tile_order;
+  REQUIRE(order.size() == static_cast<size_t>(many.critical_tiles));
+  REQUIRE(dyn_rec.end < static_cast<int>(order.size()));
+  CHECK(order[dyn_rec.end] >= 1024 - 264);
+  CHECK(order[dyn_rec.end - 1] < 1024 - 264);
+  CHECK(std::is_sorted(order.begin(), order.end()));  // a CTA takes its tiles in the order
   Problem two = p;
   two.batch = 2;  // 256 tiles on 132 CTAs
-  CHECK(first_recorded_tile(*dyn, predict(*dyn, hw, two, opt), 32) == 0);
+  CHECK(recorded_tiles(*dyn, predict(*dyn, hw, two, opt), 32).first == 0);
+  CHECK(persistent.critical_tile_order.empty());
   // validate's prediction: the critical CTA's tiles from its second on.
   ValidationCase c;
   c.problem = p;
