@@ -42,13 +42,14 @@ Prediction predict_case(const Schedule& schedule, const Hardware& hw, Validation
   c.predicted_grid_mode = static_cast<int>(p.mode);
   // The measured spans come from the traced twin: where its code differs in what the model sees,
   // its spans are predicted from it, at this prediction's clock; over the tiles the kernel records.
-  const RecordedTiles rec = recorded_tiles(schedule, p, c.trace_sample);
   if (const auto twin = schedule.traced_twin(hw, c.problem)) {
     PredictOptions at_clock = opt;
     at_clock.clock_ghz = p.clock_ghz;
-    c.predicted_ops =
-        op_means_first_warps(predict(*twin, hw, c.problem, at_clock).critical.timeline, rec.first, rec.end);
+    const Prediction traced = predict(*twin, hw, c.problem, at_clock);
+    const RecordedTiles rec = recorded_tiles(*twin, traced, c.trace_sample);  // its critical CTA's tiles
+    c.predicted_ops = op_means_first_warps(traced.critical.timeline, rec.first, rec.end);
   } else {
+    const RecordedTiles rec = recorded_tiles(schedule, p, c.trace_sample);
     c.predicted_ops = op_means_first_warps(p.critical.timeline, rec.first, rec.end);
   }
   return p;
