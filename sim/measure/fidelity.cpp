@@ -647,10 +647,12 @@ ValidationData load_validation_data(const std::string& dir_arg) {
     JsonReader r(j, timing.string());
     // "problem": every kernel of a problem timed in turns; "kernel": each on its own.
     d.timed_together_by_problem = r.choice_or("timed_together", "kernel", {"problem", "kernel"}) == "problem";
-    // Traced runs that left each CTA's first tile unrecorded: the predictions leave it out too.
-    if (r.has("trace_rule") && r.choice("trace_rule", {kTraceRuleNoFirstTile}) == kTraceRuleNoFirstTile)
-      d.trace_sample = static_cast<int>(r.integer("trace_sample", 1, 1 << 20));
-    for (auto& c : d.cases) c.trace_sample = d.trace_sample;
+    // Traced runs that left each CTA's first tile unrecorded (ValidationCase::trace_sample): the
+    // predictions leave it out too.
+    if (r.has("trace_rule") && r.choice("trace_rule", {kTraceRuleNoFirstTile}) == kTraceRuleNoFirstTile) {
+      const int sample = static_cast<int>(r.integer("trace_sample", 1, 1 << 20));
+      for (auto& c : d.cases) c.trace_sample = sample;
+    }
   }
   return d;
 }

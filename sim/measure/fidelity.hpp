@@ -163,9 +163,6 @@ struct ValidationData {
   /// DIR/timing.json says the kernels of each problem were timed together, taking turns
   /// ("timed_together": "problem"): they shared one SM clock (share_clock_by_problem).
   bool timed_together_by_problem = false;
-  /// DIR/timing.json's "trace_sample" where its "trace_rule" is kTraceRuleNoFirstTile, else 1
-  /// (set on every case: ValidationCase::trace_sample).
-  int trace_sample = 1;
 };
 /// Rows of a results.csv (columns found by header name; quoted fields); measured rows only.
 /// Throws InputError naming `origin` and the row.
@@ -173,8 +170,11 @@ std::vector<ValidationCase> parse_results_csv(const std::string& text, const std
 /// Measured mean span durations of an ops.csv, attached to the cases by (schedule, variant, problem).
 void attach_ops_csv(const std::string& text, const std::string& origin, std::vector<ValidationCase>& cases);
 /// Reads DIR/results.csv, DIR/ops.csv and DIR/timing.json (when present). DIR may also be the GPU
-/// folder (configs/validation/<gpu>), then its fa3_sm90_validate/ is read. Throws InputError naming
-/// the file and key on a timing.json whose "timed_together" is neither "problem" nor "kernel".
+/// folder (configs/validation/<gpu>), then its fa3_sm90_validate/ is read. timing.json's
+/// "trace_sample", where its "trace_rule" is kTraceRuleNoFirstTile, goes to every case
+/// (ValidationCase::trace_sample). Throws InputError naming the file and key on a timing.json whose
+/// "timed_together" is neither "problem" nor "kernel", whose "trace_rule" is another, or whose
+/// "trace_sample" is missing or not 1..2^20 beside that rule.
 ValidationData load_validation_data(const std::string& dir);
 /// Every configs/validation/<gpu>/<folder> under `root` holding a results.csv (a `validate`
 /// output) and its baseline fidelity.json, sorted.
