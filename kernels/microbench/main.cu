@@ -39,9 +39,9 @@ std::vector<Benchmark> registry() {
   std::vector<Benchmark> all;
   for (auto part : {pipe_benchmarks(), mma_benchmarks(), clock_mix_benchmarks(), memory_benchmarks(), sync_benchmarks(),
                     latency_benchmarks(), launch_benchmarks(), operand_benchmarks(), mma_queue_benchmarks(),
-                    softmax_block_benchmarks(), softmax_pair_benchmarks(), gemm_turn_benchmarks(),
-                    ifetch_benchmarks(), ldg_load_benchmarks(), tma_load_benchmarks(),
-                    mma_issue_beside_benchmarks(), smem_beside_async_benchmarks()})
+                    softmax_block_benchmarks(), softmax_pair_benchmarks(), gemm_turn_benchmarks(), ifetch_benchmarks(),
+                    ldg_load_benchmarks(), tma_load_benchmarks(), mma_issue_beside_benchmarks(),
+                    smem_beside_async_benchmarks(), warp_guard_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -129,6 +129,8 @@ const Expect kExpect[] = {
     {"smem_beside_async", "/results/write_o_hd256_beside_ss_tma_cycles", 1, 1e6},
     {"smem_beside_async", "/results/write_o_hd128_beside_ss_tma_cycles", 1, 1e6},
     {"smem_beside_async", "/results/write_o_hd64_beside_ss_tma_cycles", 1, 1e6},
+    {"warp_guard", "/results/configs/pingpong_t64_w384_spin/uniform_cycles_per_iteration", 100, 1e5},
+    {"warp_guard", "/results/warpsync_guard_cycles", -1e3, 1e4},
     {"softmax_pair", "/results/alone/leader_warpgroup_1/leader_priority_delay_150", 0, 1},
     {"softmax_pair", "/results/alone/leader_warpgroup_1/delay_4000/wg1_block_cycles", 50, 1e5},
     {"gemm_turn", "/results/instances/hd128/solo/wg0_qk_dispatch_cycles", 10, 1e5},

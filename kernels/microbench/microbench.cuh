@@ -249,6 +249,7 @@ std::vector<Benchmark> ldg_load_benchmarks();
 std::vector<Benchmark> tma_load_benchmarks();
 std::vector<Benchmark> mma_issue_beside_benchmarks();
 std::vector<Benchmark> smem_beside_async_benchmarks();
+std::vector<Benchmark> warp_guard_benchmarks();
 
 /// 2D bf16 tensor map over `rows` x 128 columns (row stride 256 B: a head_dim-128 K/V layout),
 /// boxes of 64 columns x `box_rows` rows, 128B swizzle, L2 promotion 256 B (as FA3's).
