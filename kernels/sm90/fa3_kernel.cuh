@@ -11,10 +11,12 @@
 
 namespace attnsim::sm90 {
 
-template <class T>
-__global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_constant__ Params p) {
+/// One CTA of fa3_forward: its tiles through the load warp and the consumer warpgroups. `kAnchor`:
+/// write the CTA's clock anchor (Params::cta_clock: clk0, ns0, smid) though T is not traced, as a
+/// traced launch's CTAs that record nothing do (fa3_forward).
+template <class T, bool kAnchor = false>
+__device__ __forceinline__ void fa3_cta(const Params& p, uint8_t* smem_raw) {
 #if ATTNSIM_HAVE_WGMMA
-  extern __shared__ uint8_t smem_raw[];
   const Smem<T> s(smem_raw);
   // Where it measured better, the warp index is broadcast from lane 0, which ptxas takes as
   // warp-uniform, so the warpgroup's Q descriptors and barrier ids can live in uniform registers.
@@ -47,7 +49,7 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
     }
     if constexpr (T::kOInV) cuda::ptx::mbarrier_init(s.barrier_o, barrier_o_arrivals(T::kConsumers));
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-    if constexpr (T::kTrace) {
+    if constexpr (T::kTrace || kAnchor) {
       // The CTA's anchor, read before the barrier so that every span starts after it: records
       // carry raw 32-bit clock stamps, which the host places relative to this clk0.
       p.cta_clock[blockIdx.x].clk0 = clock64();
@@ -59,13 +61,14 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
   }
   // Traced builds: each warp's recording state (its Cursor) lives in shared memory between the
   // tiles it records; a recorder is resumed from it for each recorded tile only (Consumer::
-  // recorded_tile, load_warp), so that the tiles and CTAs that record nothing run the plain
-  // kernel's code with no recorder registers live.
+  // recorded_tile, load_warp), so that the tiles that record nothing run the plain kernel's code
+  // with no recorder registers live.
   TraceRecorder<T::kTrace>::open_cursor(p, s.trace, warp, lane);
   __syncthreads();
   int tiles = 0;  // tiles this CTA ran, as the load warp (thread 0) counts them
-  // Whether this CTA records any tile (trace sampling); one that does not skips the end-of-CTA
-  // code. Uniform over the CTA.
+  // Whether this CTA records tiles (trace sampling; uniform over the CTA): one that does records
+  // the tiles records_tile picks and writes the end-of-CTA anchor. (Where fa3_forward sends the
+  // CTAs that record nothing through the plain body, this is true here.)
   const bool recording = T::kTrace && cta_records<T::kDynamic>(p);
   if (warp_role(warp) != Role::Consumer) {
     set_registers<T::kRegProducer>(false);
@@ -98,6 +101,31 @@ __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_const
     }
   }
 #endif
+}
+
+/// The kernel: one CTA per work tile or a persistent grid (Params, kernel_traits.cuh). In the
+/// traced static-grid instances with pingpong at head_dim 64 and 128 (kIdleCtasRunPlain), the CTAs
+/// that record no tile (cta_records: all but about one in Params::trace_rule.sample) run the plain
+/// build's code (T::Plain) and write only their clock anchor: through the traced code they ran
+/// slower than the timed kernel even with nothing recorded, most where every CTA runs one tile
+/// (H200 2026-11-30, configs/validation/h200/one_tile_overhead: hd64 s512 b32 lpt_single_tile
+/// 5.4 -> 1.3%, hd64 s512 b64 causal 8.5 -> 3.7%). Both bodies in one function leave ptxas fewer
+/// registers for the traced one (hd64: spill loads 296 -> 428 bytes, `-Xptxas -v`, CUDA 13.0), which
+/// cost the other instances more than they gained (no pingpong: hd64 s2k b8 3.6 -> 10.5%; hd256:
+/// 1.5-5.7 points) or broke them (the dynamic scheduler's: wgmma serialized, C7512).
+template <class T>
+__global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_constant__ Params p) {
+  extern __shared__ uint8_t smem_raw[];
+  constexpr bool kIdleCtasRunPlain = T::kTrace && !T::kDynamic && T::kPingpong && T::kHeadDim <= 128;
+  if constexpr (kIdleCtasRunPlain) {
+    static_assert(T::Plain::kSmemBytes <= T::kSmemBytes && T::Plain::kThreads == T::kThreads,
+                  "the plain body fits the traced launch");
+    if (!cta_records<T::kDynamic>(p)) {
+      fa3_cta<typename T::Plain, true>(p, smem_raw);
+      return;
+    }
+  }
+  fa3_cta<T>(p, smem_raw);
 }
 
 }  // namespace attnsim::sm90

@@ -38,6 +38,11 @@ struct Traits {
   static constexpr int kHeadDim = kHeadDim_, kMBlock = kMBlock_, kNBlock = kNBlock_, kKvStage = kKvStage_;
   static constexpr bool kPingpong = kPingpong_, kOverlap = kOverlap_, kTrace = kTrace_, kDynamic = kDynamic_;
   static constexpr bool kOwnO = kOwnO_, kOInV = kOInV_;
+  /// The same instance untraced: the code a traced launch's CTAs that record nothing run
+  /// (fa3_forward), the timed kernel's.
+  using Plain =
+      Traits<kHeadDim_, kMBlock_, kNBlock_, kKvStage_, kPingpong_, kOverlap_, kRegConsumer_, kRegProducer_, false,
+             kDynamic_, kOwnO_, kL2SectionMiB_, kRescaleMilli_, kExp2EmuFreq_, kExp2EmuRes_, kOInV_, kTrimLast_>;
   /// The last KV block trimmed (KernelKnobs::trim_last_block: two consumer warpgroups, whose rows
   /// swap, and n_block % 32 == 0, so that a half block is a whole number of the PV's 16-key
   /// k-steps; elsewhere the knob changes nothing).
