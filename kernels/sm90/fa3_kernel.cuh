@@ -104,19 +104,22 @@ __device__ __forceinline__ void fa3_cta(const Params& p, uint8_t* smem_raw) {
 }
 
 /// The kernel: one CTA per work tile or a persistent grid (Params, kernel_traits.cuh). In the
-/// traced static-grid instances with pingpong at head_dim 64 and 128 (kIdleCtasRunPlain), the CTAs
-/// that record no tile (cta_records: all but about one in Params::trace_rule.sample) run the plain
-/// build's code (T::Plain) and write only their clock anchor: through the traced code they ran
-/// slower than the timed kernel even with nothing recorded, most where every CTA runs one tile
-/// (H200 2026-11-30, configs/validation/h200/one_tile_overhead: hd64 s512 b32 lpt_single_tile
-/// 5.4 -> 1.3%, hd64 s512 b64 causal 8.5 -> 3.7%). Both bodies in one function leave ptxas fewer
-/// registers for the traced one (hd64: spill loads 296 -> 428 bytes, `-Xptxas -v`, CUDA 13.0), which
-/// cost the other instances more than they gained (no pingpong: hd64 s2k b8 3.6 -> 10.5%; hd256:
-/// 1.5-5.7 points) or broke them (the dynamic scheduler's: wgmma serialized, C7512).
+/// traced instances of kIdleCtasRunPlain the CTAs that record no tile (cta_records: all but about
+/// one in Params::trace_rule.sample) run the plain build's code (T::Plain) and write only their
+/// clock anchor: through the traced code they ran slower than the timed kernel even with nothing
+/// recorded, most where every CTA runs one tile (H200 2026-11-30, configs/validation/h200/
+/// one_tile_overhead; with it hd64 s512 b32 lpt_single_tile 5.4 -> 1.3%, hd64 s512 b64 causal
+/// lpt_single_tile 8.5 -> 3.7%, its dynamic no_pingpong kernel 5.2 -> 1.0%). Both bodies in one
+/// function leave ptxas fewer registers for the traced one (hd64 static: spill loads 296 -> 428
+/// bytes, `-Xptxas -v`, CUDA 13.0), which cost the other instances more than they gained (static
+/// without pingpong: hd64 s2k b8 3.6 -> 10.5%; static hd256: 1.5-5.7 points) or broke them (the
+/// dynamic scheduler's at hd128, hd256 and hd64 with three consumer warpgroups: wgmma serialized,
+/// C7512).
 template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1) fa3_forward(const __grid_constant__ Params p) {
   extern __shared__ uint8_t smem_raw[];
-  constexpr bool kIdleCtasRunPlain = T::kTrace && !T::kDynamic && T::kPingpong && T::kHeadDim <= 128;
+  constexpr bool kIdleCtasRunPlain =
+      T::kTrace && (T::kDynamic ? T::kHeadDim == 64 && T::kConsumers == 2 : T::kPingpong && T::kHeadDim <= 128);
   if constexpr (kIdleCtasRunPlain) {
     static_assert(T::Plain::kSmemBytes <= T::kSmemBytes && T::Plain::kThreads == T::kThreads,
                   "the plain body fits the traced launch");
