@@ -95,10 +95,9 @@ void bench_warp_guard(Report& rep) {
       "alone: one warp, W dependent FFMAs and bar.sync 1, 32 per iteration. The loop's trip count from "
       "the kernel parameter (uniform) or read by every lane from shared memory (lane: ptxas cannot prove "
       "it warp-uniform and puts a WARPSYNC.ALL in the loop, as in the dynamic scheduler's KV loop, where "
-      "it sits right before the pingpong bar.sync; check with cuobjdump). _spin: warp 8 spins on an mbarrier try_wait "
-      "meanwhile "
-      "(a waiting load warp's SYNCS/BRA loop). clock64 of warp 0 over the loop / iterations; median of 5 "
-      "launches; guard_cycles = lane - uniform.");
+      "it sits right before the pingpong bar.sync; check with cuobjdump). _spin: warp 8 spins on an "
+      "mbarrier try_wait meanwhile (a waiting load warp's SYNCS/BRA loop). clock64 of warp 0 over the "
+      "loop / iterations; median of 5 launches; guard_cycles = lane - uniform.");
   const int iters = rep.opt().quick ? 500 : 5000;
   DeviceBuffer<BlockClock> out(1);
   DeviceBuffer<float> sink(288);

@@ -109,7 +109,7 @@ __device__ __forceinline__ void fa3_cta(const Params& p, uint8_t* smem_raw) {
 /// clock anchor: through the traced code they ran slower than the timed kernel even with nothing
 /// recorded, most where every CTA runs one tile (H200 2026-11-30, configs/validation/h200/
 /// one_tile_overhead; with it hd64 s512 b32 lpt_single_tile 5.4 -> 1.3%, hd64 s512 b64 causal
-/// lpt_single_tile 8.5 -> 3.7%, its dynamic no_pingpong kernel 5.2 -> 1.0%). Both bodies in one
+/// lpt_single_tile 8.5 -> 3.7% and no_pingpong, a dynamic grid, 5.2 -> 1.0%). Both bodies in one
 /// function leave ptxas fewer registers for the traced one (hd64 static: spill loads 296 -> 428
 /// bytes, `-Xptxas -v`, CUDA 13.0), which cost the other instances more than they gained (static
 /// without pingpong: hd64 s2k b8 3.6 -> 10.5%; static hd256: 1.5-5.7 points) or broke them (the
