@@ -117,22 +117,34 @@ MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallbac
 }
 
 namespace {
-/// Over the warps `keep` accepts, the spans of tiles [first_tile, end_tile) (and those of no tile).
+/// Whether a span of `tl` belongs to a tile of [first_tile, end_tile).
+bool tiles_present(const Timeline& tl, int first_tile, int end_tile) {
+  for (const auto& w : tl.warps)
+    for (const auto& s : w.spans)
+      if (s.tile >= first_tile && s.tile < end_tile) return true;
+  return false;
+}
+
+/// Over the warps `keep` accepts, the spans of tiles [first_tile, end_tile) (and those of no tile);
+/// of every tile in a timeline that holds none of that range.
 template <class Keep>
 std::map<std::string, OpStat> means(const std::vector<const Timeline*>& tls, Keep keep, int first_tile = 0,
                                     int end_tile = std::numeric_limits<int>::max()) {
   std::map<std::string, OpStat> out;
-  for (const Timeline* tl : tls)
+  for (const Timeline* tl : tls) {
+    const bool all_tiles =
+        (first_tile <= 0 && end_tile == std::numeric_limits<int>::max()) || !tiles_present(*tl, first_tile, end_tile);
     for (const auto& w : tl->warps) {
       if (!keep(w.warp)) continue;
       for (const auto& s : w.spans) {
         if (s.kind == SpanKind::Busy && s.op == ATTNSIM_OP_ARRIVE) continue;
-        if (s.tile >= 0 && (s.tile < first_tile || s.tile >= end_tile)) continue;
+        if (!all_tiles && s.tile >= 0 && (s.tile < first_tile || s.tile >= end_tile)) continue;
         OpStat& o = out[op_key(*tl, s)];
         o.total_ns += (s.end - s.start) / tl->clock_ghz;
         ++o.count;
       }
     }
+  }
   for (auto& [k, o] : out) o.mean_ns = o.count ? o.total_ns / o.count : 0;
   return out;
 }
@@ -144,24 +156,15 @@ std::map<std::string, OpStat> op_means(const std::vector<const Timeline*>& tls) 
 
 std::map<std::string, OpStat> op_means(const Timeline& tl) { return op_means(std::vector<const Timeline*>{&tl}); }
 
-namespace {
-/// Whether a span of `tl` belongs to a tile of [first_tile, end_tile).
-bool tiles_present(const Timeline& tl, int first_tile, int end_tile) {
-  for (const auto& w : tl.warps)
-    for (const auto& s : w.spans)
-      if (s.tile >= first_tile && s.tile < end_tile) return true;
-  return false;
-}
-}  // namespace
-
 std::map<std::string, OpStat> op_means_first_warps(const Timeline& tl, int first_tile, int end_tile) {
-  const auto first = [](int warp) { return warp % 4 == 0; };
-  return tiles_present(tl, first_tile, end_tile) ? means({&tl}, first, first_tile, end_tile) : means({&tl}, first);
+  return means(
+      {&tl}, [](int warp) { return warp % 4 == 0; }, first_tile, end_tile);
 }
 
 std::map<std::string, OpStat> op_means_of_warps(const Timeline& tl, uint32_t warp_mask, int first_tile, int end_tile) {
-  const auto in_mask = [warp_mask](int warp) { return warp >= 0 && warp < 32 && ((warp_mask >> warp) & 1u); };
-  return tiles_present(tl, first_tile, end_tile) ? means({&tl}, in_mask, first_tile, end_tile) : means({&tl}, in_mask);
+  return means(
+      {&tl}, [warp_mask](int warp) { return warp >= 0 && warp < 32 && ((warp_mask >> warp) & 1u); }, first_tile,
+      end_tile);
 }
 
 std::vector<int> default_trace_ctas(const sm90::MeasuredTrace& rec, int count) {
