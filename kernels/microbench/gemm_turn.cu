@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   // delay > 0: warpgroups 1.. start that much later; < 0: warpgroup 0 does.
   const int wait = group > 0 ? (delay > 0 ? delay : 0) : (delay < 0 ? -delay : 0);
   attnsim::TraceRecorder<false> off;
-  sm90::Consumer<T> c{*params, s, off, group, warp % sm90::kWarpsPerWarpgroup, lane};
+  sm90::Consumer<T> c{{}, *params, s, off, group, warp % sm90::kWarpsPerWarpgroup, lane};
 #pragma unroll
   for (int i = 0; i < T::kNBlock / 4; ++i) c.pr[i] = 0x3f803f80u ^ (hash32(threadIdx.x * 64 + i) & 0x007f007fu);
 #pragma unroll

@@ -18,11 +18,22 @@
 
 namespace attnsim::sm90 {
 
+/// Where a Consumer keeps its turn's warpgroup between turn_start and turn_end: only where the
+/// barrier ids are read afresh (T::kFreshBarrierIds). Elsewhere an empty base, not a member: a
+/// member those kernels never read still moved their SASS (nvcc -cubin, CUDA 13.0). A Consumer is
+/// an aggregate whose first element is this base: `Consumer<T> c{{}, p, s, tr, group, warp, lane}`.
+template <bool kFresh>
+struct TurnGroup {
+  int turn_group = 0;
+};
+template <>
+struct TurnGroup<false> {};
+
 /// kRecord: this object's spans are recorded (one tile a traced build samples: recorded_tile).
 /// The tile loop, run(), is a Consumer<T, false>'s, in traced builds too: their tiles that record
 /// nothing run the plain kernel's code.
 template <class T, bool kRecord = false>
-struct Consumer {
+struct Consumer : TurnGroup<T::kFreshBarrierIds> {
   static constexpr int N = T::kNBlock, D = T::kHeadDim;
   const Params& p;
   const Smem<T>& s;
@@ -53,19 +64,31 @@ struct Consumer {
     return smem_desc_sw128(smem_u32(s.v(stage) + kk * 16 * 128), N * 128, 1024);
   }
 
+  // The warpgroup for the turn's barrier ids where they are read afresh (T::kFreshBarrierIds,
+  // barrier_group): in turn_start, where the wait for the turn covers the read's latency, and
+  // held over the turn for turn_end's arrive, which would otherwise wait for it right before the
+  // wgmma.wait_group's span. Elsewhere `group`, as the plain kernels have it.
+  __device__ int pingpong_group() const {
+    if constexpr (T::kFreshBarrierIds)
+      return this->turn_group;
+    else
+      return group;
+  }
+
   // Traced builds read the clock after a named barrier behind a shared load of the trace slots
   // (TraceRecorder::now_after_barrier): written once before the first __syncthreads, so the load
   // races with nothing. (A load of Q's buffer raced with the other warpgroup's epilogue stores of
   // O there: 3 racecheck hazards per traced run, H100 2026-11-24.)
   __device__ void turn_start(int j, int tile) {
     if constexpr (T::kPingpong) {
+      if constexpr (T::kFreshBarrierIds) this->turn_group = barrier_group<true>(group);
       const uint32_t t0 = tr.now();
-      named_sync(kBarPingpong + group, kPingpongThreads);
+      named_sync(kBarPingpong + pingpong_group(), kPingpongThreads);
       tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), j, tile, ATTNSIM_WAIT_PINGPONG, group);
     }
   }
   __device__ void turn_end() {
-    if constexpr (T::kPingpong) named_arrive(kBarPingpong + (group + 1) % T::kConsumers, kPingpongThreads);
+    if constexpr (T::kPingpong) named_arrive(kBarPingpong + (pingpong_group() + 1) % T::kConsumers, kPingpongThreads);
   }
 
   /// The GEMMs' ring stage from lane 0, in the dynamic scheduler's kernels without pingpong at
@@ -282,7 +305,7 @@ struct Consumer {
   /// Runs tile `c` in a fresh Consumer recording through `r`; the ring positions carry over.
   template <bool kRec>
   __device__ __forceinline__ void run_tile_in(TraceRecorder<kRec>& r, const Tile& c, int local) {
-    Consumer<T, kRec> x{p, s, r, group, warp, lane};
+    Consumer<T, kRec> x{{}, p, s, r, group, warp, lane};
     x.k_read = k_read;
     x.v_read = v_read;
     x.run_tile(c, local);

@@ -18,8 +18,8 @@
 // wgmma and setmaxnreg exist only on sm_90a; other passes build empty bodies
 // (ATTNSIM_HAVE_WGMMA = 0) and the runtime finds no image to run there.
 #include "common/wgmma_sync.cuh"
-
-#include "wgmma_ops.cuh"  // generated (kernels/common/gen_wgmma.cmake): Wgmma<N>::ss / rs / rs_tb
+#include "sm90/structure.h"  // consumer_group (barrier_group)
+#include "wgmma_ops.cuh"     // generated (kernels/common/gen_wgmma.cmake): Wgmma<N>::ss / rs / rs_tb
 
 namespace attnsim::sm90 {
 
@@ -56,6 +56,21 @@ __device__ __forceinline__ float exp2_mufu(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
+}
+
+/// The consumer warpgroup `group` for a named barrier's id, or with kFresh the same read afresh
+/// from %tid.x (TraceRecorder::warp_index) where it is needed (Traits::kFreshBarrierIds). Held in a
+/// register across the KV loop, ptxas spilled it in the traced head_dim 256 kernels and reloaded
+/// it from local memory right before each pingpong and epilogue bar.sync (18 of the 18 barriers
+/// with a register id in the static hd256 instance; cuobjdump -sass on an H200, 2026-11-30), so
+/// that a recorded barrier wait held the load's latency: at the epilogue 570-630 ns with every
+/// warp of the warpgroup arriving within 3 ns (`attnsim run --trace-warps all`).
+template <bool kFresh>
+__device__ __forceinline__ int barrier_group(int group) {
+  if constexpr (kFresh)
+    return consumer_group(TraceRecorder<true>::warp_index());
+  else
+    return group;
 }
 
 /// Upper bound of the spans one warp records in a work tile of `n_blocks` KV blocks (consumer:

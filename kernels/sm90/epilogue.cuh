@@ -25,6 +25,11 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
                                          int group, int rows, int warp, int lane, const float (&o)[T::kHeadDim / 2],
                                          RowStats& st, int tile, const PipelineState& v_next) {
   constexpr int D = T::kHeadDim;
+  // The named barriers' warpgroup (barrier_group): where read afresh, once, first, so that its
+  // latency runs under the wait for the V stage or the staging of O; elsewhere `group`, added at
+  // each barrier as before (those kernels' SASS stays the same).
+  const int bar_group = barrier_group<T::kFreshBarrierIds>(group), traced_bar = bar_epilogue(T::kConsumers) + bar_group;
+  auto epilogue_bar = [&] { return T::kFreshBarrierIds ? traced_bar : bar_epilogue(T::kConsumers) + group; };
   // Where O is staged: this warpgroup's rows of a buffer of kMBlock-row chunks, or one V stage.
   uint8_t* base = s.o;
   // In its own buffer, the warpgroup's own 64 rows: its store of the previous tile, which only it
@@ -44,7 +49,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
     // The previous tile's store has read this warpgroup's rows of the O buffer (long since).
     t0 = tr.now();
     if (warp == 0 && lane == 0) cuda::ptx::cp_async_bulk_wait_group_read(cuda::ptx::n32_t<0>{});
-    named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
+    named_sync(epilogue_bar(), kEpilogueThreads);
     tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   }
   // Without pingpong, after the previous warpgroup's O of this tile (of the tile before, for
@@ -52,7 +57,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   constexpr bool kOrdered = o_staged_barriers(T::kOInV, T::kPingpong, T::kConsumers);
   if constexpr (kOrdered)
     if (o_staged_waits(group, tile)) {
-      const int before = o_staged_after(group, T::kConsumers);
+      const int before = o_staged_after(bar_group, T::kConsumers);
       t0 = tr.now();
       named_sync(bar_o_staged(before), kPingpongThreads);
       tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_O_STAGED, before);
@@ -61,9 +66,9 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   write_o<D, kChunkRows>(smem_u32(base), row0, warp, lane, o, st);
   const int rbox = rows * 64 + 16 * warp + lane / 4;  // this thread's first row in the tile
   tr.span(ATTNSIM_OP_FINAL_O, t0, tr.now(), -1, tile);
-  if constexpr (kOrdered) named_arrive(bar_o_staged(group), kPingpongThreads);
+  if constexpr (kOrdered) named_arrive(bar_o_staged(bar_group), kPingpongThreads);
   t0 = tr.now();
-  named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
+  named_sync(epilogue_bar(), kEpilogueThreads);
   tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   if (warp == 0 && lane == 0) {
     t0 = tr.now();
@@ -89,7 +94,7 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   }
   if constexpr (!T::kQFreeAfterQk) {  // every warp knows the store has read Q's buffer
     t0 = tr.now();
-    named_sync(bar_epilogue(T::kConsumers) + group, kEpilogueThreads);
+    named_sync(epilogue_bar(), kEpilogueThreads);
     tr.span(ATTNSIM_OP_WAIT, t0, tr.now_after_barrier(s.barrier_probe()), -1, tile, ATTNSIM_WAIT_EPILOGUE, group);
   }
 }

@@ -79,7 +79,7 @@ __device__ __forceinline__ void fa3_cta(const Params& p, uint8_t* smem_raw) {
     // tile loop (any code after it there, even one store, made it compile the consumers within
     // the 168 registers of the launch: hundreds of bytes of spills and serialized wgmma).
     TraceRecorder<false> off;
-    Consumer<T> c{p, s, off, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
+    Consumer<T> c{{}, p, s, off, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
     c.run(recording);
   }
   // The epilogue does not wait for its last TMA store of O from a buffer of its own: the SMEM

@@ -47,6 +47,14 @@ struct Traits {
   /// swap, and n_block % 32 == 0, so that a half block is a whole number of the PV's 16-key
   /// k-steps; elsewhere the knob changes nothing).
   static constexpr bool kTrimLast = kTrimLast_ && kNBlock_ % 32 == 0 && consumer_warpgroups(kMBlock_) == 2;
+  /// Named-barrier ids from a fresh read of %tid.x at each turn and epilogue (barrier_group,
+  /// device.cuh) rather than a register held across the KV loop: the traced head_dim 256
+  /// instances, where ptxas spilled that register and reloaded it before the barriers. Measured
+  /// on an H200 (2026-11-30, configs/validation/h200/fa3_sm90_barrier_ids_cudnn): their trace
+  /// overhead 0.9 points lower on average; in every traced instance it cost the head_dim 64 ones
+  /// 1.5 points and the head_dim 128 ones 0.4 on average (ptxas had spilled ids only in the
+  /// static 192 x 128 pingpong kernels there), so not there: those kernels are as before.
+  static constexpr bool kFreshBarrierIds = kTrace && kHeadDim == 256;
   /// Q is released after the tile's last QK (O is not staged in Q's buffer).
   static constexpr bool kQFreeAfterQk = kOwnO || kOInV;
   static constexpr int kL2SectionMiB = kL2SectionMiB_;
