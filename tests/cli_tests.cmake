@@ -239,23 +239,6 @@ if(ATTNSIM_HAVE_CUDA AND ATTNSIM_PYTHON3)
                        PASS_REGULAR_EXPRESSION "[1-9][0-9]* kernels, 0 sanitizer runs, 0 failures, [0-9]+ runs to go after --skip-ok")
 endif()
 
-# kernels/sm90/spilled_barrier_ids.py (named barriers fed by a local-memory reload, from a
-# cuobjdump -sass listing) on a hand-written excerpt: one traced instance with an id reloaded by an
-# LDL, one plain without; a file that is not a listing is refused by name.
-if(ATTNSIM_PYTHON3)
-  add_test(NAME kernels.spilled_barrier_ids
-           COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/spilled_barrier_ids.py
-                   tests/data/sass_barrier_ids_snippet.txt
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(kernels.spilled_barrier_ids PROPERTIES PASS_REGULAR_EXPRESSION
-    "ELb1ELb0ELb0ELi8ELi8000ELi0ELi0ELb1ELb0EEEEEvNS0_6ParamsE [(]traced[)]: LDL 1, barriers with a register id 2, ids reloaded by LDL 1\n.*[(]plain[)]: LDL 0, barriers with a register id 1, ids reloaded by LDL 0\nids reloaded by LDL: 1 [(]1 in traced instances[)]")
-  add_test(NAME kernels.spilled_barrier_ids_not_sass
-           COMMAND ${ATTNSIM_PYTHON3} ${PROJECT_SOURCE_DIR}/kernels/sm90/spilled_barrier_ids.py README.md
-           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-  set_tests_properties(kernels.spilled_barrier_ids_not_sass PROPERTIES PASS_REGULAR_EXPRESSION
-    "spilled_barrier_ids.py: README.md: no fa3_forward function [(]expected a cuobjdump -sass listing[)]")
-endif()
-
 # kernels/sm90/ncu_tile_costs.py (the plain kernel's time per op from ncu's PC samples) on
 # committed ncu source pages: the split of configs/validation/h200/ncu_plain_per_op's README, a
 # variant against its base, the kernel beside the simulator's trace; a file without ncu's table,

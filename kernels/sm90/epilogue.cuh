@@ -28,8 +28,8 @@ __device__ __forceinline__ void epilogue(const Params& p, const Smem<T>& s, Trac
   // The named barriers' warpgroup (barrier_group): where read afresh, once, first, so that its
   // latency runs under the wait for the V stage or the staging of O; elsewhere `group`, added at
   // each barrier as before (those kernels' SASS stays the same).
-  const int bar_group = barrier_group<T::kFreshBarrierIds>(group), traced_bar = bar_epilogue(T::kConsumers) + bar_group;
-  auto epilogue_bar = [&] { return T::kFreshBarrierIds ? traced_bar : bar_epilogue(T::kConsumers) + group; };
+  const int bar_group = barrier_group<T::kFreshBarrierIds>(group), fresh_bar = bar_epilogue(T::kConsumers) + bar_group;
+  auto epilogue_bar = [&] { return T::kFreshBarrierIds ? fresh_bar : bar_epilogue(T::kConsumers) + group; };
   // Where O is staged: this warpgroup's rows of a buffer of kMBlock-row chunks, or one V stage.
   uint8_t* base = s.o;
   // In its own buffer, the warpgroup's own 64 rows: its store of the previous tile, which only it

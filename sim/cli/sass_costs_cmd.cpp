@@ -6,7 +6,8 @@
 // configs/costs/sm100_softmax.json), printed only. `--family fa2`: the in-order issue times of the
 // traced kernels/fa2 instances' compute spans; `--family blackflash`: the time of the plain
 // kernels/blackflash instances' compute spans with their consumer warps issuing together
-// (sim/cli/sass_costs_issue.cpp).
+// (sim/cli/sass_costs_issue.cpp). `--barrier-ids`: per fa3_forward instance, the named barriers
+// whose id register is reloaded from local memory (sim/calibrate/sass_barrier_ids.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include <set>
 #include <tuple>
 
+#include "calibrate/sass_barrier_ids.hpp"
 #include "calibrate/sass_base_code.hpp"
 #include "calibrate/sass_loop_control.hpp"
 #include "calibrate/sass_paths.hpp"
@@ -87,7 +89,35 @@ struct PlainInstance {
 struct SassCosts : Command {
   std::string sass_file, kernel, hw_name = "h100_sxm", into, origin, family = "sm90";
   std::string only;  ///< with --into: the one section to write (a name --only accepts); empty: all
-  bool dry_run = false, paths = false, listing = false;
+  bool dry_run = false, paths = false, listing = false, barrier_ids = false;
+
+  /// --barrier-ids: per fa3_forward instance (traced and plain), its LDLs, its named barriers with
+  /// a register id and how many of those ids come straight from an LDL.
+  int run_barrier_ids(const std::vector<sass::Function>& functions) const {
+    int done = 0, total = 0, traced_total = 0;
+    for (const auto& fn : functions) {
+      const auto k = sass::fa3_knobs(fn.mangled);
+      if (!k) continue;
+      if (!kernel.empty() && fn.name.find(kernel) == std::string::npos &&
+          fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
+        continue;
+      const sass::BarrierIds b = sass::barrier_ids(fn);
+      ++done;
+      total += b.reloaded;
+      if (k->trace) traced_total += b.reloaded;
+      std::cout << fmt::format("{}{} ({}): LDL {}, barriers with a register id {}, ids reloaded by LDL {}\n",
+                               short_name(*k), k->own_o ? " own_o" : "", k->trace ? "traced" : "plain", b.ldl,
+                               b.register_ids, b.reloaded);
+    }
+    if (done == 0)
+      throw InputError(sass_file, "",
+                       fmt::format("no fa3_forward instance{} among its {} functions (expected a cuobjdump -sass "
+                                   "listing of the attnsim binary)",
+                                   kernel.empty() ? "" : " matching \"" + kernel + "\"", functions.size()));
+    std::cout << fmt::format("{}: {} fa3_forward instances, ids reloaded by LDL: {} ({} in traced instances)\n",
+                             sass_file, done, total, traced_total);
+    return 0;
+  }
 
   /// --family sm100: the counted regions of every plain fa4_forward instance.
   int run_sm100(const std::vector<sass::Function>& functions) const {
@@ -142,6 +172,11 @@ struct SassCosts : Command {
     std::ifstream in(sass_file);
     if (!in) throw InputError(sass_file, "", "cannot read the SASS listing");
     const auto functions = sass::parse_cuobjdump(in);
+    if (barrier_ids) {
+      if (family != "sm90" || !into.empty())
+        throw std::invalid_argument("--barrier-ids reads the sm90 fa3_forward instances and writes nothing");
+      return run_barrier_ids(functions);
+    }
     if (family == "sm100") return run_sm100(functions);
     if (family == "fa2") return sass_costs_fa2(functions, {sass_file, kernel, hw_name, into, origin, dry_run});
     if (family == "blackflash")
@@ -547,6 +582,9 @@ std::unique_ptr<Command> add_sass_costs(CLI::App& app, CLI::App*& sub) {
   sub->add_flag("--paths", c->paths, "print the instructions on each compute span's critical path");
   sub->add_flag("--listing", c->listing, "print each compute span's instructions on the steady-state path");
   sub->add_flag("--dry-run", c->dry_run, "with --into: print the chains that would be written, write nothing");
+  sub->add_flag("--barrier-ids", c->barrier_ids,
+                "per fa3_forward instance (traced and plain): the named barriers whose id register is reloaded from "
+                "local memory (LDL) right before them; prints only");
   sub->add_option(
          "--only", c->only,
          "with --into: write only this section (the blocks' chains, loop_control, tile_control or pv_wait) and "

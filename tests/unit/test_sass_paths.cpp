@@ -2,13 +2,13 @@
 // hand-written snippets with known answers, the analysis of a real KV loop (tests/data excerpt
 // of the H200 cuobjdump of kernels/sm90), CostModel::chain_latency, and the SM100 loop counts of a
 // hand-written fa4_forward excerpt (tests/data/sass_sm100_snippet.txt).
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "calibrate/sass_barrier_ids.hpp"
 #include "calibrate/sass_base_code.hpp"
 #include "calibrate/sass_loop_control.hpp"
 #include "calibrate/sass_paths.hpp"
@@ -755,4 +755,37 @@ TEST_CASE("sass-costs --into: the instances whose code the base schedule runs", 
   auto old = knobs(128, 128, false, false, -1, false);
   old.args = 9;
   CHECK(runs_schedule_code(old, hw, base));
+}
+
+TEST_CASE("SASS named barriers whose id is reloaded from local memory", "[sass][barrier_ids]") {
+  std::ifstream in(data("sass_barrier_ids_snippet.txt"));
+  REQUIRE(in);
+  const auto fns = parse_cuobjdump(in);
+  REQUIRE(fns.size() == 2);
+  // Traced: the pingpong id from an LDL right before its BAR.SYNC, the epilogue's from an S2R,
+  // the first turn's arrive an immediate (not counted).
+  const BarrierIds traced = barrier_ids(fns[0]);
+  CHECK(traced.ldl == 1);
+  CHECK(traced.register_ids == 2);
+  CHECK(traced.reloaded == 1);
+  // Plain: the id computed in registers.
+  const BarrierIds plain = barrier_ids(fns[1]);
+  CHECK(plain.ldl == 0);
+  CHECK(plain.register_ids == 1);
+  CHECK(plain.reloaded == 0);
+}
+
+TEST_CASE("SASS barrier ids: the closest earlier writer decides and not any LDL of the register",
+          "[sass][barrier_ids]") {
+  Function fn;
+  fn.code = {parse_instruction(0x00, "LDL R0, [R1+0x8]"),
+             parse_instruction(0x10, "IADD3 R0, R0, 0x1, RZ"),
+             parse_instruction(0x20, "BAR.SYNC.DEFER_BLOCKING R0, 0x100"),
+             parse_instruction(0x30, "LDL R5, [R1+0xc]"),
+             parse_instruction(0x40, "@!P0 BAR.ARV R5, 0x100"),
+             parse_instruction(0x50, "BAR.SYNC.DEFER_BLOCKING 0x0")};
+  const BarrierIds b = barrier_ids(fn);
+  CHECK(b.ldl == 2);
+  CHECK(b.register_ids == 2);  // the immediate id of the last one is not a register
+  CHECK(b.reloaded == 1);      // R0 was rewritten by the IADD3 after its load; R5 comes straight from one
 }
