@@ -302,7 +302,7 @@ endif()
 # (2026-11-28, a 2-core machine). A model change that moves the figures on purpose
 # runs `attnsim fidelity --update` and commits the new fidelity.json files with it.
 add_test(NAME fidelity.regression COMMAND ${ATTNSIM_BIN} fidelity)
-set_tests_properties(fidelity.regression PROPERTIES TIMEOUT 300)
+set_tests_properties(fidelity.regression PROPERTIES TIMEOUT 600)
 # A baseline no model reaches (tests/fidelity/): the regression is reported, by figure, and exits 1.
 attnsim_cli_test(fidelity_regression_detected 1
   "\"figure\": \"MAPE\".*\"ok\": false.*MAPE regressed: baseline 0.0000%, now [0-9.]+% \\(grew by"

@@ -135,6 +135,7 @@ struct FidelityReport {
   std::vector<OpRow> ops;
   std::vector<OpSummary> op_summary;
   int op_cases = 0;           ///< measured cases with measured spans
+  int op_cases_clocked = 0;   ///< of them, compared at their traced run's clock (its clock was read)
   bool ops_accepted = false;  ///< op_cases > 0 and every judged row passes
   SweepRanking sweep;         ///< the candidates' ranking, when the cases are a sweep's (validate --sweep)
 };
@@ -169,6 +170,11 @@ struct ValidationData {
 std::vector<ValidationCase> parse_results_csv(const std::string& text, const std::string& origin);
 /// Measured mean span durations of an ops.csv, attached to the cases by (schedule, variant, problem).
 void attach_ops_csv(const std::string& text, const std::string& origin, std::vector<ValidationCase>& cases);
+/// The traced runs' SM clocks (ValidationCase::measured_clock_ghz) from a results.json as `validate`
+/// writes it (cases[i].traced.sm_clock_ghz, GHz), attached by (schedule, variant, problem): for
+/// folders whose results.csv predates its trace_clock_ghz column. Throws InputError naming
+/// `origin` and the JSON path where a case's fields are malformed.
+void attach_trace_clocks(const nlohmann::json& results, const std::string& origin, std::vector<ValidationCase>& cases);
 /// Reads DIR/results.csv, DIR/ops.csv and DIR/timing.json (when present). DIR may also be the GPU
 /// folder (configs/validation/<gpu>), then its fa3_sm90_validate/ is read. timing.json's
 /// "trace_sample", where its "trace_rule" is kTraceRuleNoFirstTile, goes to every case

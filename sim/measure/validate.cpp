@@ -42,6 +42,17 @@ std::set<std::string> op_keys(const ValidationCase& c) { return op_keys(c.predic
 
 }  // namespace
 
+std::map<std::string, OpStat> ValidationCase::predicted_ops_at_trace_clock() const {
+  if (measured_clock_ghz <= 0 || predicted_clock_ghz <= 0) return predicted_ops;
+  const double scale = predicted_clock_ghz / measured_clock_ghz;
+  std::map<std::string, OpStat> out = predicted_ops;
+  for (auto& [op, st] : out) {
+    st.mean_ns *= scale;
+    st.total_ns *= scale;
+  }
+  return out;
+}
+
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {
   if (a.size() != b.size() || a.size() < 2)
     throw std::invalid_argument(
@@ -163,9 +174,11 @@ std::string format_validation(const std::vector<ValidationCase>& cases, const Va
   }
   if (ops_case >= 0 && static_cast<size_t>(ops_case) < cases.size() && cases[ops_case].measured) {
     const auto& c = cases[ops_case];
-    out += fmt::format("\nper op, mean span duration: {} on {} (predicted: critical CTA; measured: every CTA)\n",
-                       c.name(), c.problem_label);
-    out += format_op_table(c.predicted_ops, c.measured_ops);
+    out += fmt::format(
+        "\nper op, mean span duration: {} on {} (predicted: critical CTA; measured: every CTA; both at the traced "
+        "run's clock)\n",
+        c.name(), c.problem_label);
+    out += format_op_table(c.predicted_ops_at_trace_clock(), c.measured_ops);
   }
   return out;
 }
@@ -192,7 +205,7 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
   std::string out =
       "schedule,variant,problem,batch,heads,kv_heads,seqlen_q,seqlen_k,head_dim,causal,kernel,predicted_us,"
       "measured_us,measured_min_us,measured_max_us,runs,error_pct,measured_tflops,predicted_tflops,cudnn_us,"
-      "cudnn_tflops,traced_us,trace_overhead_pct,timed_clock_ghz,kernel_clock_ghz,skipped\n";
+      "cudnn_tflops,traced_us,trace_overhead_pct,timed_clock_ghz,kernel_clock_ghz,trace_clock_ghz,skipped\n";
   for (const auto& c : cases) {
     const auto& p = c.problem;
     // A sweep candidate's schedule is its overrides, whose JSON values hold commas and quotes.
@@ -215,6 +228,7 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
       out += ",,";
     out += c.measured && c.timed_clock_ghz > 0 ? fmt::format("{:.4f},", c.timed_clock_ghz) : ",";
     out += c.measured && c.kernel_clock_ghz > 0 ? fmt::format("{:.4f},", c.kernel_clock_ghz) : ",";
+    out += c.measured && c.measured_clock_ghz > 0 ? fmt::format("{:.4f},", c.measured_clock_ghz) : ",";
     std::string skipped;  // always quoted, inner quotes doubled (RFC 4180)
     for (char ch : c.skipped) skipped += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     out += "\"" + skipped + "\"\n";
@@ -225,13 +239,14 @@ std::string validation_csv(const std::vector<ValidationCase>& cases) {
 std::string validation_ops_csv(const std::vector<ValidationCase>& cases) {
   std::string out = "schedule,variant,problem,op,predicted_mean_ns,measured_mean_ns,predicted_spans,measured_spans\n";
   for (const auto& c : cases) {
+    const std::map<std::string, OpStat> predicted = c.predicted_ops_at_trace_clock();
     for (const auto& k : op_keys(c)) {
-      const auto p = c.predicted_ops.find(k);
+      const auto p = predicted.find(k);
       const auto m = c.measured_ops.find(k);
       out += fmt::format("{},{},{},{},", csv_field(c.schedule), csv_field(c.variant), csv_field(c.problem_label), k);
-      out += p != c.predicted_ops.end() ? fmt::format("{:.2f},", p->second.mean_ns) : ",";
+      out += p != predicted.end() ? fmt::format("{:.2f},", p->second.mean_ns) : ",";
       out += m != c.measured_ops.end() ? fmt::format("{:.2f},", m->second.mean_ns) : ",";
-      out += p != c.predicted_ops.end() ? fmt::format("{},", p->second.count) : ",";
+      out += p != predicted.end() ? fmt::format("{},", p->second.count) : ",";
       out += m != c.measured_ops.end() ? fmt::format("{}\n", m->second.count) : "\n";
     }
   }
@@ -268,7 +283,7 @@ nlohmann::json validation_json(const std::vector<ValidationCase>& cases, const V
       x["error_pct"] = c.error_pct();
       x["measured_tflops"] = c.measured_tflops();
       x["predicted_tflops"] = c.predicted_tflops();
-      x["ops"] = {{"predicted", ops(c.predicted_ops)}, {"measured", ops(c.measured_ops)}};
+      x["ops"] = {{"predicted", ops(c.predicted_ops_at_trace_clock())}, {"measured", ops(c.measured_ops)}};
     }
     if (c.cudnn_us > 0) x["cudnn"] = {{"us", c.cudnn_us}, {"tflops", c.problem.flops() / (c.cudnn_us * 1e6)}};
     if (c.measured && c.traced_us > 0)

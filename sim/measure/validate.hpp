@@ -38,7 +38,9 @@ struct ValidationCase {
   std::vector<double> run_us;     ///< each timed run's per-launch time, in the order they ran (results.json)
   double cudnn_us = 0;            ///< cuDNN fused attention on the same shape in the same run; 0 = not timed
   double traced_us = 0;           ///< the instrumented kernel, timed as measured_us is; 0 = not timed
-  double measured_clock_ghz = 0;  ///< SM clock in the traced run: median over CTAs of clock64 / %globaltimer spans
+  /// SM clock in the traced run (the launch whose spans measured_ops holds): median over its CTAs
+  /// of clock64 / %globaltimer between their anchors; 0 = not read (older data).
+  double measured_clock_ghz = 0;
   /// SM clock as measured_us was timed: median over the plain kernel's timed turns of a clock
   /// probe right behind each (sm90::Timing::median_clock_ghz), an idle SM's clock, above what the
   /// loaded SMs ran at; 0 = not probed (older data).
@@ -52,6 +54,8 @@ struct ValidationCase {
   /// How the prediction's grid covered the tiles (GridPlan::Mode as int; -1: not predicted), as
   /// the kernel was launched: the same knob set under another tile scheduler is another run.
   int predicted_grid_mode = -1;
+  /// Mean span durations, ns: predicted (the critical CTA's, at predicted_clock_ghz) and measured
+  /// (the traced run's recorded CTAs, each at its own clock).
   std::map<std::string, OpStat> predicted_ops, measured_ops;
   /// The --trace-sample N its traced run recorded under, where the kernel's sampling left each
   /// CTA's first tile unrecorded (kernels/sm90/trace_sampling.h, since 2026-11-30; timing.json's
@@ -72,6 +76,10 @@ struct ValidationCase {
   /// The clock the SMs ran at as measured_us was timed: read inside the kernel where it was
   /// (kernel_clock_ghz), else the probe's (timed_clock_ghz); 0 = neither.
   double run_clock_ghz() const { return kernel_clock_ghz > 0 ? kernel_clock_ghz : timed_clock_ghz; }
+  /// predicted_ops as measured_ops are to be compared with them: at the traced run's clock where
+  /// it was read (measured_clock_ghz; the spans ran at it, up to 10% off the timed runs' clock the
+  /// prediction is at), each span's cycles kept (as share_clock re-clocks them); else as they are.
+  std::map<std::string, OpStat> predicted_ops_at_trace_clock() const;
   /// Whether the time error splits into cycles and clock (a run clock and a prediction in cycles).
   bool has_clock_split() const {
     return measured && run_clock_ghz() > 0 && predicted_cycles > 0 && predicted_clock_ghz > 0;

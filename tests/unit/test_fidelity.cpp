@@ -167,6 +167,31 @@ TEST_CASE("fidelity: per-op acceptance rules", "[fidelity]") {
   CHECK(fidelity_json(r)["ops_acceptance"]["pass"] == false);
 }
 
+TEST_CASE("fidelity: predicted spans are compared at the clock the traced run ran at", "[fidelity]") {
+  // Predicted at 1.5 GHz (the timed runs' clock): mma_qk 120 ns = 180 cycles. The traced run
+  // that measured 100 ns ran at 1.8 GHz: 180 cycles there are 100 ns, the model right in cycles.
+  auto cases = table();
+  ValidationCase& c = cases[0];
+  c.predicted_clock_ghz = 1.5;
+  c.predicted_ops = {{"mma_qk", ns(120)}, {"wait pipeline_k.full", ns(300)}};
+  c.measured_ops = {{"mma_qk", ns(100)}, {"wait pipeline_k.full", ns(240)}};
+  CHECK_FALSE(row(fidelity_report(cases), "mma_qk").pass);  // +20% where the trace run's clock is unknown
+  CHECK(fidelity_report(cases).op_cases_clocked == 0);
+  c.measured_clock_ghz = 1.8;
+  const FidelityReport r = fidelity_report(cases);
+  CHECK(r.op_cases_clocked == 1);
+  CHECK(row(r, "mma_qk").predicted_ns == Approx(100));
+  CHECK(row(r, "mma_qk").pass);
+  CHECK(row(r, "wait pipeline_k.full").predicted_ns == Approx(250));  // its cycles kept too
+  CHECK(c.predicted_ops.at("mma_qk").mean_ns == 120);                 // the prediction itself is untouched
+  const auto at = c.predicted_ops_at_trace_clock();
+  CHECK(at.at("mma_qk").total_ns == Approx(1000));
+  CHECK(at.at("mma_qk").count == 10);
+  // What validate writes beside the measured spans is at that clock as well.
+  CHECK_THAT(validation_ops_csv({c}), Catch::Contains("fa3_sm90,,P1,mma_qk,100.00,100.00,10,10"));
+  CHECK_THAT(format_op_acceptance(r, false), Catch::Contains("1 of them compared at the traced run's clock"));
+}
+
 TEST_CASE("fidelity: per-op acceptance passes when every rule holds", "[fidelity]") {
   auto cases = table();
   for (auto& c : cases) {
@@ -315,11 +340,11 @@ TEST_CASE("fidelity: time splits into cycles and clock where the clock was probe
 TEST_CASE("fidelity: results.csv and ops.csv are read by column name", "[fidelity]") {
   const std::string results =
       "schedule,variant,problem,batch,heads,kv_heads,seqlen_q,seqlen_k,head_dim,causal,kernel,predicted_us,"
-      "measured_us,overhead_pct,runs,timed_clock_ghz,kernel_clock_ghz,skipped\n"
+      "measured_us,overhead_pct,runs,timed_clock_ghz,kernel_clock_ghz,trace_clock_ghz,skipped\n"
       "fa3_sm90,,hd64 s2k b8,8,16,16,2048,2048,64,0,hd64 m192 n128 kv2 overlap reg 160/32,337.047,339.904,23.0,10,"
-      "1.9043,1.7021,\"\"\n"
-      "fa3_sm90,kv_stage_3,hd256 s1k b16,16,16,16,1024,1024,256,0,,,,,,,,\"no kernel, \"kv3\" was not compiled\"\n"
-      "fa3_sm90,no_pingpong,hd128 s16k b1 causal,1,16,8,16384,16384,128,1,k,1752.696,1667.072,,10,,,\"\"\n";
+      "1.9043,1.7021,1.6325,\"\"\n"
+      "fa3_sm90,kv_stage_3,hd256 s1k b16,16,16,16,1024,1024,256,0,,,,,,,,,\"no kernel, \"kv3\" was not compiled\"\n"
+      "fa3_sm90,no_pingpong,hd128 s16k b1 causal,1,16,8,16384,16384,128,1,k,1752.696,1667.072,,10,,,,\"\"\n";
   auto cases = parse_results_csv(results, "results.csv");
   REQUIRE(cases.size() == 2);  // the row not run is left out
   CHECK(cases[0].variant.empty());
@@ -333,8 +358,10 @@ TEST_CASE("fidelity: results.csv and ops.csv are read by column name", "[fidelit
   CHECK(cases[0].kernel == "hd64 m192 n128 kv2 overlap reg 160/32");
   CHECK(cases[0].timed_clock_ghz == Approx(1.9043));
   CHECK(cases[0].kernel_clock_ghz == Approx(1.7021));
+  CHECK(cases[0].measured_clock_ghz == Approx(1.6325));  // the traced run's
   CHECK(cases[1].timed_clock_ghz == 0);  // not probed
   CHECK(cases[1].kernel_clock_ghz == 0);
+  CHECK(cases[1].measured_clock_ghz == 0);
   CHECK(cases[1].variant == "no_pingpong");
   CHECK(cases[1].problem.causal);
   CHECK(cases[1].problem.kv_heads == 8);
@@ -351,6 +378,24 @@ TEST_CASE("fidelity: results.csv and ops.csv are read by column name", "[fidelit
   CHECK(cases[0].measured_ops.at("mma_qk").count == 270336);
   CHECK(cases[0].predicted_ops.empty());  // predictions come from the model, not the file
   CHECK(cases[1].measured_ops.empty());
+
+  // Folders older than the trace_clock_ghz column: the traced run's clock from results.json.
+  cases[0].measured_clock_ghz = 0;
+  const nlohmann::json results_json = {
+      {"cases",
+       {{{"schedule", "fa3_sm90"}, {"variant", ""}, {"problem", "hd64 s2k b8"}, {"traced", {{"sm_clock_ghz", 1.59}}}},
+        {{"schedule", "fa3_sm90"}, {"variant", "no_pingpong"}, {"problem", "hd128 s16k b1 causal"}},  // not traced
+        {{"schedule", "fa3_sm90"},
+         {"variant", "gone"},
+         {"problem", "hd64 s2k b8"},
+         {"traced", {{"sm_clock_ghz", 2}}}}}}};
+  attach_trace_clocks(results_json, "results.json", cases);
+  CHECK(cases[0].measured_clock_ghz == Approx(1.59));
+  CHECK(cases[1].measured_clock_ghz == 0);
+  nlohmann::json bad = results_json;
+  bad["cases"][0]["traced"]["sm_clock_ghz"] = "fast";
+  CHECK_THROWS_WITH(attach_trace_clocks(bad, "results.json", cases),
+                    Catch::Contains("results.json") && Catch::Contains("/cases/0/traced/sm_clock_ghz"));
 
   CHECK_THROWS_AS(parse_results_csv("schedule,variant\nfa3_sm90,\n", "results.csv"), InputError);
   CHECK_THROWS_WITH(parse_results_csv(std::string(results).replace(results.find("339.904"), 7, "abc"), "r.csv"),

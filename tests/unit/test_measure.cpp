@@ -481,7 +481,8 @@ TEST_CASE("validation statistics over measured cases only", "[measure]") {
   CHECK_THAT(csv, Catch::Contains(",10.000,"));          // error_pct of the first case
   const std::string table = format_validation(cases, st, -1);
   CHECK_THAT(table, Catch::Contains("MAPE 11.2%"));
-  CHECK_THAT(csv, Catch::Contains("traced_us,trace_overhead_pct,timed_clock_ghz,kernel_clock_ghz,skipped"));
+  CHECK_THAT(csv,
+             Catch::Contains("traced_us,trace_overhead_pct,timed_clock_ghz,kernel_clock_ghz,trace_clock_ghz,skipped"));
   CHECK_THAT(table, !Catch::Contains("trace ovh"));  // no case timed traced
   CHECK_THAT(table, Catch::Contains("not run: not compiled"));
   const auto j = validation_json(cases, st, {{"gpu", "test"}});
