@@ -71,6 +71,28 @@ void BM_SlowestValidationCase(benchmark::State& state) {
 }
 BENCHMARK(BM_SlowestValidationCase)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 
+/// The slowest prediction of the H200 fa3_sm90 validation folders of 2026-11-30 (`attnsim
+/// fidelity` names it): the base schedule on hd256 s8k b2 causal, whose conditional rescale asks
+/// the random-score model for one mask per CTA's longest tile (about 50 key counts, up to 8192 x
+/// 256 scores each) under the dynamic grid. Target: under 1 s (1.3 s before the masks shared one
+/// stream of draws, 2026-11-30).
+void BM_Hd256CausalConditionalRescale(benchmark::State& state) {
+  for (auto _ : state) {
+    clear_rescale_cache();
+    const Hardware hw = load_hardware(kRoot + "/configs/hw/h200.json");
+    Problem p = load_problem(kRoot + "/configs/problems/default.json");
+    p.batch = 2;
+    p.heads = p.kv_heads = 16;
+    p.seqlen_q = p.seqlen_k = 8192;
+    p.head_dim = p.head_dim_v = 256;
+    p.causal = true;
+    auto s = load_schedule(kRoot + "/schedules/fa3_sm90.json");
+    Prediction r = predict(*s, hw, p);
+    benchmark::DoNotOptimize(r.time_us);
+  }
+}
+BENCHMARK(BM_Hd256CausalConditionalRescale)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+
 /// The bundled sweep (configs/sweeps/fa4_b200.json, >= 2000 candidates x 6 problems) on two
 /// threads, as `attnsim explore` runs it. Target: under 60 s on the 2-core CI machine.
 void BM_SweepFa4B200(benchmark::State& state) {

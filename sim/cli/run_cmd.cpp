@@ -147,12 +147,15 @@ struct Run : Command {
       // The critical CTA's tiles the kernel's trace sampling would record (under a sample not a
       // CTA's first, nor a dynamic grid's last ones: trace_sampling.h).
       const RecordedTiles rt = recorded_tiles(*s, pred, static_cast<int>(trace_sample));
-      const std::string table =
-          format_op_table(op_means_of_warps(pred.critical.timeline, warps, rt.first, rt.end), op_means(tls));
+      // The predicted spans at the traced run's clock, which the measured ones ran at (ops_at_clock).
+      const double trace_ghz = median_cta_clock_ghz(recorded);
+      const std::string table = format_op_table(
+          ops_at_clock(op_means_of_warps(pred.critical.timeline, warps, rt.first, rt.end), pred.clock_ghz, trace_ghz),
+          op_means(tls));
       std::cout << fmt::format(
-          "\n  per op, mean span duration (predicted: critical CTA at {:.3f} GHz; measured: {} CTAs that recorded, "
-          "each at its own clock)\n{}",
-          pred.clock_ghz, recorded.size(), table);
+          "\n  per op, mean span duration (predicted: critical CTA, its cycles at the traced run's clock {:.3f} GHz "
+          "(predicted {:.3f}); measured: {} CTAs that recorded, each at its own clock)\n{}",
+          trace_ghz, pred.clock_ghz, recorded.size(), table);
       std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace,
                                default_trace_ctas(rec, ctas).size());
     }

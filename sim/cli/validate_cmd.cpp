@@ -205,12 +205,7 @@ struct Validate : Command {
           std::vector<const Timeline*> tls;
           for (const auto& mc : ctas) tls.push_back(&mc.timeline);
           c.measured_ops = op_means(tls);
-          std::vector<double> ghz;
-          for (const auto& mc : ctas) ghz.push_back(mc.timeline.clock_ghz);
-          if (!ghz.empty()) {
-            std::nth_element(ghz.begin(), ghz.begin() + ghz.size() / 2, ghz.end());
-            c.measured_clock_ghz = ghz[ghz.size() / 2];
-          }
+          c.measured_clock_ghz = median_cta_clock_ghz(ctas);
           if (first_measured < 0) {
             std::ofstream mt(out_dir + "/trace_measured.json");
             write_measured_trace(rec, default_trace_ctas(rec, 4), false, hardware.clock_ghz, "measured", mt);

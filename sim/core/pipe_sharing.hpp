@@ -39,6 +39,7 @@ constexpr int kMaxSmsp = 4;
 constexpr int kTmemResource = kMaxSmsp * kPipesPerSmsp;
 constexpr int kSmemResource = kTmemResource + 1;
 constexpr int kNumResources = kSmemResource + 1;
+static_assert(kNumResources <= 32, "PipeSharing::solve keeps the resources a class uses as bits of a uint32_t");
 
 /// What an SMSP's tensor core is running: the CUDA-core pipes beside it slow, by operand source.
 enum class SmspMma : uint8_t { idle, ss, rs };

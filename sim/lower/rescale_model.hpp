@@ -38,7 +38,8 @@ RescaleMask conditional_rescale_mask(std::optional<double> rate, const std::vect
                                      int seqlen_k, int n_block, int warps, double threshold_log2,
                                      int rows_per_warp = 32);
 
-/// Forgets cached masks (benchmarks use it to time the cold path, as one CLI run sees it).
+/// Forgets cached masks and the drawn scores (benchmarks use it to time the cold path, as one CLI
+/// run sees it).
 void clear_rescale_cache();
 
 /// `rate` of the steps (iteration >= 1) rescale, spread evenly (deterministic).

@@ -61,6 +61,14 @@ uint64_t dropped_spans(const sm90::MeasuredTrace& rec) {
 
 bool cta_recorded(const sm90::MeasuredTrace& rec, int cta) { return rec.ctas.at(cta).ns1 != 0; }
 
+double median_cta_clock_ghz(const std::vector<MeasuredCta>& ctas) {
+  std::vector<double> ghz;
+  for (const auto& mc : ctas) ghz.push_back(mc.timeline.clock_ghz);
+  if (ghz.empty()) return 0;
+  std::nth_element(ghz.begin(), ghz.begin() + ghz.size() / 2, ghz.end());
+  return ghz[ghz.size() / 2];
+}
+
 MeasuredCta measured_cta(const sm90::MeasuredTrace& rec, int cta, double fallback_ghz) {
   if (cta < 0 || static_cast<size_t>(cta) >= rec.ctas.size())
     throw std::out_of_range(fmt::format("CTA {} not in the trace ({} CTAs)", cta, rec.ctas.size()));

@@ -26,6 +26,10 @@ struct MeasuredCta {
   uint64_t dropped = 0;  ///< spans of its recording warps beyond the record capacity
 };
 
+/// The SM clock of a traced run: the median over `ctas` of each one's clock (GHz; its cycles over
+/// its %globaltimer span, MeasuredCta::timeline.clock_ghz); 0 when `ctas` is empty.
+double median_cta_clock_ghz(const std::vector<MeasuredCta>& ctas);
+
 /// Whether CTA `cta` of `rec` wrote its end anchor. Every CTA of kernels/fa2, kernels/blackflash
 /// and kernels/sm100 does; an SM90 CTA that recorded no tile under trace sampling
 /// (MeasuredTrace::trace_sample > 1) does not, and has no spans.

@@ -42,15 +42,18 @@ std::set<std::string> op_keys(const ValidationCase& c) { return op_keys(c.predic
 
 }  // namespace
 
-std::map<std::string, OpStat> ValidationCase::predicted_ops_at_trace_clock() const {
-  if (measured_clock_ghz <= 0 || predicted_clock_ghz <= 0) return predicted_ops;
-  const double scale = predicted_clock_ghz / measured_clock_ghz;
-  std::map<std::string, OpStat> out = predicted_ops;
+std::map<std::string, OpStat> ops_at_clock(const std::map<std::string, OpStat>& ops, double from_ghz, double to_ghz) {
+  if (from_ghz <= 0 || to_ghz <= 0) return ops;
+  std::map<std::string, OpStat> out = ops;
   for (auto& [op, st] : out) {
-    st.mean_ns *= scale;
-    st.total_ns *= scale;
+    st.mean_ns *= from_ghz / to_ghz;
+    st.total_ns *= from_ghz / to_ghz;
   }
   return out;
+}
+
+std::map<std::string, OpStat> ValidationCase::predicted_ops_at_trace_clock() const {
+  return ops_at_clock(predicted_ops, predicted_clock_ghz, measured_clock_ghz);
 }
 
 double spearman(const std::vector<double>& a, const std::vector<double>& b) {

@@ -91,6 +91,11 @@ struct ValidationCase {
   double clock_error_pct() const { return 100.0 * (predicted_clock_ghz / run_clock_ghz() - 1); }
 };
 
+/// Op means predicted at `from_ghz` in ns at `to_ghz`, each span's cycles kept (as share_clock
+/// re-clocks a prediction): a traced run's spans ran at its own clock. Unchanged where either
+/// clock is unknown (<= 0).
+std::map<std::string, OpStat> ops_at_clock(const std::map<std::string, OpStat>& ops, double from_ghz, double to_ghz);
+
 /// Spearman rank correlation of a and b (same length >= 2; ties get their average rank).
 /// Returns 0 when either side is constant. Throws std::invalid_argument on bad lengths.
 double spearman(const std::vector<double>& a, const std::vector<double>& b);

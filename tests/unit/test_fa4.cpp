@@ -103,6 +103,24 @@ TEST_CASE("conditional rescale follows the scores' row-max evolution", "[fa4][re
   CHECK(rescale_always(4, 9).rate() == 1.0);
 }
 
+TEST_CASE("random-score rescale masks do not depend on which were asked for first", "[fa4][rescale]") {
+  // Every mask's scores are cut from one seeded stream of draws, extended as longer K are asked
+  // for: a mask is the same whether the stream was fresh or already long.
+  auto same = [](const RescaleMask& a, const RescaleMask& b) {
+    return a.warps == b.warps && a.iterations == b.iterations && a.need == b.need;
+  };
+  clear_rescale_cache();
+  const RescaleMask short_first = rescale_from_random_scores(64, 640, 64, 8, 0.5, 16);
+  const RescaleMask long_after = rescale_from_random_scores(64, 4096, 64, 8, 0.5, 16);
+  clear_rescale_cache();
+  const RescaleMask long_first = rescale_from_random_scores(64, 4096, 64, 8, 0.5, 16);
+  const RescaleMask short_after = rescale_from_random_scores(64, 640, 64, 8, 0.5, 16);
+  CHECK(same(short_first, short_after));
+  CHECK(same(long_first, long_after));
+  CHECK(short_first.rate() > 0.0);  // a low threshold: the masks hold decisions to compare
+  CHECK(long_first.iterations == 64);
+}
+
 TEST_CASE("resource checks reject schedules that do not fit - naming file and JSON path", "[fa4][inputs]") {
   const Hardware hw = test::b200();
   const Problem p = test::default_problem();
