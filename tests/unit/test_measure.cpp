@@ -627,3 +627,17 @@ TEST_CASE("sweep candidates: overrides from their labels and the geomean-TFLOPS 
   REQUIRE(r.has_spearman);
   CHECK(r.spearman == Approx(-1.0));  // measured: a < b; predicted: a > b
 }
+
+TEST_CASE("a traced run's clock is the median of its recording CTAs' clocks", "[measure]") {
+  std::vector<MeasuredCta> ctas(3);
+  ctas[0].timeline.clock_ghz = 1.5;
+  ctas[1].timeline.clock_ghz = 1.7;
+  ctas[2].timeline.clock_ghz = 1.6;
+  CHECK(median_cta_clock_ghz(ctas) == 1.6);
+  CHECK(median_cta_clock_ghz({}) == 0);
+  // Op means predicted at 1.5 GHz, in ns at that clock: each span's cycles kept.
+  const std::map<std::string, OpStat> ops = {{"mma_qk", OpStat{160, 1600, 10}}};
+  CHECK(ops_at_clock(ops, 1.5, 1.6).at("mma_qk").mean_ns == Approx(150));
+  CHECK(ops_at_clock(ops, 1.5, 1.6).at("mma_qk").total_ns == Approx(1500));
+  CHECK(ops_at_clock(ops, 1.5, 0).at("mma_qk").mean_ns == 160);  // the run's clock unknown: as predicted
+}
