@@ -35,7 +35,7 @@ class EventQueue {
   void set_timer(size_t key, double time, int32_t priority, uint32_t type, int32_t a, int64_t b = 0) {
     if (!timers_[key].armed) ++armed_;
     timers_[key] = {Event{time, priority, next_seq_++, type, a, b}, true};
-    // The earliest timer stays known unless the one it was moved (perhaps later).
+    // The earliest timer stays known, unless it is the one moved (perhaps later).
     if (best_valid_) {
       if (best_ == key)
         best_valid_ = false;
