@@ -91,6 +91,13 @@ struct SassCosts : Command {
   std::string only;  ///< with --into: the one section to write (a name --only accepts); empty: all
   bool dry_run = false, paths = false, listing = false, barrier_ids = false;
 
+  /// Whether fa3_forward instance `fn` (knobs `k`) is one --kernel asks for: its name, mangled name
+  /// or short name (short_name) contains the text; every instance without --kernel.
+  bool selected(const sass::Function& fn, const sass::Fa3Knobs& k) const {
+    return kernel.empty() || fn.name.find(kernel) != std::string::npos ||
+           fn.mangled.find(kernel) != std::string::npos || short_name(k).find(kernel) != std::string::npos;
+  }
+
   /// --barrier-ids: per fa3_forward instance (traced and plain), its LDLs, its named barriers with
   /// a register id and how many of those ids come straight from an LDL.
   int run_barrier_ids(const std::vector<sass::Function>& functions) const {
@@ -98,9 +105,7 @@ struct SassCosts : Command {
     for (const auto& fn : functions) {
       const auto k = sass::fa3_knobs(fn.mangled);
       if (!k) continue;
-      if (!kernel.empty() && fn.name.find(kernel) == std::string::npos &&
-          fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
-        continue;
+      if (!selected(fn, *k)) continue;
       const sass::BarrierIds b = sass::barrier_ids(fn);
       ++done;
       total += b.reloaded;
@@ -197,9 +202,7 @@ struct SassCosts : Command {
     for (const auto& fn : functions) {
       const auto k = sass::fa3_knobs(fn.mangled);
       if (!k || !k->trace || skip(*k)) continue;
-      if (!kernel.empty() && fn.name.find(kernel) == std::string::npos &&
-          fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
-        continue;
+      if (!selected(fn, *k)) continue;
       kernels.push_back(sass::analyse_kernel(fn, lat));
       traced_pv.emplace_back(*k, sass::pv_wait_steps(fn));
     }
@@ -208,9 +211,7 @@ struct SassCosts : Command {
     for (const auto& fn : functions) {
       const auto k = sass::fa3_knobs(fn.mangled);
       if (!k || k->trace || skip(*k)) continue;
-      if (!kernel.empty() && fn.name.find(kernel) == std::string::npos &&
-          fn.mangled.find(kernel) == std::string::npos && short_name(*k).find(kernel) == std::string::npos)
-        continue;
+      if (!selected(fn, *k)) continue;
       tiles.push_back({*k, sass::tile_paths(fn, lat), sass::pv_wait_steps(fn), sass::plain_kv_loop(fn)});
     }
     if (kernels.empty())

@@ -569,6 +569,16 @@ std::string read_text(const std::string& file) {
 
 }  // namespace
 
+namespace {
+/// The cases by (schedule, variant, problem label): how ops.csv and results.json rows name them.
+using CasesByName = std::map<std::tuple<std::string, std::string, std::string>, ValidationCase*>;
+CasesByName cases_by_name(std::vector<ValidationCase>& cases) {
+  CasesByName by;
+  for (auto& c : cases) by[{c.schedule, c.variant, c.problem_label}] = &c;
+  return by;
+}
+}  // namespace
+
 std::vector<ValidationCase> parse_results_csv(const std::string& text, const std::string& origin) {
   const auto rows = parse_csv(text);
   if (rows.empty()) throw InputError(origin, "/", "empty CSV: expected a header and rows as `attnsim validate` writes");
@@ -611,8 +621,7 @@ std::vector<ValidationCase> parse_results_csv(const std::string& text, const std
 
 void attach_trace_clocks(const nlohmann::json& results, const std::string& origin, std::vector<ValidationCase>& cases) {
   if (!results.is_object() || !results.contains("cases") || !results["cases"].is_array()) return;
-  std::map<std::tuple<std::string, std::string, std::string>, ValidationCase*> by;
-  for (auto& c : cases) by[{c.schedule, c.variant, c.problem_label}] = &c;
+  const CasesByName by = cases_by_name(cases);
   const nlohmann::json& all = results["cases"];
   for (size_t i = 0; i < all.size(); ++i) {
     const nlohmann::json& x = all[i];
@@ -632,8 +641,7 @@ void attach_ops_csv(const std::string& text, const std::string& origin, std::vec
   if (rows.empty()) return;
   const Columns col(rows[0], origin);
   col.require({"schedule", "variant", "problem", "op", "measured_mean_ns", "measured_spans"});
-  std::map<std::tuple<std::string, std::string, std::string>, ValidationCase*> by;
-  for (auto& c : cases) by[{c.schedule, c.variant, c.problem_label}] = &c;
+  const CasesByName by = cases_by_name(cases);
   for (size_t i = 1; i < rows.size(); ++i) {
     const auto& row = rows[i];
     const std::string& mean = col.get(row, "measured_mean_ns");

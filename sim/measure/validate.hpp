@@ -77,7 +77,7 @@ struct ValidationCase {
   /// (kernel_clock_ghz), else the probe's (timed_clock_ghz); 0 = neither.
   double run_clock_ghz() const { return kernel_clock_ghz > 0 ? kernel_clock_ghz : timed_clock_ghz; }
   /// predicted_ops as measured_ops are to be compared with them: at the traced run's clock where
-  /// it was read (measured_clock_ghz; the spans ran at it, up to 10% off the timed runs' clock the
+  /// it was read (measured_clock_ghz; the spans ran at it, 0.9x to 1.33x the timed runs' clock the
   /// prediction is at), each span's cycles kept (as share_clock re-clocks them); else as they are.
   std::map<std::string, OpStat> predicted_ops_at_trace_clock() const;
   /// Whether the time error splits into cycles and clock (a run clock and a prediction in cycles).
