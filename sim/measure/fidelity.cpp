@@ -567,9 +567,6 @@ std::string read_text(const std::string& file) {
   return ss.str();
 }
 
-}  // namespace
-
-namespace {
 /// The cases by (schedule, variant, problem label): how ops.csv and results.json rows name them.
 using CasesByName = std::map<std::tuple<std::string, std::string, std::string>, ValidationCase*>;
 CasesByName cases_by_name(std::vector<ValidationCase>& cases) {
