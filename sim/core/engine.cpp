@@ -396,7 +396,9 @@ class Engine {
   // in place (a push per change left the heap full of stale finishes: 7 of 8 events popped in a
   // long prediction, a third of its time).
   void reschedule_compute() {
+    const uint32_t resolved = pipes_.resolved_smsps();  // the others' rates did not change
     for (size_t w = 0; w < warps_.size(); ++w) {
+      if (((resolved >> warps_[w].smsp) & 1u) == 0) continue;
       if (warps_[w].state != WarpState::Computing || !pipes_.active(static_cast<int>(w))) continue;
       const double t = pipes_.finish_time(static_cast<int>(w));
       if (std::isfinite(t))

@@ -31,7 +31,7 @@ bool PipeSharing::set_smsp_mma(int smsp, SmspMma mma, double now) {
   advance(now);
   for (int w : active_)
     if (slots_[static_cast<size_t>(w)].smsp == smsp) refresh(slots_[static_cast<size_t>(w)]);
-  solve();
+  solve(coupled(1u << smsp));
   return true;
 }
 
@@ -46,7 +46,7 @@ bool PipeSharing::set_copies_landing(bool landing, double now) {
   if (!affected) return false;
   advance(now);
   for (int w : active_) refresh(slots_[static_cast<size_t>(w)]);
-  solve();
+  solve(kAllSmsps);
   return true;
 }
 
@@ -99,6 +99,7 @@ double PipeSharing::start(int warp, int smsp, const Work& w, double now, const M
     s.standalone = std::max(s.standalone, s.demand[r] / nominal_[r]);
     consumed_[r] += s.demand[r];
     s.used[static_cast<size_t>(s.n_used++)] = static_cast<int8_t>(r);
+    s.sm_wide |= r >= kMaxSmsp * kPipesPerSmsp;
   }
   if (measured.alone > 0) {
     s.standalone = std::max(s.standalone, measured.alone);
@@ -110,20 +111,34 @@ double PipeSharing::start(int warp, int smsp, const Work& w, double now, const M
   s.remaining = 1;
   s.last = now;
   active_.push_back(warp);
-  solve();
+  solve(coupled(1u << smsp));
   return s.standalone;
 }
 
 void PipeSharing::finish(int warp, double now) {
   advance(now);
-  slots_[static_cast<size_t>(warp)].active = false;
+  Slot& s = slots_[static_cast<size_t>(warp)];
+  const uint32_t affected = coupled(1u << s.smsp);  // while it still couples what it shared with
+  s.active = false;
   active_.erase(std::find(active_.begin(), active_.end(), warp));
-  solve();
+  solve(affected);
 }
 
 void PipeSharing::rebalance(double now) {
   advance(now);
-  solve();
+  solve(kAllSmsps);
+}
+
+uint32_t PipeSharing::coupled(uint32_t smsps) const {
+  uint32_t sm_wide_users = 0;
+  bool touched = false;
+  for (int w : active_) {
+    const Slot& s = slots_[static_cast<size_t>(w)];
+    if (!s.sm_wide) continue;
+    sm_wide_users |= 1u << s.smsp;
+    touched |= ((smsps >> s.smsp) & 1u) != 0;
+  }
+  return touched ? smsps | sm_wide_users : smsps;
 }
 
 void PipeSharing::advance(double now) {
@@ -135,30 +150,37 @@ void PipeSharing::advance(double now) {
   }
 }
 
-void PipeSharing::solve() {
-  // Classes by CTA rank, oldest first; each fills what the older ones left. The index lists are
-  // members reused from call to call: solve runs at every block start and finish, and three
-  // vectors allocated per call were a fifth of a long prediction's time (malloc/free, callgrind).
+void PipeSharing::solve(uint32_t smsps) {
+  // Only the SMSPs a change reached: re-rating every block of the SM at each start and finish was
+  // half of a long prediction's time (perf, hd64 s16k b2 causal). Classes by CTA rank, oldest
+  // first; each fills what the older ones left. The index lists are members reused from call to
+  // call: three vectors allocated per call were a fifth of a long prediction's time (callgrind).
+  resolved_ = smsps;
+  auto in_scope = [&](const Slot& s) { return ((smsps >> s.smsp) & 1u) != 0; };
   std::vector<int>& ranks = ranks_;
   ranks.clear();
   for (int w : active_) {
     Slot& s = slots_[static_cast<size_t>(w)];
+    if (!in_scope(s)) continue;
     s.speed = s.effective_standalone <= 0 ? 1 : 0;
     if (s.effective_standalone > 0) ranks.push_back(s.rank);
   }
   std::sort(ranks.begin(), ranks.end());
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
-  std::array<double, kNumResources> used{};
+  // used_ and load_ are zero between calls (each loop below clears what it touched): zeroing
+  // both arrays whole per call was a sixth of solve's time (perf).
+  std::array<double, kNumResources>& used = used_;
+  std::array<double, kNumResources>& load = load_;
+  uint32_t ever_touched = 0;
   for (int rank : ranks) {
     // Progressive filling over a common speed level for the class's unfrozen blocks.
     std::vector<int>& open = open_;
     open.clear();
     for (int w : active_) {
       const Slot& s = slots_[static_cast<size_t>(w)];
-      if (s.effective_standalone > 0 && s.rank == rank) open.push_back(w);
+      if (in_scope(s) && s.effective_standalone > 0 && s.rank == rank) open.push_back(w);
     }
     double level = 0;
-    std::array<double, kNumResources> load{};
     while (!open.empty()) {
       // Only the resources the open blocks use (a few of the 22, as bits): the loops over all of
       // them were much of solve's time on long predictions (perf, hd64 s16k b2 without pingpong).
@@ -171,6 +193,7 @@ void PipeSharing::solve() {
           load[r] += s.effective[r] / s.effective_standalone;
         }
       }
+      ever_touched |= touched;
       double inc = 1 - level;
       for (uint32_t m = touched; m != 0; m &= m - 1) {
         const int r = std::countr_zero(m);
@@ -204,6 +227,7 @@ void PipeSharing::solve() {
       open.swap(still_open);
     }
   }
+  for (uint32_t m = ever_touched; m != 0; m &= m - 1) used[std::countr_zero(m)] = 0;
 }
 
 double PipeSharing::finish_time(int warp) const {

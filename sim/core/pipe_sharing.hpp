@@ -68,6 +68,9 @@ class PipeSharing {
   /// Projected finish time of warp's block at current rates (+inf when stalled).
   double finish_time(int warp) const;
   bool active(int warp) const { return slots_[warp].active; }
+  /// The SMSPs (bit s: SMSP s) whose blocks the last start, finish or state change re-rated;
+  /// blocks on the others kept their speeds, so their finish times still stand.
+  uint32_t resolved_smsps() const { return resolved_; }
   /// Work consumed so far per resource, in the resource's units (lane-ops, bytes, instructions).
   const std::array<double, kNumResources>& consumed() const { return consumed_; }
   /// Capacity per resource per cycle (utilisation is reported against it).
@@ -92,11 +95,18 @@ class PipeSharing {
     /// solve() visits only these.
     std::array<int8_t, kPipesPerSmsp + 2> used{};
     int n_used = 0;
+    bool sm_wide = false;  ///< uses TMEM or SMEM, which couple it to the blocks of the other SMSPs
   };
   /// Recomputes the slot's effective demand and stand-alone time for its SMSP's tensor core state.
   void refresh(Slot& s) const;
   void advance(double now);
-  void solve();
+  /// `smsps` and, where one of their blocks uses an SM-wide resource (TMEM, SMEM), every SMSP with
+  /// a block that uses one: the blocks whose speeds a change on `smsps` can move.
+  uint32_t coupled(uint32_t smsps) const;
+  /// Recomputes the speeds of the blocks on `smsps` (closed under coupled()). The others keep
+  /// theirs: they share no resource with these, so max-min filling gives them the same speeds.
+  void solve(uint32_t smsps);
+  static constexpr uint32_t kAllSmsps = (1u << kMaxSmsp) - 1;
   std::array<double, kNumResources> nominal_{};  ///< per cycle, as the hardware config gives it
   std::array<double, kNumResources> consumed_{};
   std::vector<Slot> slots_;
@@ -105,6 +115,8 @@ class PipeSharing {
   std::array<double, 3> beside_mma_{};          ///< fma, alu, mufu rate fractions beside wgmma (hardware config)
   std::vector<int> active_;                     ///< warps with an active block, in start order
   std::vector<int> ranks_, open_, still_open_;  ///< solve's scratch index lists, kept for their capacity
+  std::array<double, kNumResources> used_{}, load_{};  ///< solve's scratch per resource, zero between calls
+  uint32_t resolved_ = kAllSmsps;               ///< see resolved_smsps()
 };
 
 }  // namespace attnsim
