@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (fuzz/) with clang, ASan and UBSan and runs them.
 #
-#   scripts/fuzz.sh [--build-dir DIR] [--seconds N] [--jobs N] [--build-only | --no-build] [TARGET...]
+#   scripts/fuzz.sh [--build-dir DIR] [--seconds N] [--jobs N] [--opt O0|O1] [--build-only | --no-build] [TARGET...]
 #
 # TARGET: schedule, hardware, problem, sweep, simulate (default: all). For each: replays every input
 # kept in fuzz/regressions/TARGET/ (inputs that once failed), then fuzzes for N seconds (default 60)
 # from seeds taken from schedules/, configs/ and tests/, in N parallel jobs (default 1, at most 2),
 # keeping the corpus in DIR/corpus/TARGET. A failing input is written to DIR/artifacts/TARGET/;
 # copy it into fuzz/regressions/TARGET/ once fixed. Prints executions per target and in total;
-# exits 1 when any input crashed, hung, leaked or tripped a sanitizer.
-# The CTest tests fuzz.build and fuzz.<target> run this script (a few seconds per target).
+# exits 1 when any input crashed, hung, leaked or tripped a sanitizer. --opt: the build's
+# optimization, O1 (default, faster fuzzing) or O0 (half the compile time).
+# The CTest tests fuzz.build (--opt O0) and fuzz.<target> run this script (a few seconds per target).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-fuzz"
 seconds=60
 jobs=1
+opt=O1
 mode=all
 targets=()
 while [ $# -gt 0 ]; do
@@ -22,6 +24,7 @@ while [ $# -gt 0 ]; do
     --build-dir) build="$(realpath -m "$2")"; shift 2 ;;
     --seconds) seconds="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
+    --opt) opt="$2"; shift 2 ;;
     --build-only) mode=build; shift ;;
     --no-build) mode=run; shift ;;
     -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
@@ -31,12 +34,13 @@ while [ $# -gt 0 ]; do
 done
 [ ${#targets[@]} -gt 0 ] || targets=(schedule hardware problem sweep simulate)
 if [ "$jobs" -lt 1 ] || [ "$jobs" -gt 2 ]; then echo "fuzz.sh: --jobs must be 1 or 2" >&2; exit 2; fi
+case "$opt" in O0|O1) ;; *) echo "fuzz.sh: --opt must be O0 or O1, not '$opt'" >&2; exit 2 ;; esac
 cxx="${ATTNSIM_FUZZ_CXX:-$(command -v clang++ || true)}"
 
 if [ "$mode" != run ]; then
   [ -n "$cxx" ] || { echo "fuzz.sh: clang++ not found (scripts/install-deps.sh installs it)" >&2; exit 2; }
   cmake -S "$root" -B "$build" -DCMAKE_CXX_COMPILER="$cxx" -DATTNSIM_FUZZ=ON -DATTNSIM_CUDA=OFF \
-    -DATTNSIM_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug >/dev/null
+    -DATTNSIM_BENCH=OFF -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG= -DATTNSIM_FUZZ_OPT=-$opt >/dev/null
   cmake --build "$build" --target attnsim_fuzzers -j2
   [ "$mode" = build ] && exit 0
 fi
