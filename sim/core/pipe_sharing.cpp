@@ -99,7 +99,7 @@ double PipeSharing::start(int warp, int smsp, const Work& w, double now, const M
     s.standalone = std::max(s.standalone, s.demand[r] / nominal_[r]);
     consumed_[r] += s.demand[r];
     s.used[static_cast<size_t>(s.n_used++)] = static_cast<int8_t>(r);
-    s.sm_wide |= r >= kMaxSmsp * kPipesPerSmsp;
+    s.sm_wide |= r >= kTmemResource;  // past the SMSPs' pipes: TMEM, SMEM
   }
   if (measured.alone > 0) {
     s.standalone = std::max(s.standalone, measured.alone);

@@ -98,3 +98,24 @@ TEST_CASE("a block measured while copies land stretches only while they land - b
   CHECK_FALSE(plain.set_copies_landing(true, 100));
   CHECK(plain.finish_time(0) == Approx(1000));
 }
+
+TEST_CASE("a change on one SMSP re-rates the blocks sharing SMEM with it - and only them", "[sharing]") {
+  const Hardware hw = test::b200();
+  Work smem;
+  smem.smem_bytes = 1000 * hw.smem_bytes_per_clk;  // 1000 cycles of the SM's shared-memory bandwidth
+  PipeSharing ps(hw, 12);
+  ps.start(0, 0, smem, 0);
+  ps.start(1, 1, smem, 0);  // SMSP 1 shares the SM's SMEM with SMSP 0: both at half speed
+  CHECK(ps.resolved_smsps() == 0b11u);
+  CHECK(ps.finish_time(0) == Approx(2000));
+  CHECK(ps.finish_time(1) == Approx(2000));
+  ps.start(2, 2, fma_work(hw), 0);  // SMSP 2's FMA pipe alone: the SMEM blocks keep their speeds
+  CHECK(ps.resolved_smsps() == 0b100u);
+  CHECK(ps.finish_time(2) == Approx(1000));
+  CHECK(ps.finish_time(1) == Approx(2000));
+  ps.finish(0, 1000);  // half of block 1 left, now at full speed
+  CHECK((ps.resolved_smsps() & 0b11u) == 0b11u);
+  CHECK((ps.resolved_smsps() & 0b100u) == 0u);
+  CHECK(ps.finish_time(1) == Approx(1500));
+  CHECK(ps.finish_time(2) == Approx(1000));
+}
