@@ -18,12 +18,6 @@ namespace attnsim {
 namespace {
 using json = nlohmann::json;
 
-double number_at(const json& doc, const std::string& file, const std::string& pointer) {
-  const json::json_pointer p(pointer);
-  if (!doc.contains(p) || !doc[p].is_number()) throw InputError(file, pointer, "expected a number");
-  return doc[p].get<double>();
-}
-
 /// "GPU, driver, date" of a microbenchmark result, the date cut to `date_chars` characters.
 std::string result_note(const json& doc, size_t date_chars) {
   return fmt::format("{}, driver {}, {}", doc.value("gpu", "?"), doc.value("driver_version", "?"),

@@ -63,11 +63,9 @@ constexpr DirectField kDirect[] = {
     {"launch_overhead", "/results/cta_prologue_cycles", "cta_prologue_cycles"},
 };
 
-double number_at(const json& doc, const std::string& file, const std::string& pointer) {
-  const json::json_pointer p(pointer);
-  if (!doc.contains(p) || !doc[p].is_number())
-    throw InputError(file, pointer, "expected a number (is this a kernels/microbench result file?)");
-  return doc[p].get<double>();
+/// The number at `pointer` of microbenchmark result `doc` (read from `file`).
+double result_number(const json& doc, const std::string& file, const std::string& pointer) {
+  return number_at(doc, file, pointer, " (is this a kernels/microbench result file?)");
 }
 
 std::vector<std::string> expand(const std::vector<std::string>& inputs) {
@@ -118,7 +116,7 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
     driver = doc.value("driver_version", "?");
     date = std::max(date, doc.value("date", std::string()));
     for (const auto& d : kDirect)
-      if (bench == d.benchmark) out.push_back({d.constant, number_at(doc, file, d.pointer), bench, d.pointer});
+      if (bench == d.benchmark) out.push_back({d.constant, result_number(doc, file, d.pointer), bench, d.pointer});
     if (bench == "tma" || bench == "tma_sharing") {
       // TMA latency = intercept of (issue -> data landed) against bytes, 2D tensor copies: L2-resident
       // (tma, 1-16 KiB) or tiles no earlier load touched, after an L2 flush (tma_sharing, 2-16 KiB).
@@ -129,8 +127,8 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
         throw InputError(file, lat.to_string(), "expected latency points");
       for (auto it = doc[lat].begin(); it != doc[lat].end(); ++it)
         if (it.key().rfind("tensor2d_", 0) == 0) {
-          x.push_back(number_at(doc, file, lat.to_string() + "/" + it.key() + "/bytes"));
-          y.push_back(number_at(doc, file, lat.to_string() + "/" + it.key() + "/median"));
+          x.push_back(result_number(doc, file, lat.to_string() + "/" + it.key() + "/bytes"));
+          y.push_back(result_number(doc, file, lat.to_string() + "/" + it.key() + "/median"));
         }
       if (x.size() < 2)
         throw InputError(file, lat.to_string(), "expected at least two tensor2d_* latency points to fit");
@@ -149,8 +147,8 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
       if (!doc.contains(cfg) || !doc[cfg].is_object())
         throw InputError(file, cfg.to_string(), "expected the sharing configurations");
       for (auto it = doc[cfg].begin(); it != doc[cfg].end(); ++it) {
-        x.push_back(1 / number_at(doc, file, cfg.to_string() + "/" + it.key() + "/ctas_per_head"));
-        y.push_back(1 / number_at(doc, file, cfg.to_string() + "/" + it.key() + "/cold/chip_bytes_per_s"));
+        x.push_back(1 / result_number(doc, file, cfg.to_string() + "/" + it.key() + "/ctas_per_head"));
+        y.push_back(1 / result_number(doc, file, cfg.to_string() + "/" + it.key() + "/cold/chip_bytes_per_s"));
       }
       if (x.size() < 2) throw InputError(file, cfg.to_string(), "expected at least two sharing degrees to fit");
       const auto [intercept, slope] = fit_line(x, y);
@@ -165,7 +163,7 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
       // saturation: latency / latency alone - 1 = k rho / sqrt(1 - rho), fitted through the origin
       // (rho at or above 0.97 is saturation, where the chip's share bounds the transfer instead).
       const std::string mode = "/results/modes/probe_miss_background_hbm";
-      const double alone = number_at(doc, file, mode + "/alone/latency_cycles");
+      const double alone = result_number(doc, file, mode + "/alone/latency_cycles");
       const json::json_pointer pts(mode + "/points");
       if (!doc.contains(pts) || !doc[pts].is_array())
         throw InputError(file, pts.to_string(), "expected the latency points under load");
@@ -173,10 +171,10 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
       Eigen::Index n = 0;
       for (size_t i = 0; i < doc[pts].size(); ++i) {
         const std::string at = pts.to_string() + "/" + std::to_string(i);
-        const double rho = number_at(doc, file, at + "/utilisation");
-        if (number_at(doc, file, at + "/gap_cycles") <= 0 || rho >= 0.97 || rho <= 0) continue;
+        const double rho = result_number(doc, file, at + "/utilisation");
+        if (result_number(doc, file, at + "/gap_cycles") <= 0 || rho >= 0.97 || rho <= 0) continue;
         x(n) = rho / std::sqrt(1 - rho);
-        y(n) = number_at(doc, file, at + "/latency_cycles") / alone - 1;
+        y(n) = result_number(doc, file, at + "/latency_cycles") / alone - 1;
         ++n;
       }
       if (n < 2 || !(alone > 0))
@@ -200,11 +198,11 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
       if (!doc.contains(waves) || !doc[waves].is_object())
         throw InputError(file, waves.to_string(), "expected per-wave launch timings");
       for (auto it = doc[waves].begin(); it != doc[waves].end(); ++it) {
-        x.push_back(number_at(doc, file, waves.to_string() + "/" + it.key() + "/waves"));
-        y.push_back(number_at(doc, file, waves.to_string() + "/" + it.key() + "/empty_ns_single_launch"));
+        x.push_back(result_number(doc, file, waves.to_string() + "/" + it.key() + "/waves"));
+        y.push_back(result_number(doc, file, waves.to_string() + "/" + it.key() + "/empty_ns_single_launch"));
       }
       if (x.size() < 2) throw InputError(file, waves.to_string(), "expected at least two wave counts to fit");
-      const double ghz = number_at(doc, file, "/results/clock_ghz");
+      const double ghz = result_number(doc, file, "/results/clock_ghz");
       const auto [intercept, slope] = fit_line(x, y);
       out.push_back({"cta_launch_cycles", slope * ghz, bench,
                      fmt::format("Eigen fit of empty-kernel GPU time per launch vs waves over {} wave counts: {:.0f} ns + "
@@ -219,8 +217,8 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
       for (const char* n : {"n64_ss", "n128_ss", "n192_ss", "n256_ss"}) {
         const std::string base = lat.to_string() + "/" + n;
         if (!doc.contains(json::json_pointer(base))) continue;
-        x.push_back(number_at(doc, file, base + "/pipe_cycles_at_4096_flop_per_clk"));
-        y.push_back(number_at(doc, file, base + "/single_wgmma_latency_cycles"));
+        x.push_back(result_number(doc, file, base + "/pipe_cycles_at_4096_flop_per_clk"));
+        y.push_back(result_number(doc, file, base + "/single_wgmma_latency_cycles"));
       }
       if (x.size() < 2) throw InputError(file, lat.to_string(), "expected single-wgmma latencies for at least two N");
       const auto [intercept, slope] = fit_line(x, y);

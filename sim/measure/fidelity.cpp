@@ -129,7 +129,7 @@ double OpRow::error_pct() const {
 
 namespace {
 
-std::string pct(double x) { return std::isnan(x) ? "-" : fmt::format("{:+.1f}%", x); }
+std::string pct_or_dash(double x) { return std::isnan(x) ? "-" : fmt::format("{:+.1f}%", x); }
 
 std::string where(const std::string& name, const std::string& problem) { return name + " on " + problem; }
 
@@ -331,8 +331,8 @@ std::string format_changes(const FidelityReport& r) {
   out += fmt::format("{:<30} {:<22} {:>9} {:>10} {:>10}  {}\n", "variant", "problem", "measured", "predicted", "diff",
                      "sign");
   for (const auto& c : r.changes)
-    out += fmt::format("{:<30} {:<22} {:>9} {:>10} {:>6.1f} pts  {}\n", c.variant, c.problem, pct(c.measured_pct),
-                       pct(c.predicted_pct), c.diff_pts(),
+    out += fmt::format("{:<30} {:<22} {:>9} {:>10} {:>6.1f} pts  {}\n", c.variant, c.problem, pct_or_dash(c.measured_pct),
+                       pct_or_dash(c.predicted_pct), c.diff_pts(),
                        c.same_kernel    ? "same kernel as the base: noise"
                        : !c.significant ? ""
                        : c.signs_agree  ? "agree"
@@ -366,7 +366,7 @@ std::string format_op_acceptance(const FidelityReport& r, bool detail) {
     out += fmt::format("{:<30} {:<15} {:>7} {:>10} {:>10}  {}\n", s.op, rule_text(s.rule),
                        s.rule == OpRule::None ? "-" : fmt::format("{}/{}", s.passed, s.cases),
                        s.worst_case.empty() ? "-" : fmt::format("{:.1f}%", s.mean_abs_err_pct),
-                       s.worst_case.empty() ? "-" : pct(s.worst_err_pct), s.worst_case);
+                       s.worst_case.empty() ? "-" : pct_or_dash(s.worst_err_pct), s.worst_case);
     if (s.rule != OpRule::None && s.passed < s.cases)
       failing.push_back(fmt::format("{} fails on {} of {}", s.op, s.cases - s.passed, s.cases));
   }
@@ -377,7 +377,7 @@ std::string format_op_acceptance(const FidelityReport& r, bool detail) {
         out += fmt::format("  {:<48} {:<30} predicted {:>9} ns  measured {:>9} ns  {:>9}\n",
                            where(row.case_name, row.problem), row.op,
                            row.has_predicted ? fmt::format("{:.1f}", row.predicted_ns) : "-",
-                           row.has_measured ? fmt::format("{:.1f}", row.measured_ns) : "-", pct(row.error_pct()));
+                           row.has_measured ? fmt::format("{:.1f}", row.measured_ns) : "-", pct_or_dash(row.error_pct()));
   }
   out += fmt::format("per-op acceptance ({}): {}\n", rule,
                      r.ops_accepted ? "PASS" : fmt::format("FAIL: {}", fmt::join(failing, "; ")));

@@ -424,6 +424,13 @@ const nlohmann::json* find_pointer(const nlohmann::json& doc, const std::string&
   }
 }
 
+double number_at(const nlohmann::json& doc, const std::string& origin, const std::string& pointer,
+                 const std::string& hint) {
+  const nlohmann::json* v = find_pointer(doc, pointer);
+  if (v == nullptr || !v->is_number()) throw InputError(origin, pointer, "expected a number" + hint);
+  return v->get<double>();
+}
+
 void set_pointer(nlohmann::json& doc, const std::string& pointer, const nlohmann::json& value, const std::string& origin,
                  const std::string& what) {
   const nlohmann::json::json_pointer p = parse_pointer(pointer, origin, pointer);

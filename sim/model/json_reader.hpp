@@ -109,6 +109,10 @@ nlohmann::json::json_pointer parse_pointer(const std::string& pointer, const std
                                            const std::string& path);
 /// The value at `pointer` in `doc`, or nullptr when the pointer is malformed or leads nowhere.
 const nlohmann::json* find_pointer(const nlohmann::json& doc, const std::string& pointer);
+/// The number at `pointer` in `doc` (a result file's field); throws InputError naming `origin` and
+/// the pointer, "expected a number" and then `hint`, when it is missing or not a number.
+double number_at(const nlohmann::json& doc, const std::string& origin, const std::string& pointer,
+                 const std::string& hint = "");
 /// Sets `doc[pointer] = value`: the parent must exist and be an object, or an array holding that
 /// index. Throws InputError naming `origin`, the pointer, and `what` (the option that asked).
 void set_pointer(nlohmann::json& doc, const std::string& pointer, const nlohmann::json& value, const std::string& origin,
