@@ -23,7 +23,7 @@ using namespace attnsim;
 namespace {
 
 std::string bf() { return test::root() + "/schedules/blackflash.json"; }
-Hardware h100() { return load_hardware(test::root() + "/configs/hw/h100_sxm.json"); }
+using test::h100;
 Problem hd64(int seqlen = 1024) {
   Problem p = test::default_problem();
   p.head_dim = p.head_dim_v = 64;

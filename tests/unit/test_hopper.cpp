@@ -16,7 +16,7 @@
 using namespace attnsim;
 
 namespace {
-Hardware h100() { return load_hardware(test::root() + "/configs/hw/h100_sxm.json"); }
+using test::h100;
 std::string schedule(const std::string& name) { return test::root() + "/schedules/" + name + ".json"; }
 double warp_end(const SimResult& r, int warp) {
   for (size_t i = 0; i < r.timeline.warps.size(); ++i)

@@ -20,7 +20,7 @@ using namespace attnsim;
 namespace {
 
 std::string fa3_file() { return test::root() + "/schedules/fa3_sm90.json"; }
-Hardware h100() { return load_hardware(test::root() + "/configs/hw/h100_sxm.json"); }
+using test::h100;
 Problem hd(int d) {
   Problem p;
   p.head_dim = p.head_dim_v = d;

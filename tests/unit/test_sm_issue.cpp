@@ -23,7 +23,7 @@ namespace {
 
 /// Latencies as the single-warp tests use; no pipe or bank limits; SMEM 128 B/clk, HMMA 6 cycles
 /// on its SMSP's tensor core, bar.sync 30 cycles.
-SmIssueModel plain() {
+SmIssueModel plain_sm() {
   SmIssueModel m;
   m.warp.lds_latency = 23;
   m.warp.mufu_latency = 17;
@@ -53,15 +53,15 @@ TEST_CASE("SM issue: warps on one SMSP share its dispatch (one instruction per c
   const std::vector<Instr> code = {instr(0x00, "FADD R1, R2, R3", 1), instr(0x10, "FADD R4, R5, R6", 1),
                                    instr(0x20, "FADD R7, R8, R9", 1)};
   // Alone: 3 cycles. Two warps on SMSP 0 alternate: w0 at 0, 2, 4; w1 at 1, 3, 5.
-  const auto alone = issue_on_sm({warp(0, {{ptrs(code), false}})}, plain());
+  const auto alone = issue_on_sm({warp(0, {{ptrs(code), false}})}, plain_sm());
   CHECK(alone[0][0].end == Approx(3));
-  const auto two = issue_on_sm({warp(0, {{ptrs(code), false}}), warp(0, {{ptrs(code), false}})}, plain());
+  const auto two = issue_on_sm({warp(0, {{ptrs(code), false}}), warp(0, {{ptrs(code), false}})}, plain_sm());
   CHECK(two[0][0].start == Approx(0));
   CHECK(two[0][0].end == Approx(5));
   CHECK(two[1][0].start == Approx(1));
   CHECK(two[1][0].end == Approx(6));
   // On two SMSPs they do not meet.
-  const auto apart = issue_on_sm({warp(0, {{ptrs(code), false}}), warp(1, {{ptrs(code), false}})}, plain());
+  const auto apart = issue_on_sm({warp(0, {{ptrs(code), false}}), warp(1, {{ptrs(code), false}})}, plain_sm());
   CHECK(apart[1][0].end == Approx(3));
 }
 
@@ -70,7 +70,7 @@ TEST_CASE("SM issue: shared memory serves the warps' accesses in turn and a load
   const std::vector<Instr> code = {instr(0x00, "LDSM.16.M88.4 R8, [R2]", 1, /*wb*/ 0),
                                    instr(0x10, "FFMA R9, R8, R5, R6", 1, 7, 7, /*wait SB0*/ 1)};
   CHECK(shared_bytes(code[0]) == 512);
-  const auto t = issue_on_sm({warp(0, {{ptrs(code), false}}), warp(1, {{ptrs(code), false}})}, plain());
+  const auto t = issue_on_sm({warp(0, {{ptrs(code), false}}), warp(1, {{ptrs(code), false}})}, plain_sm());
   // First load: served 0..4, result at 0 + 4 - 1 + 23 = 26; the FFMA issues at 26, ends 27.
   CHECK(t[0][0].end == Approx(27));
   // Second load (same cycle, other SMSP): served 4..8, result at 30.
@@ -80,10 +80,10 @@ TEST_CASE("SM issue: shared memory serves the warps' accesses in turn and a load
 TEST_CASE("SM issue: HMMA holds its SMSP's tensor core and MEMBAR waits for the warp's shared accesses", "[sass]") {
   const std::vector<Instr> mma = {instr(0x00, "HMMA.16816.F32.BF16 R4, R8, R12, R4", 1),
                                   instr(0x10, "HMMA.16816.F32.BF16 R16, R8, R14, R16", 1)};
-  const auto t = issue_on_sm({warp(2, {{ptrs(mma), false}})}, plain());
+  const auto t = issue_on_sm({warp(2, {{ptrs(mma), false}})}, plain_sm());
   CHECK(t[0][0].end == Approx(6 + 1));  // the second waits for the first's 6 cycles
   const std::vector<Instr> fence = {instr(0x00, "STS [R2], R3", 1), instr(0x10, "MEMBAR.ALL.CTA", 1)};
-  const auto f = issue_on_sm({warp(0, {{ptrs(fence), false}})}, plain());
+  const auto f = issue_on_sm({warp(0, {{ptrs(fence), false}})}, plain_sm());
   CHECK(f[0][0].end == Approx(1 + 1));  // the 128-byte store completes at 1; the fence issues then
 }
 
@@ -91,17 +91,17 @@ TEST_CASE("SM issue: a bar.sync releases its group when the last warp arrives an
   const std::vector<Instr> one = {instr(0x00, "FADD R1, R2, R3", 1)};
   const std::vector<Instr> five = {instr(0x00, "FADD R1, R2, R3", 5)};
   const auto t = issue_on_sm(
-      {warp(0, {{ptrs(one), false}, {ptrs(one), true}}), warp(1, {{ptrs(five), false}, {ptrs(one), true}})}, plain());
+      {warp(0, {{ptrs(one), false}, {ptrs(one), true}}), warp(1, {{ptrs(five), false}, {ptrs(one), true}})}, plain_sm());
   // Warp 1 arrives at 5, warp 0 at 1: both issue again at 5 + 30.
   CHECK(t[0][1].start == Approx(35));
   CHECK(t[1][1].start == Approx(35));
   // Another group does not wait for them.
   const auto g = issue_on_sm(
       {warp(0, {{ptrs(one), false}, {ptrs(one), true}}), warp(1, {{ptrs(five), false}, {ptrs(one), true}}, 1)},
-      plain());
+      plain_sm());
   CHECK(g[0][1].start == Approx(1 + 30));
   CHECK_THROWS_WITH(
-      issue_on_sm({warp(0, {{ptrs(one), false}, {ptrs(one), true}}), warp(1, {{ptrs(one), false}})}, plain()),
+      issue_on_sm({warp(0, {{ptrs(one), false}, {ptrs(one), true}}), warp(1, {{ptrs(one), false}})}, plain_sm()),
       Catch::Contains("different numbers of barriers"));
 }
 
@@ -156,7 +156,7 @@ Function blackflash_like() {
 
 TEST_CASE("blackflash analysis: the KV loop's spans and both mask arms with the warps together", "[sass]") {
   const Function fn = blackflash_like();
-  const SmIssueModel m = plain();
+  const SmIssueModel m = plain_sm();
   const BlackFlashAnalysis a = analyse_blackflash(fn, m, 1);
   CHECK(a.kv_loop_bytes == 0x1d0 - 0x010 + 16);
   auto ops = [&](const char* op) {

@@ -40,7 +40,7 @@ TEST_CASE("an explicit schedule's hbm figure charges its own CTA's traffic - not
 }
 
 TEST_CASE("every bundled schedule's utilisations are fractions", "[summary]") {
-  check_fractions(summary_of(fa4(), b200()));
+  check_fractions(summary_of(test::fa4(), b200()));
   check_fractions(summary_of(root() + "/schedules/fa3_sm90.json", hw_named("h100_sxm")));
   check_fractions(summary_of(root() + "/schedules/fa2_sm80.json", hw_named("h200")));
   Problem hd64 = default_problem();

@@ -18,6 +18,7 @@ inline std::string root() { return ATTNSIM_SOURCE_ROOT; }
 inline std::string micro(const std::string& name) { return std::string(ATTNSIM_TEST_DATA) + "/schedules/" + name; }
 inline std::string fa4() { return root() + "/schedules/fa4_sm100.json"; }
 inline Hardware b200() { return load_hardware(root() + "/configs/hw/b200.json"); }
+inline Hardware h100() { return load_hardware(root() + "/configs/hw/h100_sxm.json"); }
 inline Problem default_problem() { return load_problem(root() + "/configs/problems/default.json"); }
 /// A self-attention problem of `batch` x `heads` (`kv_heads` K/V heads) x `seqlen` queries and
 /// keys at `head_dim` (Q, K and V alike), bf16.

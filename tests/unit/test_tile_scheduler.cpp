@@ -11,7 +11,6 @@ using namespace attnsim;
 using namespace attnsim::test;
 
 namespace {
-Hardware h100() { return load_hardware(root() + "/configs/hw/h100_sxm.json"); }
 std::string fa3() { return root() + "/schedules/fa3_sm90.json"; }
 Problem causal(int batch, int heads, int seqlen, int head_dim) {
   Problem p;
