@@ -107,3 +107,13 @@ TEST_CASE("JSON pointers and --set values are checked in our words", "[json]") {
   apply_override(doc, "/a/b=1e400", "s.json");
   CHECK(doc["a"]["b"] == "1e400");
 }
+
+TEST_CASE("number_at reads a result file's number or names the file and pointer and hint", "[json]") {
+  const nlohmann::json doc = {{"results", {{"clock_ghz", 1.98}, {"gpu", "H200"}, {"n", 3}}}};
+  CHECK(number_at(doc, "r.json", "/results/clock_ghz") == 1.98);
+  CHECK(number_at(doc, "r.json", "/results/n") == 3);
+  CHECK_THROWS_WITH(number_at(doc, "r.json", "/results/gpu"), "r.json: /results/gpu: expected a number");
+  CHECK_THROWS_WITH(number_at(doc, "r.json", "/results/missing", " (a microbench file?)"),
+                    "r.json: /results/missing: expected a number (a microbench file?)");
+  CHECK_THROWS_WITH(number_at(doc, "r.json", "no slash"), "r.json: no slash: expected a number");
+}
