@@ -162,7 +162,7 @@ TEST_CASE("resource checks reject schedules that do not fit - naming file and JS
 
 TEST_CASE("an SM100 schedule refuses an SM90 GPU with the reason", "[fa4][inputs]") {
   auto s = load_schedule(test::fa4());
-  const Hardware h100 = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
+  const Hardware h100 = test::h100();
   CHECK_THROWS_WITH(s->check(h100, test::default_problem()), Catch::Contains("no TMEM and no tcgen05"));
 }
 

@@ -421,7 +421,7 @@ TEST_CASE("fidelity: the committed validation folders read and predict", "[fidel
     if (c.variant.empty() && c.problem_label == "hd256 s1k b16") one.push_back(c);
   REQUIRE(one.size() == 1);
   std::vector<std::string> errors;
-  const auto secs = repredict(one, load_hardware(test::root() + "/configs/hw/h100_sxm.json"),
+  const auto secs = repredict(one, test::h100(),
                               test::root() + "/schedules", 1, errors);
   CHECK(errors.empty());
   CHECK(secs.size() == 1);
@@ -433,7 +433,7 @@ TEST_CASE("fidelity: the committed validation folders read and predict", "[fidel
   // A schedule that is not there: the case leaves the statistics, the error names it, no time.
   one[0].schedule = "no_such_schedule";
   const auto failed =
-      repredict(one, load_hardware(test::root() + "/configs/hw/h100_sxm.json"), test::root() + "/schedules", 1, errors);
+      repredict(one, test::h100(), test::root() + "/schedules", 1, errors);
   CHECK(failed.at(0) == 0);
   REQUIRE(errors.size() == 1);
   CHECK_THAT(errors[0], Catch::Contains("no_such_schedule on hd256 s1k b16 no longer predicts"));
@@ -447,7 +447,7 @@ TEST_CASE("fidelity: a memo shares a prediction between folders and only an iden
     if (c.variant.empty() && (c.problem_label == "hd256 s1k b16" || c.problem_label == "hd128 s1k b16"))
       two.push_back(c);
   REQUIRE(two.size() == 2);
-  const Hardware hw = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
+  const Hardware hw = test::h100();
   std::vector<std::string> errors;
   std::vector<ValidationCase> plain = two, first = two, again = two;
   repredict(plain, hw, test::root() + "/schedules", 1, errors);
@@ -493,7 +493,7 @@ TEST_CASE("fidelity: the pins of a measured fa3_sm90 kernel resolve the schedule
   CHECK(measured_kernel_pins("fa3_sm90 hd256 m128 n64 kv2 pingpong overlap reg 240/24 dynamic l2 8MiB rescale>8 o_in_v")
             .front() == "/o_staging=v_ring");
   CHECK(measured_kernel_pins("fa2_sm80 hd64 br64 bc64 fma").empty());
-  const Hardware hw = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
+  const Hardware hw = test::h100();
   for (const auto& [kernel, head_dim] : std::vector<std::pair<std::string, int>>{
            {"fa3_sm90 hd64 m192 n128 kv2 overlap reg 160/32 own_o l2 8MiB", 64},
            {"fa3_sm90 hd256 m128 n80 kv2 overlap reg 240/24 l2 8MiB", 256},

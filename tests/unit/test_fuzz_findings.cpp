@@ -26,7 +26,7 @@ TEST_CASE("a rescale mask of one KV block answers no for later blocks instead of
 
 TEST_CASE("the default timeline window is never empty", "[fuzz]") {
   // FA3 at hd64 with two KV blocks: the QK spans of every SMSP start together (fuzz/regressions/simulate).
-  const Hardware h100 = load_hardware(root() + "/configs/hw/h100_sxm.json");
+  const Hardware h100 = test::h100();
   Problem p = default_problem();
   p.batch = p.heads = p.kv_heads = 1;
   p.seqlen_q = 128;

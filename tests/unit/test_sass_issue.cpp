@@ -140,7 +140,7 @@ TEST_CASE("unroll_path runs a loop its trip count and refuses conditional forwar
 }
 
 TEST_CASE("fa2: a warp alone on its SMSP takes its blocks' SASS issue time at the CUDA-core clock", "[sass]") {
-  const Hardware hw = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
+  const Hardware hw = test::h100();
   const auto s = load_schedule(test::root() + "/schedules/fa2_sm80.json");
   Problem p = test::default_problem();
   p.head_dim = p.head_dim_v = 64;

@@ -197,7 +197,7 @@ TEST_CASE("blackflash analysis: the KV loop's spans and both mask arms with the 
 }
 
 TEST_CASE("blackflash: with an issue-timing file its consumer blocks take the SASS time of the SM's warps", "[sass]") {
-  const Hardware hw = load_hardware(test::root() + "/configs/hw/h100_sxm.json");
+  const Hardware hw = test::h100();
   const auto s = load_schedule(test::root() + "/schedules/blackflash.json");
   Problem p = test::default_problem();
   p.head_dim = p.head_dim_v = 64;
