@@ -41,7 +41,7 @@ std::vector<Benchmark> registry() {
                     latency_benchmarks(), launch_benchmarks(), operand_benchmarks(), mma_queue_benchmarks(),
                     softmax_block_benchmarks(), softmax_pair_benchmarks(), gemm_turn_benchmarks(), ifetch_benchmarks(),
                     ldg_load_benchmarks(), tma_load_benchmarks(), mma_issue_beside_benchmarks(),
-                    smem_beside_async_benchmarks(), warp_guard_benchmarks()})
+                    smem_beside_async_benchmarks(), warp_guard_benchmarks(), load_warp_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
 }
@@ -136,6 +136,8 @@ const Expect kExpect[] = {
     {"gemm_turn", "/results/instances/hd128/solo/wg0_qk_dispatch_cycles", 10, 1e5},
     {"gemm_turn", "/results/instances/hd128/solo/wg0_done_cycles", 100, 1e5},
     {"gemm_turn", "/results/instances/hd128/pingpong_delay_0/wg1_qk_dispatch_cycles", 10, 1e5},
+    {"load_warp", "/results/instances/hd128/beside_softmax/block_gaps_cycles", 1, 1e5},
+    {"load_warp", "/results/instances/hd128/beside_softmax/tile_bookkeeping_cycles", 1, 1e5},
 };
 
 void usage() {

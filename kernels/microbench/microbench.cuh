@@ -245,6 +245,7 @@ std::vector<Benchmark> ifetch_benchmarks();
 std::vector<Benchmark> softmax_block_benchmarks();
 std::vector<Benchmark> softmax_pair_benchmarks();
 std::vector<Benchmark> gemm_turn_benchmarks();
+std::vector<Benchmark> load_warp_benchmarks();
 std::vector<Benchmark> ldg_load_benchmarks();
 std::vector<Benchmark> tma_load_benchmarks();
 std::vector<Benchmark> mma_issue_beside_benchmarks();
