@@ -207,4 +207,81 @@ void apply_copies_landing(const std::string& costs_file, const std::vector<Copie
   CostModel::write(costs_file, doc);
 }
 
+std::vector<LoadWarpTimingPoint> derive_load_warp(const std::string& file, std::string& note) {
+  const json doc = load_json_file(file);
+  if (!doc.is_object() || doc.value("benchmark", "") != "load_warp")
+    throw InputError(file, "/benchmark", "expected a kernels/microbench load_warp result file");
+  const json::json_pointer at("/results/instances");
+  if (!doc.contains(at) || !doc.at(at).is_object() || doc.at(at).empty())
+    throw InputError(file, at.to_string(), "expected an object of timed instances");
+  std::vector<LoadWarpTimingPoint> out;
+  for (const auto& [name, inst] : doc.at(at).items()) {
+    const std::string base = at.to_string() + "/" + name;
+    auto flag = [&](const char* key) {
+      if (!inst.contains(key) || !inst[key].is_boolean())
+        throw InputError(file, base + "/" + key, "expected true or false (result files from 2026-12-01 on have it)");
+      return inst[key].get<bool>();
+    };
+    LoadWarpTimingPoint p;
+    p.name = name;
+    if (!inst.contains("kernel") || !inst["kernel"].is_string())
+      throw InputError(file, base + "/kernel", "expected the instance's kernel name");
+    p.kernel = inst["kernel"].get<std::string>();
+    p.head_dim = static_cast<int>(number_at(doc, file, base + "/head_dim"));
+    p.n_block = static_cast<int>(number_at(doc, file, base + "/n_block"));
+    p.pingpong = flag("pingpong");
+    p.overlap = flag("overlap");
+    p.dynamic = flag("dynamic");
+    p.own_o = flag("own_o");
+    p.block_gaps = number_at(doc, file, base + "/beside_softmax/block_gaps_cycles");
+    p.block_load_spans = number_at(doc, file, base + "/beside_softmax/block_load_spans_cycles");
+    p.tile_bookkeeping = number_at(doc, file, base + "/beside_softmax/tile_bookkeeping_cycles");
+    p.alone_block_gaps = number_at(doc, file, base + "/alone/block_gaps_cycles");
+    p.alone_tile_bookkeeping = number_at(doc, file, base + "/alone/tile_bookkeeping_cycles");
+    out.push_back(p);
+  }
+  note = result_note(doc, 16);
+  return out;
+}
+
+void apply_load_warp(const std::string& costs_file, const std::vector<LoadWarpTimingPoint>& points,
+                     const std::string& note) {
+  nlohmann::ordered_json doc = read_costs_for_rewrite(costs_file);
+  nlohmann::ordered_json section;
+  section["derivation"] =
+      "The SM90 kernel's load warp outside its spans, per instance, cycles: per KV block (a tile's first one "
+      "aside), the code between its waits and its TMA loads (block_gaps) and, for the record, its load_k + "
+      "load_v spans (block_load_spans), in the traced build, whose recorded spans go through a cursor in shared "
+      "memory; per tile, from its last V load to the next tile's first wait (tile_bookkeeping: the tile loop, the "
+      "next tile's coordinates or the dynamic scheduler's ticket and tile slot, the sampling decision, and a recorded tile's "
+      "cursor set-up). Beside consumer warps running the kernel's softmax without pause, as they run most of a KV "
+      "step in the kernel; medians. The simulator charges tile_bookkeeping in every prediction and block_gaps in its "
+      "traced twin (sim/lower/fa3/load.cpp).";
+  section["source"] = fmt::format(
+      "kernels/microbench load_warp on {} (the kernel's own load_warp<T>, one CTA, 8 tiles of 16 KV blocks, its "
+      "stages freed as soon as they land; the alone_* figures with the consumer warps idle, for the record)",
+      note);
+  auto round1 = [](double v) { return std::round(v * 10) / 10; };
+  nlohmann::ordered_json pts = nlohmann::ordered_json::array();
+  for (const auto& p : points) {
+    nlohmann::ordered_json j;
+    j["kernel"] = p.kernel;
+    j["head_dim"] = p.head_dim;
+    j["pingpong"] = p.pingpong;
+    j["overlap"] = p.overlap;
+    j["dynamic"] = p.dynamic;
+    j["own_o"] = p.own_o;
+    j["n_block"] = p.n_block;
+    j["block_gaps_cycles"] = round1(p.block_gaps);
+    j["block_load_spans_cycles"] = round1(p.block_load_spans);
+    j["tile_bookkeeping_cycles"] = round1(p.tile_bookkeeping);
+    j["alone_block_gaps_cycles"] = round1(p.alone_block_gaps);
+    j["alone_tile_bookkeeping_cycles"] = round1(p.alone_tile_bookkeeping);
+    pts.push_back(j);
+  }
+  section["points"] = pts;
+  doc["load_warp"] = section;
+  CostModel::write(costs_file, doc);
+}
+
 }  // namespace attnsim

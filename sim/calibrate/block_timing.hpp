@@ -49,4 +49,24 @@ std::vector<CopiesLandingPoint> derive_copies_landing(const std::string& results
 void apply_copies_landing(const std::string& costs_file, const std::vector<CopiesLandingPoint>& points,
                           const std::string& note);
 
+/// One instance's load warp from a kernels/microbench load_warp result: the kernel's own load code
+/// beside consumer warps running the softmax (and alone, for the record), cycles.
+struct LoadWarpTimingPoint {
+  std::string name;    ///< the result's instance key ("hd128", "hd128_dynamic", ...)
+  std::string kernel;  ///< the instance as sass-costs names it
+  int head_dim = 0, n_block = 0;
+  bool pingpong = false, overlap = false, dynamic = false, own_o = false;
+  double block_gaps = 0, block_load_spans = 0, tile_bookkeeping = 0;  ///< beside the softmax
+  double alone_block_gaps = 0, alone_tile_bookkeeping = 0;            ///< alone
+};
+
+/// Reads one load_warp result file: a point per instance. `note` receives "GPU, driver, date".
+/// Throws InputError naming the file and JSON path when it is not such a result or lacks a figure.
+std::vector<LoadWarpTimingPoint> derive_load_warp(const std::string& results_file, std::string& note);
+
+/// Writes the points into cost file `costs_file` as its "load_warp" section (replacing an earlier
+/// one). The result must load (CostModel).
+void apply_load_warp(const std::string& costs_file, const std::vector<LoadWarpTimingPoint>& points,
+                     const std::string& note);
+
 }  // namespace attnsim

@@ -2,7 +2,9 @@
 // `attnsim calibrate softmax_block.json --costs configs/costs/X.json`: the kernel's own compute spans,
 // timed alone and beside wgmma -> each block's measured timing in a cost file;
 // `attnsim calibrate smem_beside_async.json --costs ...`: the epilogue's O stores while copies land
-// -> final_o's slowdown while TMA copies land in shared memory.
+// -> final_o's slowdown while TMA copies land in shared memory;
+// `attnsim calibrate load_warp.json --costs ...`: the kernel's load warp beside the softmax -> the
+// cost file's "load_warp" section.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -46,13 +48,14 @@ struct Calibrate : Command {
 
   int run_costs() const {
     if (results.size() != 1)
-      throw std::invalid_argument("--costs takes one softmax_block or smem_beside_async result file");
+      throw std::invalid_argument("--costs takes one softmax_block, smem_beside_async or load_warp result file");
     const nlohmann::json doc = load_json_file(results[0]);
     const std::string benchmark = doc.is_object() ? doc.value("benchmark", "") : "";
     if (benchmark == "smem_beside_async") return run_copies_landing();
+    if (benchmark == "load_warp") return run_load_warp();
     if (benchmark != "softmax_block")
       throw InputError(results[0], "/benchmark",
-                       "expected a kernels/microbench softmax_block or smem_beside_async result file");
+                       "expected a kernels/microbench softmax_block, smem_beside_async or load_warp result file");
     std::string note;
     const auto points = derive_block_timings(results[0], note);
     std::cout << fmt::format("measured block timings for {} from {}\n", costs, note);
@@ -81,6 +84,23 @@ struct Calibrate : Command {
     }
     return 0;
   }
+
+  int run_load_warp() const {
+    std::string note;
+    const auto points = derive_load_warp(results[0], note);
+    std::cout << fmt::format("the load warp beside the softmax, for {} from {} (cycles; alone in brackets)\n", costs,
+                             note);
+    std::cout << fmt::format("  {:<15}{:>18}{:>12}{:>22}\n", "instance", "block gaps", "load spans",
+                             "tile bookkeeping");
+    for (const auto& p : points)
+      std::cout << fmt::format("  {:<15}{:>9.0f} ({:>6.0f}){:>12.0f}{:>12.0f} ({:>6.0f})\n", p.name, p.block_gaps,
+                               p.alone_block_gaps, p.block_load_spans, p.tile_bookkeeping, p.alone_tile_bookkeeping);
+    if (!dry_run) {
+      apply_load_warp(costs, points, note);
+      std::cout << fmt::format("wrote {}\n", costs);
+    }
+    return 0;
+  }
 };
 
 }  // namespace
@@ -93,7 +113,8 @@ std::unique_ptr<Command> add_calibrate(CLI::App& app, CLI::App*& sub) {
   sub->add_option("--into", c->into, "hardware config to update, e.g. configs/hw/h100_sxm.json");
   sub->add_option("--costs", c->costs,
                   "cost file to write a softmax_block result's measured block timings (or a smem_beside_async "
-                  "result's slowdown of final_o while copies land) into, e.g. "
+                  "result's slowdown of final_o while copies land, or a load_warp result's load warp costs) into, "
+                  "e.g. "
                   "configs/costs/sm90_softmax.json");
   sub->add_flag("--dry-run", c->dry_run, "print what would change, write nothing");
   return c;

@@ -223,6 +223,18 @@ CostModel CostModel::read(const std::string& file) {
       p.cost = pr.number("max_before_pv_wait", 0, 1);
       m.pv_wait_.push_back(p);
     });
+  if (auto lw = r.optional_object("load_warp"))
+    read_points(*lw, file, [&](JsonReader& pr) {
+      LoadWarpPoint p;
+      p.knobs = read_instance(pr, true);
+      p.cost.block_gaps = pr.number("block_gaps_cycles", 0, 1e6);
+      p.cost.tile_bookkeeping = pr.number("tile_bookkeeping_cycles", 0, 1e7);
+      // For the record: the load spans (the model keeps its own, load.cpp) and the code alone.
+      pr.number_or("block_load_spans_cycles", 0, 0, 1e6);
+      pr.number_or("alone_block_gaps_cycles", 0, 0, 1e6);
+      pr.number_or("alone_tile_bookkeeping_cycles", 0, 0, 1e7);
+      m.load_warp_.push_back(p);
+    });
   r.finish();
   return m;
 }
@@ -269,6 +281,21 @@ TileControl CostModel::tile_control(int head_dim, bool pingpong, bool overlap, b
       tile_control_, {[=](const P& p) { return own(p) && p.knobs.same_width(n_block); }, own, same},
       [](TileControl& a, const TileControl& b) { add_lc(a.head, b.head), add_lc(a.tail, b.tail); },
       [](TileControl& a, double f) { scale_lc(a.head, f), scale_lc(a.tail, f); });
+}
+
+LoadWarpCost CostModel::load_warp(int head_dim, bool dynamic, bool own_o, int n_block) const {
+  using P = LoadWarpPoint;
+  // The load warp's code follows the scheduler (static tile loop, or the ticket and tile slot), the
+  // head dimension (TMA boxes per tile) and the O staging (the V ring's barrier), not the consumers' knobs.
+  const auto sched = [=](const P& p) { return p.knobs.dynamic == dynamic; };
+  const auto dim = [=](const P& p) { return sched(p) && p.knobs.head_dim == head_dim; };
+  const auto own = [=](const P& p) { return dim(p) && p.knobs.own_o == own_o; };
+  return pick_point<P, LoadWarpCost>(
+      load_warp_, {[=](const P& p) { return own(p) && p.knobs.same_width(n_block); }, own, dim, sched},
+      [](LoadWarpCost& a, const LoadWarpCost& b) {
+        a.block_gaps += b.block_gaps, a.tile_bookkeeping += b.tile_bookkeeping;
+      },
+      [](LoadWarpCost& a, double f) { a.block_gaps *= f, a.tile_bookkeeping *= f; });
 }
 
 double CostModel::max_before_pv_wait(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o,

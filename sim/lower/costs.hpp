@@ -74,6 +74,18 @@ struct TileControl {
   LoopControl head, tail;
 };
 
+/// What the SM90 kernel's load warp spends outside its spans, beside consumer warps running the
+/// softmax on its SMSP, cycles, from the kernel's own load code timed by kernels/microbench
+/// load_warp (folded in by `attnsim calibrate --costs`). Its traced build's code: the records go
+/// through a cursor in shared memory (a shared load, a global store and a shared store per span).
+struct LoadWarpCost {
+  double block_gaps = 0;  ///< per KV block: the code between its waits and loads (traced build)
+  /// Per tile: from its last V load to the next tile's first wait (the tile loop, the next tile's
+  /// coordinates or ticket, the sampling decision): the plain kernel's code but for a recorded
+  /// tile's cursor set-up (a shared load and a compare).
+  double tile_bookkeeping = 0;
+};
+
 class JsonReader;
 
 /// All blocks of one cost file.
@@ -120,6 +132,11 @@ class CostModel {
   /// order: the wait before the softmax) when there is none ("pv_wait" is optional).
   double max_before_pv_wait(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o,
                             int n_block = 0) const;
+  /// The load warp's costs for the instance with these knobs: the mean of the "load_warp" points
+  /// with the same head_dim, scheduler and O staging (at this KV block width where one was timed
+  /// at it), else with the same head_dim and scheduler, else the same scheduler, else all; zeros
+  /// when the file has none ("load_warp" is optional).
+  LoadWarpCost load_warp(int head_dim, bool dynamic, bool own_o, int n_block = 0) const;
   const std::string& file() const { return file_; }
   /// Writes `doc` to cost file `file` in the files' own layout (format_json), replacing it only
   /// if the result loads (read uncached); throws InputError naming the file and JSON path if not.
@@ -153,6 +170,11 @@ class CostModel {
     double cost = 0;  ///< max_before_pv_wait
   };
   std::vector<PvWaitPoint> pv_wait_;
+  struct LoadWarpPoint {
+    InstanceKnobs knobs;
+    LoadWarpCost cost;
+  };
+  std::vector<LoadWarpPoint> load_warp_;
   std::string file_;
 };
 

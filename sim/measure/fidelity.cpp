@@ -29,7 +29,8 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz) {
+Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz,
+                        bool with_ops) {
   PredictOptions opt;
   opt.clock_ghz = clock_ghz;
   const double t0 = thread_cpu_seconds();
@@ -40,6 +41,8 @@ Prediction predict_case(const Schedule& schedule, const Hardware& hw, Validation
   c.predicted_clock_ghz = p.clock_ghz;
   c.predicted_clock_inputs = {p.activity, p.grid_cycles, p.hbm_bytes, p.flops, p.power_clocked};
   c.predicted_grid_mode = static_cast<int>(p.mode);
+  c.predicted_ops.clear();
+  if (!with_ops) return p;
   // The measured spans come from the traced twin: where its code differs in what the model sees,
   // its spans are predicted from it, at this prediction's clock; over the tiles the kernel records.
   if (const auto twin = schedule.traced_twin(hw, c.problem)) {
@@ -792,7 +795,7 @@ void PredictionMemo::get(const std::string& key, ValidationCase& c,
 
 std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,
                               int threads, std::vector<std::string>& errors, PredictionMemo* memo,
-                              bool at_case_clock) {
+                              bool at_case_clock, bool with_ops) {
   std::vector<double> seconds(cases.size(), 0.0);
   std::vector<std::string> err(cases.size());
   std::atomic<size_t> next{0};
@@ -828,10 +831,11 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
         std::string key = memo_key(hw, file, sets, variant, c.problem);
         if (at_case_clock) key += fmt::format("|at {:a} GHz", ghz);
         if (c.trace_sample > 1) key += fmt::format("|trace sample {}", c.trace_sample);  // its op means
+        if (!with_ops) key += "|no ops";
         if (memo)  // a prediction an earlier folder made is copied, with the seconds it took then
-          memo->get(key, c, [&](ValidationCase& into) { predict_case(*s, hw, into, ghz); });
+          memo->get(key, c, [&](ValidationCase& into) { predict_case(*s, hw, into, ghz, with_ops); });
         else
-          predict_case(*s, hw, c, ghz);
+          predict_case(*s, hw, c, ghz, with_ops);
       } catch (const std::exception& e) {
         c.measured = false;  // out of the statistics; the caller reports the error
         c.predicted_us = 0;

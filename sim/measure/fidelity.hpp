@@ -31,8 +31,10 @@ namespace attnsim {
 /// at `clock_ghz` (GHz; 0: the clock of its own activity, PredictOptions::clock_ghz). Sets
 /// c.predicted_us and c.predicted_ops (the critical CTA's spans; those of the schedule's traced twin
 /// at the same clock where it has one, Schedule::traced_twin: the kernel the spans are measured on)
-/// and returns the prediction.
-Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz = 0);
+/// and returns the prediction. `with_ops` false: c.predicted_ops stays empty and no traced twin is
+/// simulated (what only the end-to-end figures need).
+Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz = 0,
+                        bool with_ops = true);
 
 /// The critical CTA's work tiles (their index among its tiles) that the SM90 kernel's trace
 /// sampling records at --trace-sample `trace_sample` in a grid like prediction `p`'s
@@ -229,10 +231,10 @@ double thread_cpu_seconds();
 /// case predicted before (same hardware name, schedule file, overrides, variant and problem) is
 /// not simulated again; its time is then the seconds its simulation took. `at_case_clock`: each
 /// case is simulated and predicted at its predicted_clock_ghz (one that share_clock set), not at
-/// the clock of its own activity.
+/// the clock of its own activity. `with_ops` false: no op means (predict_case).
 std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware& hw, const std::string& schedules_dir,
                               int threads, std::vector<std::string>& errors, PredictionMemo* memo = nullptr,
-                              bool at_case_clock = false);
+                              bool at_case_clock = false, bool with_ops = true);
 
 // ---- baseline and regression rule ------------------------------------------------------
 

@@ -185,6 +185,49 @@ TEST_CASE("calibrate --costs folds smem_beside_async into final_o's slowdown whi
   fs::remove(tmp2);
 }
 
+TEST_CASE("calibrate --costs folds load_warp into the cost file's load warp section", "[calibrate][costs]") {
+  const std::string results = test::root() + "/configs/measured/h200/load_warp.json";
+  std::string note;
+  const auto points = derive_load_warp(results, note);
+  CHECK_THAT(note, Catch::Contains("H200"));
+  REQUIRE(points.size() == 6);  // hd64, hd128, hd256, static and dynamic
+  const auto inst = load_json_file(results)["results"]["instances"];
+  for (const auto& p : points) {
+    const auto& beside = inst[p.name]["beside_softmax"];
+    CHECK(p.block_gaps == beside["block_gaps_cycles"].get<double>());
+    CHECK(p.block_load_spans == beside["block_load_spans_cycles"].get<double>());
+    CHECK(p.tile_bookkeeping == beside["tile_bookkeeping_cycles"].get<double>());
+    CHECK(p.alone_tile_bookkeeping == inst[p.name]["alone"]["tile_bookkeeping_cycles"].get<double>());
+    CHECK(p.dynamic == (p.name.find("dynamic") != std::string::npos));
+    CHECK(p.own_o == (p.head_dim != 256));  // hd256 stages O in the V ring
+    // Beside the softmax the load warp's code takes longer than alone.
+    CHECK(p.block_gaps > p.alone_block_gaps);
+  }
+  const fs::path tmp = fs::temp_directory_path() / "attnsim_calibrate_load_warp_test.json";
+  fs::copy_file(test::root() + "/configs/costs/sm90_softmax.json", tmp, fs::copy_options::overwrite_existing);
+  apply_load_warp(tmp.string(), points, note);
+  const auto written = load_json_file(tmp.string());
+  CHECK(written["load_warp"]["points"].size() == 6);
+  CHECK_THAT(written["load_warp"]["source"].get<std::string>(), Catch::Contains("kernels/microbench load_warp"));
+  const fs::path fresh = fs::temp_directory_path() / "attnsim_calibrate_load_warp_test_loaded.json";
+  fs::copy_file(tmp, fresh, fs::copy_options::overwrite_existing);  // CostModel::load caches per path
+  const LoadWarpCost c = CostModel::load(fresh.string()).load_warp(128, true, true, 128);
+  CHECK(c.tile_bookkeeping ==
+        Approx(inst["hd128_dynamic"]["beside_softmax"]["tile_bookkeeping_cycles"].get<double>()).margin(0.05));
+  fs::remove(tmp);
+  fs::remove(fresh);
+
+  CHECK_THROWS_WITH(derive_load_warp(test::root() + "/configs/measured/h200/wgmma.json", note),
+                    Catch::Contains("wgmma.json: /benchmark: expected a kernels/microbench load_warp result"));
+  // A result without an instance's knobs (the first run's format) is refused, naming the field.
+  auto old = load_json_file(results);
+  old["results"]["instances"]["hd128"].erase("own_o");
+  const fs::path bad = fs::temp_directory_path() / "attnsim_calibrate_load_warp_old.json";
+  std::ofstream(bad) << old.dump();
+  CHECK_THROWS_WITH(derive_load_warp(bad.string(), note), Catch::Contains("/results/instances/hd128/own_o"));
+  fs::remove(bad);
+}
+
 TEST_CASE("calibrate --costs keeps exp_scores timed with exp2 emulation apart by share of emulated exp2",
           "[calibrate][costs]") {
   // The committed H100 results plus one shape timed with 1 of every 4 exp2 emulated (a made-up

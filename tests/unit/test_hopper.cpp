@@ -339,20 +339,32 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
     REQUIRE(waits.size() == 3);
     REQUIRE(maxes.size() == 2);
     CHECK((maxes[1] < waits[1]) == under_max);
-    // The traced twin (the kernel whose spans are measured) waits for the PV before the whole max
-    // in its recorded steps, so it exists exactly where the plain kernel's wait sits below the max,
-    // and waits before the max.
+    // The traced twin (the kernel whose spans are measured): its load warp records its spans, so
+    // it exists for every warp-specialized instance; in its recorded steps it waits for the PV
+    // before the whole max, where the plain kernel's wait sits below it.
     const auto twin = s->traced_twin(hw, p);
-    REQUIRE((twin != nullptr) == under_max);
-    if (twin) {
-      CHECK(twin->traced_twin(hw, p) == nullptr);
-      const auto& tops = twin->lower(hw, p, {TileWork{0, kk.m_block, 2, 0}}).warps[4].ops;
-      const auto [twaits, tmaxes] = waits_and_maxes(tops);
-      REQUIRE(twaits.size() == 3);
-      REQUIRE(tmaxes.size() == 2);
-      CHECK(tmaxes[1] > twaits[1]);
-      CHECK(tops.size() == ops.size());  // the same ops, another order
-    }
+    REQUIRE(twin != nullptr);
+    CHECK(twin->traced_twin(hw, p) == nullptr);
+    const CtaProgram tprog = twin->lower(hw, p, {TileWork{0, kk.m_block, 2, 0}});
+    const auto& tops = tprog.warps[4].ops;
+    const auto [twaits, tmaxes] = waits_and_maxes(tops);
+    REQUIRE(twaits.size() == 3);
+    REQUIRE(tmaxes.size() == 2);
+    CHECK(tmaxes[1] > twaits[1]);
+    CHECK(tops.size() == ops.size());  // the same ops (another order where the plain wait is under the max)
+    // Its load warp, and only its, spends the code around its recorded spans once per KV block
+    // (kernels/microbench load_warp's block_gaps for this instance).
+    const LoadWarpCost lw = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json")
+                                .load_warp(hd, false, kk.own_o_buffer, kk.n_block);
+    REQUIRE(lw.block_gaps > 0);
+    auto load_gaps = [](const CtaProgram& prog) {
+      std::vector<double> v;
+      for (const Op& op : prog.warps[sm90::kLoadWarp].ops)
+        if (op.name == ATTNSIM_OP_LOOP_CONTROL) v.push_back(op.latency);
+      return v;
+    };
+    CHECK(load_gaps(tprog) == std::vector<double>{lw.block_gaps, lw.block_gaps});
+    CHECK(load_gaps(prog).empty());
     // The SMEM the simulator checks is the kernel's layout (untraced), mbarriers included, with
     // O's own buffer where the schedule resolves to one (it does at hd64/hd128, not at hd256).
     CHECK(kk.own_o_buffer == (hd <= 128));
@@ -378,6 +390,45 @@ TEST_CASE("fa3_sm90 lowers to the kernel structure - roles and barrier counts an
   } catch (const InputError& e) {
     CHECK(e.path() == "/pipelines");
     CHECK_THAT(e.what(), Catch::Contains("kernels/sm90/structure.h"));
+  }
+}
+
+TEST_CASE("fa3_sm90's load warp spends its measured time between tiles in every prediction", "[hopper][fa3][load]") {
+  const Hardware hw = h100();
+  const CostModel costs = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json");
+  // The cost file's points are kernels/microbench load_warp's figures beside the softmax.
+  const auto measured = load_json_file(test::root() + "/configs/measured/h200/load_warp.json")["results"]["instances"];
+  auto figure = [&](const char* instance, const char* key) {
+    return measured[instance]["beside_softmax"][key].get<double>();
+  };
+  CHECK(costs.load_warp(128, false, true, 128).tile_bookkeeping == Approx(figure("hd128", "tile_bookkeeping_cycles")));
+  CHECK(costs.load_warp(128, true, true, 128).block_gaps == Approx(figure("hd128_dynamic", "block_gaps_cycles")));
+  CHECK(costs.load_warp(256, false, false, 80).tile_bookkeeping == Approx(figure("hd256", "tile_bookkeeping_cycles")));
+  // No point at this head_dim: the mean of the scheduler's points.
+  const double static_mean = (figure("hd64", "block_gaps_cycles") + figure("hd128", "block_gaps_cycles") +
+                              figure("hd256", "block_gaps_cycles")) / 3;
+  CHECK(costs.load_warp(96, false, true, 128).block_gaps == Approx(static_mean).epsilon(1e-3));
+  for (bool causal : {false, true}) {
+    Problem p = test::default_problem();
+    p.head_dim = p.head_dim_v = 128;
+    p.seqlen_q = p.seqlen_k = 2048;
+    p.causal = causal;
+    auto s = load_schedule(schedule("fa3_sm90"));
+    const auto k = std::get<sm90::KernelKnobs>(s->real_kernel(hw, p).knobs);
+    CHECK(k.dynamic == causal);  // the base schedule's grids
+    const LoadWarpCost lw = costs.load_warp(128, causal, k.own_o_buffer, k.n_block);
+    // Two tiles of 3 blocks: the bookkeeping once, before the second tile's first wait.
+    const CtaProgram prog = s->lower(hw, p, {TileWork{0, k.m_block, 3, 0}, TileWork{1, k.m_block, 3, 0}});
+    const auto& ops = prog.warps[sm90::kLoadWarp].ops;
+    std::vector<size_t> at;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].name == ATTNSIM_OP_TILE_CONTROL) at.push_back(i);
+    REQUIRE(at.size() == 1);
+    CHECK(ops[at[0]].latency == Approx(lw.tile_bookkeeping));
+    CHECK(ops[at[0]].compute->work.issue == 0);  // measured time, not instructions on the issue slots
+    REQUIRE(at[0] + 1 < ops.size());
+    CHECK(ops[at[0] + 1].kind == OpKind::Wait);  // the second tile's first wait (K first when dynamic, else Q)
+    CHECK(ops[at[0] + 1].tile == 1);
   }
 }
 

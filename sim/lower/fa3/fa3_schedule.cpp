@@ -211,7 +211,12 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
 }
 
 std::unique_ptr<Schedule> Fa3Schedule::traced_twin(const Hardware& hw, const Problem& p) const {
-  if (traced_ || !resolve(hw, p).pv_wait_under_max) return nullptr;
+  if (traced_) return nullptr;
+  const Resolved k = resolve(hw, p);
+  const bool load_warp_records =
+      k.warp_specialization &&
+      costs_.load_warp(k.head_dim, k.scheduler == TileScheduler::DynamicLpt, k.own_o_buffer, k.n_block).block_gaps > 0;
+  if (!load_warp_records && !k.pv_wait_under_max) return nullptr;
   auto twin = std::make_unique<Fa3Schedule>(*this);
   twin->traced_ = true;
   return twin;
@@ -303,6 +308,7 @@ CtaProgram Fa3Schedule::lower(const Hardware& hw, const Problem& p, const std::v
   std::map<std::string, Pipe> pipes =
       make_pipes(cta, k.pipelines, {{"kv_stage", k.kv_stage}}, k.pipeline_roles, 1, file_);
   Context c{hw, p, k, costs_, tiles, pipes.at("pipeline_q"), pipes.at("pipeline_k"), pipes.at("pipeline_v"), {}, {}, {}, {}};
+  c.traced = traced_;
   // Which warps rescale at which block depends on the data: the scores of random N(0,1) Q and K
   // (what benchmarks feed) or a given rate, as for FA4 (lower/rescale_model.hpp).
   if (k.conditional_rescale)

@@ -118,11 +118,15 @@ class Fa3Schedule : public Schedule {
   std::vector<std::string> roles() const override;
   std::map<std::string, double> resources(const Hardware& hw, const Problem& problem) const override;
   KernelChoice real_kernel(const Hardware& hw, const Problem& problem) const override;
-  /// The traced kernel where its PV wait sits elsewhere than the plain kernel's: in every traced
-  /// instance's recorded KV steps the PV's wgmma.wait_group precedes the whole row max (the clock
-  /// reads around the spans keep it there; `attnsim sass-costs`, "pv wait (traced instances)",
-  /// cuobjdump -sass on an H200, 2026-11-29), while ptxas sinks it below most of the max in the
-  /// plain hd64/hd128 instances with O in its own buffer (CostModel::max_before_pv_wait).
+  /// The traced kernel, where its code differs from the plain kernel's in what the model sees:
+  /// - its load warp records its spans (warp specialization with the cost file's "load_warp"
+  ///   figures): per KV block it runs the code around them (CostModel::load_warp, block_gaps);
+  /// - in every traced instance's recorded KV steps the PV's wgmma.wait_group precedes the whole
+  ///   row max (the clock reads around the spans keep it there; `attnsim sass-costs`, "pv wait
+  ///   (traced instances)", cuobjdump -sass on an H200, 2026-11-29), while ptxas sinks it below
+  ///   most of the max in the plain hd64/hd128 instances with O in its own buffer
+  ///   (CostModel::max_before_pv_wait).
+  /// nullptr where neither applies.
   std::unique_ptr<Schedule> traced_twin(const Hardware& hw, const Problem& problem) const override;
   Resolved resolve(const Hardware& hw, const Problem& problem) const;
 
@@ -149,6 +153,7 @@ struct Context {
   /// 4 * group + warp in group, 16 rows each); unused when every block rescales.
   RescaleMask rescale;
   int barrier_o = -1;  ///< O in the V ring: every warpgroup's store of O has read its V stage
+  bool traced = false;  ///< lowering the traced kernel (Fa3Schedule::traced_twin)
   /// Whether consumer warp `warp` (4 * group + warp in group) rescales O at KV iteration `it`
   /// (0 = the tile's first block, which has nothing to rescale).
   bool rescale_at(int warp, int it) const { return it > 0 && (!k.conditional_rescale || rescale.at(warp, it)); }

@@ -3,9 +3,28 @@
 // consumers freed the stage, and of Q (once per tile) before them (with the dynamic tile
 // scheduler right after K_n-1 from the CTA's second tile on). With O staged in the V ring, a
 // tile's first V waits for the previous tile's O stores (barrier_o). Mirrors kernels/sm90/load.cuh.
+//
+// Its own time outside the loads (CostModel::load_warp, kernels/microbench load_warp: the
+// kernel's load code beside consumer warps running the softmax on its SMSP, which keep most of its
+// issue slots): between tiles, the tile loop and the next tile's coordinates or ticket, before the
+// next tile's first wait; in the traced kernel (Context::traced), per KV block, the code around its
+// recorded spans. (Its load spans stay the TMA issue's instructions at a fair share of the issue
+// slots, shorter than the benchmark's recorded ones beside the softmax: held to those, the load
+// warp's issue moved against the consumers' softmax and their spans moved away from the traced
+// kernel's, configs/validation/h200/fa3_sm90_trace_clock_cudnn rescale_o within 15% on 100 -> 76
+// of 168 cases, mma_pv 97 -> 84, pipeline_v.empty within 25% on 117 -> 108.)
 #include "lower/fa3/fa3_schedule.hpp"
 
 namespace attnsim::fa3 {
+
+namespace {
+/// The load warp's measured costs for this instance (zeros without warp specialization: the
+/// loader is then a consumer warp, whose code the benchmark did not time).
+LoadWarpCost load_warp_cost(const Context& c) {
+  if (!c.k.warp_specialization) return {};
+  return c.costs.load_warp(c.k.head_dim, c.k.scheduler == TileScheduler::DynamicLpt, c.k.own_o_buffer, c.k.n_block);
+}
+}  // namespace
 
 void load_stage(Context& c, WarpBuilder& w, Pipe& p, PipelineState& s, int name, double bytes) {
   w.producer_acquire(p.ids, s);
@@ -18,10 +37,16 @@ void load_stage(Context& c, WarpBuilder& w, Pipe& p, PipelineState& s, int name,
 
 void emit_load(Context& c, WarpBuilder& w) {
   const double eb = c.problem.elem_bytes();
+  const LoadWarpCost own = load_warp_cost(c);
   for (Pipe* p : {&c.q, &c.k_pipe, &c.v_pipe}) p->arrive_count("load", true, false);
   PipelineState q = c.q.ids.producer_start(), ks = c.k_pipe.ids.producer_start(), vs = c.v_pipe.ids.producer_start();
   for (size_t t = 0; t < c.tiles.size(); ++t) {
     const int n = c.tiles[t].n_blocks;
+    // Between tiles: the tile loop and the next tile's set-up, before its first wait.
+    if (t > 0 && own.tile_bookkeeping > 0) {
+      w.tags(-1, -1, static_cast<int>(t));
+      w.compute(ATTNSIM_OP_TILE_CONTROL, Work{}, own.tile_bookkeeping);
+    }
     // Dynamic scheduler, after the first tile: K of the first block goes before Q (its stage frees
     // while the previous tile's epilogue still holds Q's buffer, its O).
     const bool k_first = c.k.scheduler == TileScheduler::DynamicLpt && t > 0;
@@ -34,6 +59,11 @@ void emit_load(Context& c, WarpBuilder& w) {
     for (int j = n - 1; j >= 0; --j) {
       w.tags(-1, j, static_cast<int>(t));
       if (j < n - 1 || !k_first) load_stage(c, w, c.k_pipe, ks, ATTNSIM_OP_LOAD_K, c.k.n_block * c.k.head_dim * eb);
+      // The traced kernel's code between this block's waits and loads, charged in one piece before
+      // V's wait. (In the kernel it is spread over the block; here the TMA issue of K and V stays
+      // right after V's stage frees, where the plain kernel's prediction has it, so that the
+      // traced twin's consumers see the load warp's issue as the plain prediction's do.)
+      if (c.traced && own.block_gaps > 0) w.compute(ATTNSIM_OP_LOOP_CONTROL, Work{}, own.block_gaps);
       if (c.k.o_in_v_ring && t > 0 && j == n - 1) w.wait(c.barrier_o, static_cast<int>((t - 1) % 2));
       load_stage(c, w, c.v_pipe, vs, ATTNSIM_OP_LOAD_V, c.k.n_block * c.k.head_dim_v * eb);
     }
