@@ -215,7 +215,9 @@ std::vector<LoadWarpTimingPoint> derive_load_warp(const std::string& file, std::
   if (!doc.contains(at) || !doc.at(at).is_object() || doc.at(at).empty())
     throw InputError(file, at.to_string(), "expected an object of timed instances");
   std::vector<LoadWarpTimingPoint> out;
-  for (const auto& [name, inst] : doc.at(at).items()) {
+  for (const auto& item : doc.at(at).items()) {  // not a structured binding: the lambda below reads it
+    const std::string& name = item.key();
+    const json& inst = item.value();
     const std::string base = at.to_string() + "/" + name;
     auto flag = [&](const char* key) {
       if (!inst.contains(key) || !inst[key].is_boolean())
