@@ -6,11 +6,12 @@
 // (between a wait's end and the next load, between a load and the next wait) and about 1 us per
 // tile between its last V load and the next tile's pipeline_q.empty wait, on code that takes a
 // few hundred cycles alone: two or three consumer warps share its SMSP and keep its issue slots
-// (tma_issue measured the starvation for the TMA issue alone). The simulator's load warp has no
-// such time, so its pipeline_v.empty and pipeline_q.empty waits come out about 0.7 and 1 us too
-// long. This times that code, on the kernel's shared-memory layout and register budget, with the
-// consumers' side reduced to what the load warp needs from it (its stages freed as soon as they
-// land), alone and beside the kernel's softmax.
+// (tma_issue measured the starvation for the TMA issue alone). Without that time the simulator's
+// load warp waited about 0.7 us per block (pipeline_v.empty) and 1 us per tile (pipeline_q.empty)
+// longer than the traced kernel's. This times that code, on the kernel's shared-memory layout and
+// register budget, with the consumers' side reduced to what the load warp needs from it (its
+// stages freed as soon as they land), alone and beside the kernel's softmax; `attnsim calibrate
+// --costs` folds it into the cost file's "load_warp" section (sim/lower/fa3/load.cpp uses it).
 #include <algorithm>
 #include <cuda/ptx>
 #include <map>
