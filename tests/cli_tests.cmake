@@ -30,7 +30,7 @@ attnsim_cli_test(calibrate_copies_landing 0 "final_o while copies land.*elements
   ARGS calibrate ${PROJECT_SOURCE_DIR}/configs/measured/h200/smem_beside_async.json
        --costs ${PROJECT_SOURCE_DIR}/configs/costs/sm90_softmax.json --dry-run)
 # calibrate --costs: a load_warp result gives the load warp's own time per instance (dry run).
-attnsim_cli_test(calibrate_load_warp 0 "the load warp beside the softmax.*hd128 +532 \\( +412\\) +500 +836 \\( +554\\)"
+attnsim_cli_test(calibrate_load_warp 0 "the load warp beside the softmax.*hd128 +533 \\( +410\\) +424 +869 \\( +548\\) +383"
   ARGS calibrate ${PROJECT_SOURCE_DIR}/configs/measured/h200/load_warp.json
        --costs ${PROJECT_SOURCE_DIR}/configs/costs/sm90_softmax.json --dry-run)
 attnsim_cli_test(calibrate_costs_wrong_benchmark 2 "wgmma.json: /benchmark: expected a kernels/microbench softmax_block, smem_beside_async or load_warp result"

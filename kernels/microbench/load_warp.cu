@@ -90,11 +90,12 @@ __device__ void free_stages(const sm90::Params& p, const sm90::Smem<T>& s, int l
 /// of warp 0 runs load_warp<T> recording every tile (trace_rule: sample 1) through its Cursor into
 /// p.trace; warp 1 frees the stages (free_stages); with `neighbours` every consumer warp runs the
 /// kernel's softmax block (row_max, exp_scores, rescale + pack_p, fresh scores each round) until the
-/// load warp is done, else the consumer warps exit at once. `clk`: the SM clock over the load
+/// load warp is done, else the consumer warps exit at once. `recording` 0: the load warp runs the
+/// plain code of every tile (p.trace_rule then says nothing). `clk`: the SM clock over the load
 /// warp's run (clock64 and %globaltimer before and after it).
 template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1)
-    load_warp_kernel(const __grid_constant__ sm90::Params p, int neighbours, BlockClock* clk) {
+    load_warp_kernel(const __grid_constant__ sm90::Params p, int neighbours, int recording, BlockClock* clk) {
   extern __shared__ uint8_t smem_raw[];
   const sm90::Smem<T> s(smem_raw);
   // The done flag in warp 3's trace slot (only the load warp's Cursor is used here).
@@ -121,7 +122,7 @@ __global__ void __launch_bounds__(T::kThreads, 1)
       if (lane == 0) {
         const long long c0 = clock64();
         const unsigned long long n0 = globaltimer();
-        sm90::load_warp<T>(p, s, true);
+        sm90::load_warp<T>(p, s, recording != 0);
         *done = 1;
         *clk = BlockClock{c0, clock64(), n0, globaltimer(), smid(), 0};
       }
@@ -160,6 +161,8 @@ __global__ void __launch_bounds__(T::kThreads, 1)
 struct LoadWarpTimes {
   std::vector<double> block_gaps, block_loads, block_own, load_k, load_v, wait_k, wait_v;
   std::vector<double> tile_bookkeeping, tile_head_own;
+  std::vector<double> duration;     ///< the load warp's whole run (its 8 tiles), per launch
+  std::vector<double> tile1_entry;  ///< from its start to the first record of its second tile, per launch
 };
 
 /// Splits warp 0's records (one launch, every tile recorded) into the LoadWarpTimes samples.
@@ -205,8 +208,11 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0.0 : s / static_cast<double>(v.size());
 }
 
+/// One condition: `neighbours` (0 idle, 1 softmax), the trace sample (1: every tile recorded; 8:
+/// a static grid records its second tile only, a dynamic one its tiles 1-5; 0: nothing recorded,
+/// the plain code throughout).
 template <class T>
-Json run_instance(Report& rep, int neighbours, int launches) {
+LoadWarpTimes run_instance(Report& rep, int neighbours, int launches, int sample = 1) {
   const int sq = kMTilesPerHead * T::kMBlock, sk = kKvBlocks * T::kNBlock, d = T::kHeadDim;
   DeviceBuffer<uint16_t> q(static_cast<size_t>(sq) * kHeads * d), k(static_cast<size_t>(sk) * kHeads * d),
       v(static_cast<size_t>(sk) * kHeads * d);
@@ -245,22 +251,34 @@ Json run_instance(Report& rep, int neighbours, int launches) {
   p.cta_clock = ctas.get();
   p.trace_cap = kTraceCap;
   p.trace_warps = 1u << sm90::kLoadWarp;
-  p.trace_rule = sm90::make_trace_sample_rule(1, p.num_tiles, 1, !T::kDynamic, 1);
+  p.trace_rule = sm90::make_trace_sample_rule(std::max(1, sample), p.num_tiles, 1, !T::kDynamic, 1);
   auto kern = load_warp_kernel<T>;
   allow_smem(kern, T::kSmemBytes);
   DeviceBuffer<BlockClock> clk(1);
   LoadWarpTimes times;
   for (int l = 0; l < launches; ++l) {
     counts.zero();
-    kern<<<1, T::kThreads, T::kSmemBytes>>>(p, neighbours, clk.get());
+    kern<<<1, T::kThreads, T::kSmemBytes>>>(p, neighbours, sample > 0 ? 1 : 0, clk.get());
     MB_CHECK_LAUNCH("load_warp_kernel");
-    rep.clock().add(clk.to_host(), 2000.0);
+    const auto c = clk.to_host();
+    rep.clock().add(c, 2000.0);
     const auto n = counts.to_host();
     const auto all = records.to_host();
     std::vector<attnsim_trace_record> mine(all.begin() + sm90::kLoadWarp * kTraceCap,
                                            all.begin() + sm90::kLoadWarp * kTraceCap + n[sm90::kLoadWarp]);
-    if (l > 0) split_records(mine, times);  // the first launch warms the L2 and the instruction cache
+    if (l == 0) continue;  // the first launch warms the L2 and the instruction cache
+    times.duration.push_back(static_cast<double>(c[0].clk1 - c[0].clk0));
+    // Records carry the low 32 bits of the SM clock (%clock); the start's clock64 is cut to them.
+    const auto first1 = std::find_if(mine.begin(), mine.end(), [](const auto& r) { return r.tile == 1; });
+    if (first1 != mine.end())
+      times.tile1_entry.push_back(static_cast<double>(first1->t0 - static_cast<uint32_t>(c[0].clk0)));
+    if (sample == 1) split_records(mine, times);
   }
+  return times;
+}
+
+/// The medians (and means where named) of one condition's samples.
+Json times_json(const LoadWarpTimes& times) {
   Json j = Json::object();
   j["block_gaps_cycles"] = median(times.block_gaps);
   j["block_gaps_mean_cycles"] = mean(times.block_gaps);
@@ -276,6 +294,8 @@ Json run_instance(Report& rep, int neighbours, int launches) {
   j["tile_head_own_cycles"] = median(times.tile_head_own);
   j["blocks"] = static_cast<int>(times.block_own.size());
   j["tiles"] = static_cast<int>(times.tile_bookkeeping.size());
+  j["duration_cycles"] = median(times.duration);
+  j["tile1_entry_cycles"] = median(times.tile1_entry);
   return j;
 }
 
@@ -291,8 +311,25 @@ void instance(Report& rep, Json& j, const char* kernel, int launches) {
   j["own_o"] = T::kOwnO;
   j["o_in_v_ring"] = T::kOInV;
   j["consumer_warpgroups"] = T::kConsumers;
-  j["alone"] = run_instance<T>(rep, 0, launches);
-  j["beside_softmax"] = run_instance<T>(rep, 1, launches);
+  j["alone"] = times_json(run_instance<T>(rep, 0, launches));
+  const LoadWarpTimes beside = run_instance<T>(rep, 1, launches);
+  j["beside_softmax"] = times_json(beside);
+  // A recorded tile after a plain one, as the traced kernel records (one tile in N): its code,
+  // run for the first time in the launch, against the same tile after recorded ones. Tile 1's
+  // first record comes (tile 0's time) + (the entry into tile 1) after the start: with tile 0
+  // plain here and recorded above, the difference less (plain - recorded) per tile of the
+  // all-plain run is what entering a recorded tile from a plain one costs beyond the warm entry.
+  Json& entry = j["recorded_after_plain"];
+  const LoadWarpTimes one = run_instance<T>(rep, 1, launches, 8), plain = run_instance<T>(rep, 1, launches, 0);
+  const double one_entry = median(one.tile1_entry), all_entry = median(beside.tile1_entry);
+  const double plain_run = median(plain.duration), all_run = median(beside.duration);
+  entry["tile1_entry_cycles"] = one_entry;
+  entry["all_recorded_tile1_entry_cycles"] = all_entry;
+  entry["plain_duration_cycles"] = plain_run;
+  entry["all_recorded_duration_cycles"] = all_run;
+  entry["one_recorded_duration_cycles"] = median(one.duration);
+  const double tiles = kMTilesPerHead * kHeads;
+  entry["entry_extra_cycles"] = one_entry - all_entry - (plain_run - all_run) / tiles;
 }
 
 void bench_load_warp(Report& rep) {
@@ -310,8 +347,12 @@ void bench_load_warp(Report& rep) {
       "outside its spans), block_load_spans = its load_k + load_v spans, block_own = both; tile_bookkeeping = from a "
       "tile's last record (its last V load) to the next tile's first (its pipeline_q.empty wait, or with the dynamic "
       "scheduler its first K wait); tile_head_own = the gaps and load spans of a tile's Q and first block. Medians "
-      "(and means where named). Instances: the base schedule's traced hd64 (192 x 128), hd128 (128 x 128), hd256 (128 "
-      "x 80), each static persistent and dynamic.");
+      "(and means where named). recorded_after_plain (beside the softmax): tile 1's first record after the load "
+      "warp's start (tile1_entry) with every tile recorded and with tile 1 recorded after a plain tile 0 (trace "
+      "sample 8: a static grid records tile 1 only, a dynamic one tiles 1-5), the load warp's whole run recorded and "
+      "plain; entry_extra = the two entries' difference less (plain - recorded run) / 8: what entering a recorded "
+      "tile from a plain one costs over the warm entry. Instances: the base schedule's traced hd64 (192 x 128), "
+      "hd128 (128 x 128), hd256 (128 x 80), each static persistent and dynamic.");
   const int launches = rep.opt().quick ? 3 : 9;
   Json& inst = rep.results()["instances"];
   // The names the kernel instances have in `attnsim sass-costs` listings (fa3_forward<Traits<...>>).

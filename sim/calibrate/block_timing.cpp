@@ -240,6 +240,7 @@ std::vector<LoadWarpTimingPoint> derive_load_warp(const std::string& file, std::
     p.tile_bookkeeping = number_at(doc, file, base + "/beside_softmax/tile_bookkeeping_cycles");
     p.alone_block_gaps = number_at(doc, file, base + "/alone/block_gaps_cycles");
     p.alone_tile_bookkeeping = number_at(doc, file, base + "/alone/tile_bookkeeping_cycles");
+    p.recorded_entry_extra = number_at(doc, file, base + "/recorded_after_plain/entry_extra_cycles");
     out.push_back(p);
   }
   note = result_note(doc, 16);
@@ -256,9 +257,12 @@ void apply_load_warp(const std::string& costs_file, const std::vector<LoadWarpTi
       "load_v spans (block_load_spans), in the traced build, whose recorded spans go through a cursor in shared "
       "memory; per tile, from its last V load to the next tile's first wait (tile_bookkeeping: the tile loop, the "
       "next tile's coordinates or the dynamic scheduler's ticket and tile slot, the sampling decision, and a recorded tile's "
-      "cursor set-up). Beside consumer warps running the kernel's softmax without pause, as they run most of a KV "
-      "step in the kernel; medians. The simulator charges tile_bookkeeping in every prediction and block_gaps in its "
-      "traced twin (sim/lower/fa3/load.cpp).";
+      "cursor set-up); recorded_entry_extra: entering a recorded tile from a plain one (as trace sampling records "
+      "one tile in N) over entering it from a recorded one, per tile (the dynamic grids' figure is noise about 0: "
+      "their sampled run records tiles 1-5). Beside consumer warps running the kernel's softmax without pause, as "
+      "they run most of a KV step in the kernel; medians. The simulator charges tile_bookkeeping in every "
+      "prediction, block_gaps in its traced twin, and recorded_entry_extra there for the static grids "
+      "(sim/lower/fa3/load.cpp).";
   section["source"] = fmt::format(
       "kernels/microbench load_warp on {} (the kernel's own load_warp<T>, one CTA, 8 tiles of 16 KV blocks, its "
       "stages freed as soon as they land; the alone_* figures with the consumer warps idle, for the record)",
@@ -277,6 +281,7 @@ void apply_load_warp(const std::string& costs_file, const std::vector<LoadWarpTi
     j["block_gaps_cycles"] = round1(p.block_gaps);
     j["block_load_spans_cycles"] = round1(p.block_load_spans);
     j["tile_bookkeeping_cycles"] = round1(p.tile_bookkeeping);
+    j["recorded_entry_extra_cycles"] = round1(p.recorded_entry_extra);
     j["alone_block_gaps_cycles"] = round1(p.alone_block_gaps);
     j["alone_tile_bookkeeping_cycles"] = round1(p.alone_tile_bookkeeping);
     pts.push_back(j);

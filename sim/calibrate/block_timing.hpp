@@ -58,6 +58,9 @@ struct LoadWarpTimingPoint {
   bool pingpong = false, overlap = false, dynamic = false, own_o = false;
   double block_gaps = 0, block_load_spans = 0, tile_bookkeeping = 0;  ///< beside the softmax
   double alone_block_gaps = 0, alone_tile_bookkeeping = 0;            ///< alone
+  /// Entering a recorded tile from a plain one over entering it from a recorded one (beside the
+  /// softmax; recorded_after_plain/entry_extra_cycles).
+  double recorded_entry_extra = 0;
 };
 
 /// Reads one load_warp result file: a point per instance. `note` receives "GPU, driver, date".

@@ -90,11 +90,12 @@ struct Calibrate : Command {
     const auto points = derive_load_warp(results[0], note);
     std::cout << fmt::format("the load warp beside the softmax, for {} from {} (cycles; alone in brackets)\n", costs,
                              note);
-    std::cout << fmt::format("  {:<15}{:>18}{:>12}{:>22}\n", "instance", "block gaps", "load spans",
-                             "tile bookkeeping");
+    std::cout << fmt::format("  {:<15}{:>18}{:>12}{:>22}{:>16}\n", "instance", "block gaps", "load spans",
+                             "tile bookkeeping", "entry extra");
     for (const auto& p : points)
-      std::cout << fmt::format("  {:<15}{:>9.0f} ({:>6.0f}){:>12.0f}{:>12.0f} ({:>6.0f})\n", p.name, p.block_gaps,
-                               p.alone_block_gaps, p.block_load_spans, p.tile_bookkeeping, p.alone_tile_bookkeeping);
+      std::cout << fmt::format("  {:<15}{:>9.0f} ({:>6.0f}){:>12.0f}{:>12.0f} ({:>6.0f}){:>16.0f}\n", p.name,
+                               p.block_gaps, p.alone_block_gaps, p.block_load_spans, p.tile_bookkeeping,
+                               p.alone_tile_bookkeeping, p.recorded_entry_extra);
     if (!dry_run) {
       apply_load_warp(costs, points, note);
       std::cout << fmt::format("wrote {}\n", costs);

@@ -229,6 +229,8 @@ CostModel CostModel::read(const std::string& file) {
       p.knobs = read_instance(pr, true);
       p.cost.block_gaps = pr.number("block_gaps_cycles", 0, 1e6);
       p.cost.tile_bookkeeping = pr.number("tile_bookkeeping_cycles", 0, 1e7);
+      // (Cost files written before 2026-12-01 06:16 have none.)
+      p.cost.recorded_entry_extra = pr.number_or("recorded_entry_extra_cycles", 0, -1e6, 1e6);
       // For the record: the load spans (the model keeps its own, load.cpp) and the code alone.
       pr.number_or("block_load_spans_cycles", 0, 0, 1e6);
       pr.number_or("alone_block_gaps_cycles", 0, 0, 1e6);
@@ -294,8 +296,11 @@ LoadWarpCost CostModel::load_warp(int head_dim, bool dynamic, bool own_o, int n_
       load_warp_, {[=](const P& p) { return own(p) && p.knobs.same_width(n_block); }, own, dim, sched},
       [](LoadWarpCost& a, const LoadWarpCost& b) {
         a.block_gaps += b.block_gaps, a.tile_bookkeeping += b.tile_bookkeeping;
+        a.recorded_entry_extra += b.recorded_entry_extra;
       },
-      [](LoadWarpCost& a, double f) { a.block_gaps *= f, a.tile_bookkeeping *= f; });
+      [](LoadWarpCost& a, double f) {
+        a.block_gaps *= f, a.tile_bookkeeping *= f, a.recorded_entry_extra *= f;
+      });
 }
 
 double CostModel::max_before_pv_wait(int head_dim, bool pingpong, bool overlap, bool dynamic, bool own_o,

@@ -84,6 +84,9 @@ struct LoadWarpCost {
   /// coordinates or ticket, the sampling decision): the plain kernel's code but for a recorded
   /// tile's cursor set-up (a shared load and a compare).
   double tile_bookkeeping = 0;
+  /// The traced kernel's recorded tile entered from a plain one (as trace sampling records: one
+  /// tile in N): what that entry costs over entering it from a recorded tile, per tile.
+  double recorded_entry_extra = 0;
 };
 
 class JsonReader;

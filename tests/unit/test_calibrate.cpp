@@ -198,6 +198,7 @@ TEST_CASE("calibrate --costs folds load_warp into the cost file's load warp sect
     CHECK(p.block_load_spans == beside["block_load_spans_cycles"].get<double>());
     CHECK(p.tile_bookkeeping == beside["tile_bookkeeping_cycles"].get<double>());
     CHECK(p.alone_tile_bookkeeping == inst[p.name]["alone"]["tile_bookkeeping_cycles"].get<double>());
+    CHECK(p.recorded_entry_extra == inst[p.name]["recorded_after_plain"]["entry_extra_cycles"].get<double>());
     CHECK(p.dynamic == (p.name.find("dynamic") != std::string::npos));
     CHECK(p.own_o == (p.head_dim != 256));  // hd256 stages O in the V ring
     // Beside the softmax the load warp's code takes longer than alone.

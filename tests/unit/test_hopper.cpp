@@ -429,6 +429,17 @@ TEST_CASE("fa3_sm90's load warp spends its measured time between tiles in every 
     REQUIRE(at[0] + 1 < ops.size());
     CHECK(ops[at[0] + 1].kind == OpKind::Wait);  // the second tile's first wait (K first when dynamic, else Q)
     CHECK(ops[at[0] + 1].tile == 1);
+    // The traced twin enters a static grid's tile as the kernel enters the one tile a CTA records,
+    // from a plain tile (load_warp's recorded_after_plain); the dynamic grid's recorded tiles
+    // follow one another.
+    const auto twin = s->traced_twin(hw, p);
+    REQUIRE(twin != nullptr);
+    const CtaProgram tprog = twin->lower(hw, p, {TileWork{0, k.m_block, 3, 0}, TileWork{1, k.m_block, 3, 0}});
+    double between = 0;
+    for (const Op& op : tprog.warps[sm90::kLoadWarp].ops)
+      if (op.name == ATTNSIM_OP_TILE_CONTROL) between += op.latency;
+    if (!causal) REQUIRE(lw.recorded_entry_extra > 0);
+    CHECK(between == Approx(lw.tile_bookkeeping + (causal ? 0.0 : lw.recorded_entry_extra)));
   }
 }
 

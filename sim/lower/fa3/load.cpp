@@ -8,11 +8,14 @@
 // kernel's load code beside consumer warps running the softmax on its SMSP, which keep most of its
 // issue slots): between tiles, the tile loop and the next tile's coordinates or ticket, before the
 // next tile's first wait; in the traced kernel (Context::traced), per KV block, the code around its
-// recorded spans. (Its load spans stay the TMA issue's instructions at a fair share of the issue
-// slots, shorter than the benchmark's recorded ones beside the softmax: held to those, the load
-// warp's issue moved against the consumers' softmax and their spans moved away from the traced
-// kernel's, configs/validation/h200/fa3_sm90_trace_clock_cudnn rescale_o within 15% on 100 -> 76
-// of 168 cases, mma_pv 97 -> 84, pipeline_v.empty within 25% on 117 -> 108.)
+// recorded spans, and per tile of a static grid the entry into a recorded tile from a plain one.
+// (Its load spans stay the TMA issue's instructions at a fair share of the issue slots, shorter
+// than the benchmark's recorded ones beside the softmax: held to those, the load warp's issue moved
+// against the consumers' softmax and their spans moved away from the traced kernel's,
+// configs/validation/h200/fa3_sm90_trace_clock_cudnn rescale_o within 15% on 100 -> 76 of 168
+// cases, mma_pv 97 -> 84, pipeline_v.empty within 25% on 117 -> 108.)
+#include <algorithm>
+
 #include "lower/fa3/fa3_schedule.hpp"
 
 namespace attnsim::fa3 {
@@ -42,10 +45,15 @@ void emit_load(Context& c, WarpBuilder& w) {
   PipelineState q = c.q.ids.producer_start(), ks = c.k_pipe.ids.producer_start(), vs = c.v_pipe.ids.producer_start();
   for (size_t t = 0; t < c.tiles.size(); ++t) {
     const int n = c.tiles[t].n_blocks;
-    // Between tiles: the tile loop and the next tile's set-up, before its first wait.
-    if (t > 0 && own.tile_bookkeeping > 0) {
+    // Between tiles: the tile loop and the next tile's set-up, before its first wait. A static
+    // grid's traced kernel records one tile of a CTA, entered from a plain one, its code not yet
+    // run in the launch (load_warp's recorded_after_plain); the dynamic grid's recording CTAs
+    // record their tiles one after another, so only the first is entered so.
+    const bool entered_from_plain = c.traced && c.k.scheduler != TileScheduler::DynamicLpt;
+    const double between = own.tile_bookkeeping + (entered_from_plain ? std::max(0.0, own.recorded_entry_extra) : 0.0);
+    if (t > 0 && between > 0) {
       w.tags(-1, -1, static_cast<int>(t));
-      w.compute(ATTNSIM_OP_TILE_CONTROL, Work{}, own.tile_bookkeeping);
+      w.compute(ATTNSIM_OP_TILE_CONTROL, Work{}, between);
     }
     // Dynamic scheduler, after the first tile: K of the first block goes before Q (its stage frees
     // while the previous tile's epilogue still holds Q's buffer, its O).
