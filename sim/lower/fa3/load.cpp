@@ -46,9 +46,10 @@ void emit_load(Context& c, WarpBuilder& w) {
   for (size_t t = 0; t < c.tiles.size(); ++t) {
     const int n = c.tiles[t].n_blocks;
     // Between tiles: the tile loop and the next tile's set-up, before its first wait. A static
-    // grid's traced kernel records one tile of a CTA, entered from a plain one, its code not yet
-    // run in the launch (load_warp's recorded_after_plain); the dynamic grid's recording CTAs
-    // record their tiles one after another, so only the first is entered so.
+    // grid's traced kernel records one tile of a CTA, entered from a plain one, which costs more
+    // than entering it from a recorded one (load_warp's recorded_after_plain; our reading: its
+    // recorded code has not run yet in the launch); the dynamic grid's recording CTAs record
+    // their tiles one after another, so only the first is entered so.
     const bool entered_from_plain = c.traced && c.k.scheduler != TileScheduler::DynamicLpt;
     const double between = own.tile_bookkeeping + (entered_from_plain ? std::max(0.0, own.recorded_entry_extra) : 0.0);
     if (t > 0 && between > 0) {
