@@ -120,7 +120,8 @@ class Fa3Schedule : public Schedule {
   KernelChoice real_kernel(const Hardware& hw, const Problem& problem) const override;
   /// The traced kernel, where its code differs from the plain kernel's in what the model sees:
   /// - its load warp records its spans (warp specialization with the cost file's "load_warp"
-  ///   figures): per KV block it runs the code around them (CostModel::load_warp, block_gaps);
+  ///   figures): per KV block it runs the code around them, and a static grid's recorded tile is
+  ///   entered from a plain one (CostModel::load_warp: block_gaps, recorded_entry_extra);
   /// - in every traced instance's recorded KV steps the PV's wgmma.wait_group precedes the whole
   ///   row max (the clock reads around the spans keep it there; `attnsim sass-costs`, "pv wait
   ///   (traced instances)", cuobjdump -sass on an H200, 2026-11-29), while ptxas sinks it below
