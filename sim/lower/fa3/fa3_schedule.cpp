@@ -213,9 +213,7 @@ Resolved Fa3Schedule::resolve(const Hardware& hw, const Problem& p) const {
 std::unique_ptr<Schedule> Fa3Schedule::traced_twin(const Hardware& hw, const Problem& p) const {
   if (traced_) return nullptr;
   const Resolved k = resolve(hw, p);
-  const bool load_warp_records =
-      k.warp_specialization &&
-      costs_.load_warp(k.head_dim, k.scheduler == TileScheduler::DynamicLpt, k.own_o_buffer, k.n_block).block_gaps > 0;
+  const bool load_warp_records = load_warp_cost(costs_, k).block_gaps > 0;
   if (!load_warp_records && !k.pv_wait_under_max) return nullptr;
   auto twin = std::make_unique<Fa3Schedule>(*this);
   twin->traced_ = true;

@@ -160,6 +160,9 @@ struct Context {
   bool rescale_at(int warp, int it) const { return it > 0 && (!k.conditional_rescale || rescale.at(warp, it)); }
 };
 
+/// The load warp's measured costs for instance `k` (CostModel::load_warp, cycles); zeros without
+/// warp specialization, where the loader is a consumer warp whose code no benchmark timed (load.cpp).
+LoadWarpCost load_warp_cost(const CostModel& costs, const Resolved& k);
 /// The load warp's TMA loads (load.cpp).
 void emit_load(Context& c, WarpBuilder& w);
 /// One TMA load into the stage `s` of `p` once it is free (load.cpp); advances `s`.

@@ -20,14 +20,10 @@
 
 namespace attnsim::fa3 {
 
-namespace {
-/// The load warp's measured costs for this instance (zeros without warp specialization: the
-/// loader is then a consumer warp, whose code the benchmark did not time).
-LoadWarpCost load_warp_cost(const Context& c) {
-  if (!c.k.warp_specialization) return {};
-  return c.costs.load_warp(c.k.head_dim, c.k.scheduler == TileScheduler::DynamicLpt, c.k.own_o_buffer, c.k.n_block);
+LoadWarpCost load_warp_cost(const CostModel& costs, const Resolved& k) {
+  if (!k.warp_specialization) return {};
+  return costs.load_warp(k.head_dim, k.scheduler == TileScheduler::DynamicLpt, k.own_o_buffer, k.n_block);
 }
-}  // namespace
 
 void load_stage(Context& c, WarpBuilder& w, Pipe& p, PipelineState& s, int name, double bytes) {
   w.producer_acquire(p.ids, s);
@@ -40,7 +36,7 @@ void load_stage(Context& c, WarpBuilder& w, Pipe& p, PipelineState& s, int name,
 
 void emit_load(Context& c, WarpBuilder& w) {
   const double eb = c.problem.elem_bytes();
-  const LoadWarpCost own = load_warp_cost(c);
+  const LoadWarpCost own = load_warp_cost(c.costs, c.k);
   for (Pipe* p : {&c.q, &c.k_pipe, &c.v_pipe}) p->arrive_count("load", true, false);
   PipelineState q = c.q.ids.producer_start(), ks = c.k_pipe.ids.producer_start(), vs = c.v_pipe.ids.producer_start();
   for (size_t t = 0; t < c.tiles.size(); ++t) {
