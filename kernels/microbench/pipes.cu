@@ -192,6 +192,81 @@ struct MufuF2iOp : MufuOp {
   }
 };
 
+/// fp32 pair -> bf16x2 (cvt.rn.bf16x2.f32: one F2FP.BF16.F32.PACK_AB), the instruction that
+/// packs P for the PV wgmma and O for its store. Chain: v = the packed word read as a float, its
+/// upper half bf16(v) and its lower half bf16(w): about v again (stays in (0.5, 2)), no other
+/// instruction per step.
+__device__ __forceinline__ float f2fp_step(float v, float w) {
+  uint32_t d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(v), "f"(w));
+  return __uint_as_float(d);
+}
+
+/// F2FP chains alone (kCounted: the F2FPs).
+struct F2fpOp {
+  static constexpr int kChains = 8, kSteps = 64, kCounted = kChains * kSteps;
+  static constexpr double kEstCyclesPerIter = kCounted * 2.0;
+  float v[kChains];
+  __device__ void init(const PipeArgs&, unsigned t) {
+#pragma unroll
+    for (int i = 0; i < kChains; ++i) v[i] = 1.0f + 0.1f * i + (t & 255) * 1e-4f;
+  }
+  __device__ void body(const PipeArgs& a, int) {
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u)
+#pragma unroll
+      for (int i = 0; i < kChains; ++i) v[i] = f2fp_step(v[i], a.fa);
+  }
+  __device__ float result() const {
+    float s = 0;
+#pragma unroll
+    for (int i = 0; i < kChains; ++i) s += v[i];
+    return s;
+  }
+};
+
+/// 4 F2FP chains interleaved with 4 chains of another instruction (kOther: 0 FFMA, 1 LOP3, 2
+/// MUFU.EX2), both counted: a pair that shares a pipe runs at that pipe's rate, a pair on two
+/// pipes near the sum of their rates (or the issue slot's one instruction a clock).
+template <int kOther>
+struct F2fpMixOp {
+  static constexpr int kChains = 8, kSteps = kOther == 2 ? 16 : 64, kCounted = kChains * kSteps;
+  static constexpr double kEstCyclesPerIter = kCounted * (kOther == 2 ? 5.0 : 2.0);
+  float v[kChains];
+  uint32_t g[kChains / 2];
+  __device__ void init(const PipeArgs&, unsigned t) {
+#pragma unroll
+    for (int i = 0; i < kChains; ++i) v[i] = (kOther == 2 ? 0.5f : 1.0f) + 0.03f * i + (t & 255) * 1e-4f;
+#pragma unroll
+    for (int i = 0; i < kChains / 2; ++i) g[i] = hash32(t * 8 + i);
+  }
+  __device__ void body(const PipeArgs& a, int) {
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+#pragma unroll
+      for (int i = 0; i < kChains / 2; ++i) v[i] = f2fp_step(v[i], a.fa);
+#pragma unroll
+      for (int i = 0; i < kChains / 2; ++i) {
+        if constexpr (kOther == 0)
+          v[kChains / 2 + i] = ffma(v[kChains / 2 + i], a.fa, a.fb);
+        else if constexpr (kOther == 1)
+          g[i] = lop3<0x96>(g[i], g[(i + 1) % (kChains / 2)], (u & 1) ? a.k1 : a.k2);
+        else
+          v[kChains / 2 + i] = ex2_mufu(-v[kChains / 2 + i]);
+      }
+    }
+  }
+  __device__ float result() const {
+    float s = 0;
+    uint32_t x = 0;
+#pragma unroll
+    for (int i = 0; i < kChains; ++i) s += v[i];
+#pragma unroll
+    for (int i = 0; i < kChains / 2; ++i) x ^= g[i];
+    return s + __uint_as_float(x & 0x3F7FFFFFu);
+  }
+};
+
 /// FFMA chains v = v * a + b (a just under 1: no overflow, no denormals).
 struct FfmaOp {
   static constexpr int kChains = 8, kSteps = 64, kCounted = kChains * kSteps;
@@ -675,6 +750,28 @@ void bench_cvt(Report& rep) {
   rep.results()["f2i_shares_mufu_ratio"] = mix.per_smsp > 0 ? mufu.per_smsp / mix.per_smsp : 0.0;
 }
 
+
+void bench_f2fp(Report& rep) {
+  rep.set_method(std::string(kCommonMethod) +
+                 "Instruction: cvt.rn.bf16x2.f32 (one F2FP.BF16.F32.PACK_AB, the pack of P and of O in kernels/sm90), "
+                 "8 chains per warp (f2fp); 4 F2FP chains interleaved with 4 chains of FFMA (f2fp_ffma), LOP3 "
+                 "(f2fp_lop3) or MUFU.EX2 (f2fp_mufu) in every warp, both counted; the same warps alone on FFMA, "
+                 "LOP3, MUFU.EX2 for reference; 32 warps, saturated (and 4: one warp per SMSP).");
+  Json& cfgs = rep.results()["configs"];
+  auto add = [&](const char* name, const PipeRates& r) {
+    cfgs[name] = r.json;
+    rep.results()[std::string(name) + "_lanes_per_clk_smsp"] = r.per_smsp;
+  };
+  const WarpConfig& c = config("32_warps");
+  add("f2fp", run_pipe<F2fpOp>(rep, c));
+  add("f2fp_1_warp_per_smsp", run_pipe<F2fpOp>(rep, config("4_warps_spread")));
+  add("ffma", run_pipe<FfmaOp>(rep, c));
+  add("lop3", run_pipe<AluOp>(rep, c));
+  add("mufu", run_pipe<MufuOp>(rep, c));
+  add("f2fp_ffma", run_pipe<F2fpMixOp<0>>(rep, c));
+  add("f2fp_lop3", run_pipe<F2fpMixOp<1>>(rep, c));
+  add("f2fp_mufu", run_pipe<F2fpMixOp<2>>(rep, c));
+}
 }  // namespace
 
 void bench_clock_under_ffma(Report& rep) {
@@ -709,6 +806,7 @@ std::vector<Benchmark> pipe_benchmarks() {
       {"exp2_emu", "emulated exp2 (degree-3 polynomial) throughput and accuracy", bench_exp2_emu},
       {"exp2_mix", "MUFU.EX2 and emulated exp2 running together", bench_exp2_mix},
       {"cvt", "F2I (float -> int) throughput, alone and interleaved with MUFU.EX2: does it share MUFU's pipe?", bench_cvt},
+      {"f2fp", "F2FP.BF16.F32.PACK_AB (fp32 pair to bf16x2) throughput, alone and interleaved with FFMA, LOP3, MUFU.EX2: its pipe", bench_f2fp},
       {"clock_under_ffma", "SM clock during a long FFMA loop on all SMs (no tensor cores)", bench_clock_under_ffma},
   };
 }
