@@ -16,6 +16,11 @@
 namespace mb {
 namespace {
 
+/// The conditional rescale's threshold in log2 units: the base schedule's at head_dim 256
+/// (schedules/fa3_sm90.json, rescale.threshold_log2 8; FA4's conditional rescale). The benchmark's
+/// scores never grow a row's max that far after the first block, so its rescale_o spans pack P only.
+constexpr float kThresholdLog2 = 8.0f;
+
 /// Warpgroup 0 (kMma 1: back-to-back wgmma m64n128k16 SS until the softmax warps are done; 2: RS,
 /// A from registers, as the PV GEMM; 0: idle); warpgroups 1..kGroups, one warp per SMSP each, run
 /// `iters` softmax blocks of n_block kN (kN / 2 scores per thread) and head_dim kD (kD / 2 O
@@ -23,7 +28,10 @@ namespace {
 /// rescale + pack) into out[3 * (warp - 4) + k]. kGroups 2: two softmax warps share each SMSP, in
 /// step (both start together), as the consumer warpgroups of a kernel without pingpong can.
 /// kEmuFreq/kEmuRes: exp_scores's exp2 emulation (the last kEmuRes of every kEmuFreq elements).
-template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0>
+/// kConditional: the conditional rescale's row max (its warp vote, threshold kThresholdLog2) and
+/// the rescale_o span as the kernel runs it there (O rescaled only where the vote says so, P packed
+/// always); out[4 * (warp - 4) + 3] counts the blocks that rescaled.
+template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false>
 __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
     softmax_block_kernel(int iters, int delay, float scale_log2, long long* out, BlockClock* clk, float* sink) {
   extern __shared__ uint8_t smem_raw[];
@@ -44,7 +52,7 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
   uint32_t p[kN / 4];
   softmax_operands<kN, kD>(s, o, lane);
   attnsim::sm90::RowStats st;
-  long long acc[3] = {0, 0, 0};
+  long long acc[4] = {0, 0, 0, 0};
   if (threadIdx.x == 128) *clk = BlockClock{clock64(), 0, globaltimer(), 0, smid(), 0};
 #pragma unroll 1
   for (int it = 0; it < iters; ++it) {
@@ -53,16 +61,17 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
     for (int i = 0; i < kN / 2; ++i) s[i] = fmaf(s[i], 0.999f, 0.25f * static_cast<float>(it & 3));
     float alpha[2];
     const uint32_t t0 = clock32();
-    attnsim::sm90::row_max<kN>(s, st, scale_log2, alpha);
+    const bool rescale_o = attnsim::sm90::row_max<kN, kConditional>(s, st, scale_log2, alpha, kThresholdLog2);
     const uint32_t t1 = clock32();
     attnsim::sm90::exp_scores<kN, kEmuFreq, kEmuRes>(s, st, scale_log2, alpha);
     const uint32_t t2 = clock32();
-    attnsim::sm90::rescale<kD>(o, alpha);
+    if (rescale_o) attnsim::sm90::rescale<kD>(o, alpha);  // always, unless kConditional (as in the kernel)
     attnsim::sm90::pack_p<kN>(s, p);
     const uint32_t t3 = clock32();
     acc[0] += t1 - t0;
     acc[1] += t2 - t1;
     acc[2] += t3 - t2;
+    acc[3] += rescale_o;
 #pragma unroll
     for (int i = 0; i < kN / 2; ++i) s[i] = __uint_as_float(p[i / 2] & 0x7FFF7FFFu) * 1e-30f + s[i] * 0.5f;
   }
@@ -71,7 +80,7 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
     clk->ns1 = globaltimer();
   }
   if (lane == 0) {
-    for (int k = 0; k < 3; ++k) out[3 * (warp - 4) + k] = acc[k];
+    for (int k = 0; k < 4; ++k) out[4 * (warp - 4) + k] = acc[k];
     if (atomicAdd(&done_warps, 1) == 4 * kGroups - 1) stop = 1;  // the last softmax warp stops the wgmma
   }
   float x = st.sum[0] + st.sum[1];
@@ -82,16 +91,18 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
 
 /// Mean cycles per block of each span: median over the 4 kGroups softmax warps of a launch, then
 /// median over `launches` launches whose softmax warps start at different delays (4000 + 97 i
-/// cycles), so that no one phase between the softmax loop and the wgmma stream decides.
-template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0>
+/// cycles), so that no one phase between the softmax loop and the wgmma stream decides. A fourth
+/// figure: the share of blocks that rescaled O (1 unless kConditional), mean over warps and launches.
+template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false>
 std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
-  auto kern = softmax_block_kernel<kN, kD, kMma, kGroups, kEmuFreq, kEmuRes>;
+  auto kern = softmax_block_kernel<kN, kD, kMma, kGroups, kEmuFreq, kEmuRes, kConditional>;
   allow_smem(kern, kWgmmaTileSmem);
   constexpr int kThreads = 128 * (kGroups + 1);
-  DeviceBuffer<long long> out(12 * kGroups);
+  DeviceBuffer<long long> out(16 * kGroups);
   DeviceBuffer<BlockClock> clk(1);
   DeviceBuffer<float> sink(kThreads);
   std::vector<std::vector<double>> per_launch(3);
+  double rescaled = 0;
   for (int i = 0; i < launches; ++i) {
     kern<<<1, kThreads, kWgmmaTileSmem>>>(iters, 4000 + 97 * i, 0.0883883f * 1.4426950f, out.get(), clk.get(),
                                           sink.get());
@@ -100,11 +111,13 @@ std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
     const auto h = out.to_host();
     for (int k = 0; k < 3; ++k) {
       std::vector<double> v;
-      for (int w = 0; w < 4 * kGroups; ++w) v.push_back(static_cast<double>(h[3 * w + k]) / iters);
+      for (int w = 0; w < 4 * kGroups; ++w) v.push_back(static_cast<double>(h[4 * w + k]) / iters);
       per_launch[k].push_back(median(v));
     }
+    for (int w = 0; w < 4 * kGroups; ++w)
+      rescaled += static_cast<double>(h[4 * w + 3]) / iters / (4 * kGroups * launches);
   }
-  return {median(per_launch[0]), median(per_launch[1]), median(per_launch[2])};
+  return {median(per_launch[0]), median(per_launch[1]), median(per_launch[2]), rescaled};
 }
 
 /// The kernel's final_o span (kernels/sm90/softmax.cuh write_o, which the epilogue runs: row sums across the quad, O /
@@ -232,6 +245,30 @@ void emulated_exp(Report& rep, Json& j, int iters, int launches) {
   x["slowdown_beside_wgmma"] = ss[1] / alone[1];
 }
 
+/// The conditional rescale's spans of one tile shape (kConditional): the row max with its vote,
+/// and the rescale_o span packing P only (no row's max grew past the threshold), alone and beside
+/// SS and RS wgmma, into `j` as "softmax_max" and "pack_p".
+template <int kN, int kD>
+void conditional_rescale(Report& rep, Json& j, int iters, int launches) {
+  const auto alone = span_cycles<kN, kD, 0, 1, 0, 0, true>(rep.clock(), iters, launches);
+  const auto ss = span_cycles<kN, kD, 1, 1, 0, 0, true>(rep.clock(), iters, launches);
+  const auto rs = span_cycles<kN, kD, 2, 1, 0, 0, true>(rep.clock(), iters, launches);
+  j["n_block"] = kN;
+  j["head_dim"] = kD;
+  j["rescale"]["conditional"] = true;
+  j["rescale"]["threshold_log2"] = kThresholdLog2;
+  j["rescale"]["blocks_rescaled_share_alone_ss_rs"] = Json::array({alone[3], ss[3], rs[3]});
+  const char* names[2] = {"softmax_max", "pack_p"};
+  const int index[2] = {0, 2};
+  for (int k = 0; k < 2; ++k) {
+    Json& x = j["spans"][names[k]];
+    x["alone_cycles"] = alone[index[k]];
+    x["beside_wgmma_cycles"] = ss[index[k]];
+    x["beside_wgmma_rs_cycles"] = rs[index[k]];
+    x["slowdown_beside_wgmma"] = ss[index[k]] / alone[index[k]];
+  }
+}
+
 void bench_softmax_block(Report& rep) {
   require_sm90(rep);
   rep.set_method(
@@ -248,7 +285,11 @@ void bench_softmax_block(Report& rep) {
       "(row sums, O / sum to bf16 into the warpgroup's rows of a Q-sized SMEM buffer, async-proxy fence) on every "
       "consumer warpgroup of the tile's m_block at once (2: m_block 128 at every head_dim), fresh sums each time, "
       "cycles between 32-bit clock reads, median over the consumer warps and the launches; alone and beside SS / RS "
-      "wgmma.");
+      "wgmma. \"conditional rescale\" shapes: row_max with the conditional rescale's warp vote (threshold 2^8, as "
+      "the base schedule's hd256 instances) and the rescale_o span as the kernel runs it there, O rescaled only where "
+      "the vote says so (here never after the first block: blocks_rescaled_share_alone_ss_rs), so that span packs P "
+      "only "
+      "(\"pack_p\").");
   const int iters = rep.opt().quick ? 200 : 4000, launches = rep.opt().quick ? 1 : 9;
   Json& res = rep.results();
   res["launches"] = launches;
@@ -266,6 +307,12 @@ void bench_softmax_block(Report& rep) {
   emulated_exp<176, 64, 4, 1>(rep, shapes["hd64 n_block 176 exp2 emu 1 of 4"], iters, launches);
   emulated_exp<176, 64, 8, 3>(rep, shapes["hd64 n_block 176 exp2 emu 3 of 8"], iters, launches);
   emulated_exp<128, 64, 4, 1>(rep, shapes["hd64 n_block 128 exp2 emu 1 of 4"], iters, launches);
+  // The conditional rescale (hd256's instances): the rescale_o span packs P only where no row's
+  // max grew past the threshold, as at most KV blocks; at hd128 n_block 128 the same pack-only
+  // span is every tile's first block at any head_dim.
+  conditional_rescale<80, 256>(rep, shapes["hd256 n_block 80 conditional rescale"], iters, launches);
+  conditional_rescale<64, 256>(rep, shapes["hd256 n_block 64 conditional rescale"], iters, launches);
+  conditional_rescale<128, 128>(rep, shapes["hd128 n_block 128 conditional rescale"], iters, launches);
   res["softmax_exp_alone_cycles"] = hd128[0];
   res["softmax_exp_beside_wgmma_cycles"] = hd128[1];
 }

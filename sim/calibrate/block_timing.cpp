@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <span>
 #include <tuple>
 
 #include "common/softmax_math.h"  // exp2_emulated_elements
@@ -31,14 +32,22 @@ nlohmann::ordered_json read_costs_for_rewrite(const std::string& costs_file) {
   return nlohmann::ordered_json::parse(in);
 }
 
-/// Blocks the benchmark times, and what their elements per thread-row count (as fa3's lowering).
+/// Spans the benchmark times, the block each times, and what their elements per thread-row count
+/// (as fa3's lowering).
 struct Span {
-  const char* block;
+  const char* span;   ///< the span's name in the result file
+  const char* block;  ///< the cost file's block it times
   bool per_head_dim;  ///< elements = head_dim / 2 (O), else n_block / 2 (scores)
   bool optional;      ///< absent from result files older than the span's benchmark (final_o: 2026-11-24)
 };
-constexpr Span kSpans[] = {
-    {"softmax_max", false, false}, {"softmax_exp", false, false}, {"rescale_o", true, false}, {"final_o", true, true}};
+constexpr Span kSpans[] = {{"softmax_max", "softmax_max", false, false},
+                           {"softmax_exp", "softmax_exp", false, false},
+                           {"rescale_o", "rescale_o", true, false},
+                           {"final_o", "final_o", true, true}};
+/// A shape timed with the conditional rescale ("rescale": {"conditional": true}; results since
+/// 2026-12-01): its row max with the warp vote, and its rescale_o span, which packs P only.
+constexpr Span kConditionalSpans[] = {{"softmax_max", "softmax_max_conditional", false, false},
+                                      {"pack_p", "pack_p", false, false}};
 }  // namespace
 
 std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std::string& note) {
@@ -63,9 +72,12 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
       const int n = static_cast<int>(n_block) / 2;
       emu_share = static_cast<double>(exp2_emulated_elements(n, freq, res)) / n;
     }
-    for (const auto& s : kSpans) {
+    const json::json_pointer conditional_at(at + "/rescale/conditional");
+    const bool conditional = doc.contains(conditional_at) && doc[conditional_at].is_boolean() && doc[conditional_at];
+    const auto spans = conditional ? std::span<const Span>(kConditionalSpans) : std::span<const Span>(kSpans);
+    for (const auto& s : spans) {
       if (emulated && std::string(s.block) != "softmax_exp") continue;
-      const std::string sp = at + "/spans/" + s.block;
+      const std::string sp = at + "/spans/" + s.span;
       if (s.optional && !doc.contains(json::json_pointer(sp))) continue;
       BlockTimingPoint p;
       p.block = s.block;
@@ -124,12 +136,19 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
     j["shapes"] = fmt::format("{}", fmt::join(p.shapes, "; "));
     measured[p.block]["points"].push_back(j);
   }
+  // What the benchmark timed for each block, where it is not the span of the block's own name.
+  auto span_of = [](const std::string& block) -> std::string {
+    if (block == "softmax_max_conditional") return "softmax_max span with the conditional rescale's warp vote";
+    if (block == "pack_p")
+      return "rescale_o span where the conditional rescale rescales nothing (P packed to bf16 only)";
+    return block + " span";
+  };
   for (auto& [block, m] : measured) {
     m["source"] = fmt::format(
-        "kernels/microbench softmax_block on {}: the {} span of kernels/sm90's own code, {}, alone and beside "
+        "kernels/microbench softmax_block on {}: the {} of kernels/sm90's own code, {}, alone and beside "
         "another warpgroup's back-to-back wgmma m64n128k16 (SS, RS) on the same SMSPs; mean cycles per block, median "
         "over the warps and over phase-varied launches; shapes with the same elements per thread-row averaged",
-        note, block,
+        note, span_of(block),
         block == "final_o"
             ? "every consumer warpgroup of the tile's m_block at once (2 at m_block 128; 3 at hd64 before 2026-11-24)"
             : "one warp per SMSP");

@@ -7,6 +7,7 @@
 // cost file's "load_warp" section.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "calibrate/block_timing.hpp"
@@ -21,6 +22,7 @@ namespace {
 struct Calibrate : Command {
   std::vector<std::string> results;
   std::string into, costs;
+  std::vector<std::string> blocks;  ///< --blocks: the softmax_block result's blocks to write (empty: all)
   bool dry_run = false;
 
   int run() override {
@@ -57,12 +59,21 @@ struct Calibrate : Command {
       throw InputError(results[0], "/benchmark",
                        "expected a kernels/microbench softmax_block, smem_beside_async or load_warp result file");
     std::string note;
-    const auto points = derive_block_timings(results[0], note);
+    auto points = derive_block_timings(results[0], note);
+    if (!blocks.empty()) {  // only these blocks: the others keep the timings they have
+      for (const auto& b : blocks)
+        if (std::none_of(points.begin(), points.end(), [&](const BlockTimingPoint& p) { return p.block == b; }))
+          throw InputError(results[0], "/results/shapes",
+                           fmt::format("expected a shape timing block '{}' (--blocks)", b));
+      std::erase_if(points, [&](const BlockTimingPoint& p) {
+        return std::find(blocks.begin(), blocks.end(), p.block) == blocks.end();
+      });
+    }
     std::cout << fmt::format("measured block timings for {} from {}\n", costs, note);
-    std::cout << fmt::format("  {:<12}{:>9}{:>9}{:>12}{:>12}  {}\n", "block", "elements", "alone", "beside SS",
+    std::cout << fmt::format("  {:<24}{:>9}{:>9}{:>12}{:>12}  {}\n", "block", "elements", "alone", "beside SS",
                              "beside RS", "shapes");
     for (const auto& p : points)
-      std::cout << fmt::format("  {:<12}{:>9g}{:>9.1f}{:>12.1f}{:>12.1f}  {}\n", p.block, p.elements, p.alone,
+      std::cout << fmt::format("  {:<24}{:>9g}{:>9.1f}{:>12.1f}{:>12.1f}  {}\n", p.block, p.elements, p.alone,
                                p.beside_ss, p.beside_rs, fmt::join(p.shapes, "; "));
     if (!dry_run) {
       apply_block_timings(costs, points, note);
@@ -117,6 +128,10 @@ std::unique_ptr<Command> add_calibrate(CLI::App& app, CLI::App*& sub) {
                   "result's slowdown of final_o while copies land, or a load_warp result's load warp costs) into, "
                   "e.g. "
                   "configs/costs/sm90_softmax.json");
+  sub->add_option("--blocks", c->blocks,
+                  "with a softmax_block result: write only these blocks' timings (e.g. pack_p "
+                  "softmax_max_conditional); the others keep theirs")
+      ->delimiter(',');
   sub->add_flag("--dry-run", c->dry_run, "print what would change, write nothing");
   return c;
 }

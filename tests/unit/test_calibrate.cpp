@@ -276,3 +276,38 @@ TEST_CASE("calibrate --costs keeps exp_scores timed with exp2 emulation apart by
   fs::remove(written);
   fs::remove(results);
 }
+
+TEST_CASE("calibrate --costs times the conditional rescale's row max and pack-only step as blocks of their own",
+          "[calibrate][costs]") {
+  // The H200 results time, beside the plain spans, shapes with the conditional rescale: their row
+  // max (with the warp's vote) and their rescale_o span, which packs P only.
+  const std::string results = test::root() + "/configs/measured/h200/softmax_block.json";
+  std::string note;
+  const auto points = derive_block_timings(results, note);
+  const auto shapes = load_json_file(results)["results"]["shapes"];
+  std::map<std::string, std::vector<double>> elements;
+  for (const auto& p : points) elements[p.block].push_back(p.elements);
+  CHECK(elements.at("pack_p") == std::vector<double>{32, 40, 64});
+  CHECK(elements.at("softmax_max_conditional") == std::vector<double>{32, 40, 64});
+  // The plain blocks keep only the plain shapes' points (the conditional shapes time no rescale).
+  CHECK(elements.at("softmax_max") == std::vector<double>{32, 40, 64, 88});
+  CHECK(elements.at("rescale_o") == std::vector<double>{32, 64, 128});
+  for (const auto& p : points) {
+    if (p.block != "pack_p" || p.elements != 40) continue;
+    const auto& span = shapes["hd256 n_block 80 conditional rescale"]["spans"]["pack_p"];
+    CHECK(p.alone == span["alone_cycles"].get<double>());
+    CHECK(p.beside_rs == span["beside_wgmma_rs_cycles"].get<double>());
+    // Packing P alone is shorter than rescaling O and packing P of the same shape.
+    CHECK(p.alone < shapes["hd256 n_block 80"]["spans"]["rescale_o"]["alone_cycles"].get<double>());
+  }
+
+  const fs::path tmp = fs::temp_directory_path() / "attnsim_calibrate_costs_conditional.json";
+  fs::copy_file(test::root() + "/configs/costs/sm90_softmax.json", tmp, fs::copy_options::overwrite_existing);
+  apply_block_timings(tmp.string(), points, note);
+  const auto written = load_json_file(tmp.string());
+  CHECK_THAT(written["blocks"]["pack_p"]["measured"]["source"].get<std::string>(),
+             Catch::Contains("rescale_o span where the conditional rescale rescales nothing"));
+  CHECK_THAT(written["blocks"]["softmax_max_conditional"]["measured"]["source"].get<std::string>(),
+             Catch::Contains("softmax_max span with the conditional rescale's warp vote"));
+  fs::remove(tmp);
+}

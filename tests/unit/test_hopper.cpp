@@ -720,6 +720,44 @@ TEST_CASE("fa3_sm90 conditional rescale: a warp rescales O only at the steps its
                     Catch::Contains("/rescale/conditional"));
 }
 
+TEST_CASE("fa3_sm90 conditional rescale: its row max and its pack-only steps take their own measured times",
+          "[hopper][fa3][rescale]") {
+  const Hardware hw = h100();
+  const CostModel costs = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json");
+  const int blocks = 6;
+  // Every compute block named `op` of one tile's consumer warps, in program order.
+  auto spans = [&](const std::vector<std::string>& sets, attnsim_op_id op) {
+    Problem q = shape(256, 8192);
+    q.rescale_rate = 0.0;  // no step after the first rescales O
+    std::vector<const ComputeBlock*> out;
+    for (const auto& w : load_schedule(schedule("fa3_sm90"), sets)->lower(hw, q, {TileWork{0, 128, blocks, 0}}).warps)
+      for (const auto& op_ : w.ops)
+        if (op_.name == op && op_.compute) out.push_back(op_.compute);
+    return out;
+  };
+  const std::string cond = "/rescale={\"conditional\":true,\"threshold_log2\":8}";
+  // The base schedule's hd256 tile is 80 keys wide: 40 scores a thread-row.
+  const MeasuredTiming pack = costs.measured_timing("pack_p", 40),
+                       max_cond = costs.measured_timing("softmax_max_conditional", 40);
+  REQUIRE(pack.alone > 0);
+  REQUIRE(max_cond.alone > costs.measured_timing("softmax_max", 40).alone);  // the vote costs time
+  const auto rescale = spans({cond}, ATTNSIM_OP_RESCALE_O);
+  REQUIRE(rescale.size() == 8u * blocks);
+  // A warp's first step packs P with no vote to test (priced from its instructions); the others
+  // test the vote and pack P: the measured pack-only span.
+  int measured = 0, first = 0;
+  for (const ComputeBlock* b : rescale) {
+    if (b->measured.alone == 0) ++first;
+    if (b->measured == pack) ++measured;
+  }
+  CHECK(first == 8);
+  CHECK(measured == 8 * (blocks - 1));
+  // The row max with the vote: softmax_max_conditional; without the conditional rescale, softmax_max.
+  for (const ComputeBlock* b : spans({cond}, ATTNSIM_OP_SOFTMAX_MAX)) CHECK(b->measured == max_cond);
+  for (const ComputeBlock* b : spans({"/rescale/conditional=false"}, ATTNSIM_OP_SOFTMAX_MAX))
+    CHECK(b->measured == costs.measured_timing("softmax_max", 40));
+}
+
 TEST_CASE("fa3_sm90 exp2 emulation: a share of the scores' exp2 moves from the MUFU to the FMA and ALU pipes",
           "[hopper][fa3][exp2]") {
   const Hardware hw = h100();

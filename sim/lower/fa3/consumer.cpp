@@ -18,7 +18,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   // The QK and PV wgmma groups and their issue blocks (turn_costs.hpp).
   const GemmGroup qk_g = qk_group(c.hw, d, n_blk, eb), pv_g = pv_group(c.hw, dv, n_blk, eb);
   // Per thread: n_block / 2 scores of 2 rows; head_dim_v / 2 outputs.
-  const SoftmaxBlock max_b = softmax_max_block(c.costs, c.hw, n_blk);
+  const SoftmaxBlock max_b = softmax_max_block(c.costs, c.hw, n_blk, k.conditional_rescale);
   const Work mask_work = c.costs.work("softmax_mask_select", n_blk / 2.0, 2);
   // The exponentials of a KV block's first `keys` keys, and P packed: n_block, or n_block / 2
   // where the warpgroup's rows see no key past the middle of the tile's last block
@@ -28,11 +28,11 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   // rescale_o span also packs P to bf16 (pack_p), right before the PV that reads it.
   struct ExpCosts {
     SoftmaxBlock exp, rescale;  ///< the exponentials; O rescaled and P packed
-    Work pack_work;             ///< P packed alone (a step that rescales nothing)
+    SoftmaxBlock pack;          ///< P packed alone (a step that rescales nothing)
   };
   auto exp_costs = [&](int keys) {
     return ExpCosts{softmax_exp_block(c.costs, c.hw, keys, k.exp2_emu_share), rescale_block(c.costs, c.hw, dv, keys),
-                    c.costs.work("pack_p", keys / 2.0, 0)};
+                    pack_block(c.costs, c.hw, dv, keys)};
   };
   const ExpCosts full = exp_costs(n_blk), half = exp_costs(n_blk / 2);
   const Work final_work = c.costs.work("final_o", dv / 2.0, 2);
@@ -50,14 +50,17 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const Work lc_work = alu_instructions(lc.instructions);
   const MeasuredTiming lc_timing{lc.issue_cycles};
   // The rescale_o span at KV iteration `it` (0: the tile's first block): O *= alpha and P packed,
-  // or P packed only where nothing is rescaled (the first block; with the conditional rescale,
-  // the steps where no row of this warp grew its max past the threshold).
+  // or P packed only where nothing is rescaled: the first block, whose code packs only (priced
+  // from its instructions), and with the conditional rescale the steps where no row of this warp
+  // grew its max past the threshold, whose code tests the warp's vote first (the measured pack_p).
   const int row_warp = group * sm90::kWarpsPerWarpgroup + warp_in_group;
   auto rescale_and_pack = [&](int it, const ExpCosts& b) {
     if (c.rescale_at(row_warp, it))
       w.compute(ATTNSIM_OP_RESCALE_O, b.rescale.work, 0, b.rescale.chain, b.rescale.measured);
+    else if (it == 0)
+      w.compute(ATTNSIM_OP_RESCALE_O, b.pack.work, 0, b.pack.chain);
     else
-      w.compute(ATTNSIM_OP_RESCALE_O, b.pack_work, 0, b.rescale.chain);
+      w.compute(ATTNSIM_OP_RESCALE_O, b.pack.work, 0, b.pack.chain, b.pack.measured);
   };
   auto loop_control = [&]() {
     if (lc.instructions > 0) w.compute(ATTNSIM_OP_LOOP_CONTROL, lc_work, 0, 0, lc_timing);

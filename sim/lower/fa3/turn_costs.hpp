@@ -61,10 +61,14 @@ struct SoftmaxBlock {
   MeasuredTiming measured;
 };
 
-/// The row max of an unmasked KV block of `n_block` keys (n_block / 2 scores of 2 rows a thread).
-inline SoftmaxBlock softmax_max_block(const CostModel& costs, const Hardware& hw, int n_block) {
-  return {costs.work("softmax_max", n_block / 2.0, 2), costs.latency("softmax_max"),
-          costs.chain_latency("softmax_max", n_block / 2.0, hw), costs.measured_timing("softmax_max", n_block / 2.0)};
+/// The row max of an unmasked KV block of `n_block` keys (n_block / 2 scores of 2 rows a thread);
+/// `conditional`: with the conditional rescale's vote on whether to rescale O
+/// (softmax_max_conditional, timed apart: kernels/microbench softmax_block).
+inline SoftmaxBlock softmax_max_block(const CostModel& costs, const Hardware& hw, int n_block,
+                                      bool conditional = false) {
+  const std::string name = conditional ? "softmax_max_conditional" : "softmax_max";
+  return {costs.work(name, n_block / 2.0, 2), costs.latency(name), costs.chain_latency(name, n_block / 2.0, hw),
+          costs.measured_timing(name, n_block / 2.0)};
 }
 
 /// The exponentials of a block's first `keys` keys and their row sums; `exp2_emu_share` of them
@@ -78,6 +82,18 @@ inline SoftmaxBlock softmax_exp_block(const CostModel& costs, const Hardware& hw
   }
   b.chain = costs.chain_latency("softmax_exp", keys / 2.0, hw);
   b.measured = costs.measured_timing("softmax_exp", keys / 2.0, exp2_emu_share);
+  return b;
+}
+
+/// The kernel's rescale_o span where it rescales nothing (a tile's first KV block; with the
+/// conditional rescale, the steps where no row's max grew past the threshold): P of `keys` keys
+/// packed to bf16, its time the measured one of that span (pack_p; kernels/microbench
+/// softmax_block), its chain the rescale's.
+inline SoftmaxBlock pack_block(const CostModel& costs, const Hardware& hw, int head_dim_v, int keys) {
+  SoftmaxBlock b;
+  b.work = costs.work("pack_p", keys / 2.0, 0);
+  b.chain = costs.chain_latency("rescale_o", head_dim_v / 2.0, hw);
+  b.measured = costs.measured_timing("pack_p", keys / 2.0);
   return b;
 }
 
