@@ -95,7 +95,8 @@ __device__ void free_stages(const sm90::Params& p, const sm90::Smem<T>& s, int l
 /// warp's run (clock64 and %globaltimer before and after it).
 template <class T>
 __global__ void __launch_bounds__(T::kThreads, 1)
-    load_warp_kernel(const __grid_constant__ sm90::Params p, int neighbours, int recording, BlockClock* clk) {
+    load_warp_kernel(const __grid_constant__ sm90::Params p, int neighbours, int recording, BlockClock* clk,
+                     long long* rounds) {
   extern __shared__ uint8_t smem_raw[];
   const sm90::Smem<T> s(smem_raw);
   // The done flag in warp 3's trace slot (only the load warp's Cursor is used here).
@@ -144,7 +145,9 @@ __global__ void __launch_bounds__(T::kThreads, 1)
   for (int i = 0; i < T::kNBlock / 2; ++i)
     sacc[i] = static_cast<float>(hash32(i * 32 + lane) & 0xFFFF) * (1.0f / 8192.0f);
   sm90::RowStats st;
-  for (int r = 0; *done == 0; ++r) {
+  const long long c0 = clock64();
+  int r = 0;
+  for (; *done == 0; ++r) {
     float alpha[2];
     sm90::row_max<T::kNBlock>(sacc, st, kScaleLog2, alpha);
     sm90::exp_scores<T::kNBlock>(sacc, st, kScaleLog2, alpha);
@@ -153,6 +156,10 @@ __global__ void __launch_bounds__(T::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < T::kNBlock / 2; ++i)
       sacc[i] = __uint_as_float(pr[i / 2] & 0x7FFF7FFFu) * 1e-30f + fmaf(sacc[i], 0.5f, 0.25f * (r & 3));
+  }
+  if (lane == 0) {  // this warp's softmax blocks and the cycles they took
+    rounds[2 * warp] = r;
+    rounds[2 * warp + 1] = clock64() - c0;
   }
   if (o[0] + sacc[0] == 1234567.0f) *done = 2;  // the softmax's results are read
 }
@@ -163,6 +170,9 @@ struct LoadWarpTimes {
   std::vector<double> tile_bookkeeping, tile_head_own;
   std::vector<double> duration;     ///< the load warp's whole run (its 8 tiles), per launch
   std::vector<double> tile1_entry;  ///< from its start to the first record of its second tile, per launch
+  /// Beside the softmax: cycles per softmax block of the consumer warps on SMSP 0 (the load
+  /// warp's) and of those on SMSPs 1-3 (their mean), per launch.
+  std::vector<double> round_smsp0, round_smsp1_3;
 };
 
 /// Splits warp 0's records (one launch, every tile recorded) into the LoadWarpTimes samples.
@@ -255,10 +265,12 @@ LoadWarpTimes run_instance(Report& rep, int neighbours, int launches, int sample
   auto kern = load_warp_kernel<T>;
   allow_smem(kern, T::kSmemBytes);
   DeviceBuffer<BlockClock> clk(1);
+  DeviceBuffer<long long> rounds(2 * static_cast<size_t>(warps));
   LoadWarpTimes times;
   for (int l = 0; l < launches; ++l) {
     counts.zero();
-    kern<<<1, T::kThreads, T::kSmemBytes>>>(p, neighbours, sample > 0 ? 1 : 0, clk.get());
+    rounds.zero();
+    kern<<<1, T::kThreads, T::kSmemBytes>>>(p, neighbours, sample > 0 ? 1 : 0, clk.get(), rounds.get());
     MB_CHECK_LAUNCH("load_warp_kernel");
     const auto c = clk.to_host();
     rep.clock().add(c, 2000.0);
@@ -268,6 +280,26 @@ LoadWarpTimes run_instance(Report& rep, int neighbours, int launches, int sample
                                            all.begin() + sm90::kLoadWarp * kTraceCap + n[sm90::kLoadWarp]);
     if (l == 0) continue;  // the first launch warms the L2 and the instruction cache
     times.duration.push_back(static_cast<double>(c[0].clk1 - c[0].clk0));
+    if (neighbours) {
+      const auto h = rounds.to_host();
+      double smsp0 = 0, others = 0;
+      int n0 = 0, n1 = 0;
+      for (int w = 0; w < warps; ++w) {
+        if (sm90::warp_role(w) != sm90::Role::Consumer || h[2 * w] == 0) continue;
+        const double per_round = static_cast<double>(h[2 * w + 1]) / static_cast<double>(h[2 * w]);
+        if (w % 4 == 0) {
+          smsp0 += per_round;
+          ++n0;
+        } else {
+          others += per_round;
+          ++n1;
+        }
+      }
+      if (n0 > 0 && n1 > 0) {
+        times.round_smsp0.push_back(smsp0 / n0);
+        times.round_smsp1_3.push_back(others / n1);
+      }
+    }
     // Records carry the low 32 bits of the SM clock (%clock); the start's clock64 is cut to them.
     const auto first1 = std::find_if(mine.begin(), mine.end(), [](const auto& r) { return r.tile == 1; });
     if (first1 != mine.end())
@@ -296,6 +328,10 @@ Json times_json(const LoadWarpTimes& times) {
   j["tiles"] = static_cast<int>(times.tile_bookkeeping.size());
   j["duration_cycles"] = median(times.duration);
   j["tile1_entry_cycles"] = median(times.tile1_entry);
+  if (!times.round_smsp0.empty()) {
+    j["consumer_softmax_block_smsp0_cycles"] = median(times.round_smsp0);
+    j["consumer_softmax_block_smsp1_3_cycles"] = median(times.round_smsp1_3);
+  }
   return j;
 }
 
@@ -328,6 +364,9 @@ void instance(Report& rep, Json& j, const char* kernel, int launches) {
   entry["plain_duration_cycles"] = plain_run;
   entry["all_recorded_duration_cycles"] = all_run;
   entry["one_recorded_duration_cycles"] = median(one.duration);
+  // The consumers' softmax blocks beside the load warp's plain code (nothing recorded).
+  entry["plain_consumer_softmax_block_smsp0_cycles"] = median(plain.round_smsp0);
+  entry["plain_consumer_softmax_block_smsp1_3_cycles"] = median(plain.round_smsp1_3);
   const double tiles = kMTilesPerHead * kHeads;
   entry["entry_extra_cycles"] = one_entry - all_entry - (plain_run - all_run) / tiles;
 }
@@ -351,7 +390,10 @@ void bench_load_warp(Report& rep) {
       "warp's start (tile1_entry) with every tile recorded and with tile 1 recorded after a plain tile 0 (trace "
       "sample 8: a static grid records tile 1 only, a dynamic one tiles 1-5), the load warp's whole run recorded and "
       "plain; entry_extra = the two entries' difference less (plain - recorded run) / 8: what entering a recorded "
-      "tile from a plain one costs over the warm entry. Instances: the base schedule's traced hd64 (192 x 128), "
+      "tile from a plain one costs over the warm entry. consumer_softmax_block_smsp0 / _smsp1_3 (beside the softmax; "
+      "plain_* in recorded_after_plain with nothing recorded): cycles per softmax block of the consumer warps on SMSP "
+      "0, the load warp's, and of those on SMSPs 1-3 (mean over the warps, median over the launches). Instances: the "
+      "base schedule's traced hd64 (192 x 128), "
       "hd128 (128 x 128), hd256 (128 x 80), each static persistent and dynamic.");
   const int launches = rep.opt().quick ? 3 : 9;
   Json& inst = rep.results()["instances"];

@@ -8,6 +8,7 @@
 // own (issue rate, scoreboards) or its surroundings' (the other warps, the running wgmma).
 #include <cuda/ptx>
 
+#include "common/mbarrier.cuh"
 #include "microbench.cuh"
 #include "neighbour_work.cuh"
 #include "sm90/softmax.cuh"
@@ -16,13 +17,18 @@
 namespace mb {
 namespace {
 
+/// softmax_block_kernel's kMma value for warpgroup 0's warp 0 waiting in wait_parity (below).
+constexpr int kSpin = 3;
+
 /// The conditional rescale's threshold in log2 units: the base schedule's at head_dim 256
 /// (schedules/fa3_sm90.json, rescale.threshold_log2 8; FA4's conditional rescale). The benchmark's
 /// scores never grow a row's max that far after the first block, so its rescale_o spans pack P only.
 constexpr float kThresholdLog2 = 8.0f;
 
 /// Warpgroup 0 (kMma 1: back-to-back wgmma m64n128k16 SS until the softmax warps are done; 2: RS,
-/// A from registers, as the PV GEMM; 0: idle); warpgroups 1..kGroups, one warp per SMSP each, run
+/// A from registers, as the PV GEMM; 0: idle; kSpin: warp 0 alone waits on an mbarrier in the
+/// kernels' wait loop, wait_parity, until the softmax warps are done, as the load warp waits
+/// for a free stage on SMSP 0 beside consumer warps 4 and 8); warpgroups 1..kGroups, one warp per SMSP each, run
 /// `iters` softmax blocks of n_block kN (kN / 2 scores per thread) and head_dim kD (kD / 2 O
 /// elements) on fresh scores and accumulate the cycles of each span (row max, exp + sums,
 /// rescale + pack) into out[3 * (warp - 4) + k]. kGroups 2: two softmax warps share each SMSP, in
@@ -37,11 +43,20 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
   __shared__ int done_warps;
-  if (threadIdx.x == 0) stop = done_warps = 0;
+  __shared__ uint64_t spin_bar;  // kSpin: completed by the last softmax warp
+  if (threadIdx.x == 0) {
+    stop = done_warps = 0;
+    cuda::ptx::mbarrier_init(&spin_bar, 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
   const uint8_t* base = fill_wgmma_tiles(smem_raw);  // ends with __syncthreads
   const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
   if (warp < 4) {
-    if constexpr (kMma != 0) wgmma_until<kMma == 2>(base, stop, sink);
+    if constexpr (kMma == kSpin) {
+      if (warp == 0) attnsim::wait_parity(&spin_bar, 0);
+    } else if constexpr (kMma != 0) {
+      wgmma_until<kMma == 2>(base, stop, sink);
+    }
     return;
   }
   const long long start = clock64();
@@ -81,7 +96,10 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
   }
   if (lane == 0) {
     for (int k = 0; k < 4; ++k) out[4 * (warp - 4) + k] = acc[k];
-    if (atomicAdd(&done_warps, 1) == 4 * kGroups - 1) stop = 1;  // the last softmax warp stops the wgmma
+    if (atomicAdd(&done_warps, 1) == 4 * kGroups - 1) {  // the last softmax warp stops the wgmma
+      stop = 1;
+      (void)cuda::ptx::mbarrier_arrive(&spin_bar);  // and releases the spinning warp
+    }
   }
   float x = st.sum[0] + st.sum[1];
 #pragma unroll
@@ -118,6 +136,87 @@ std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
       rescaled += static_cast<double>(h[4 * w + 3]) / iters / (4 * kGroups * launches);
   }
   return {median(per_launch[0]), median(per_launch[1]), median(per_launch[2]), rescaled};
+}
+
+/// Mean cycles per block of each span of softmax warp `smsp` (warp 4 + smsp: SMSP smsp), median
+/// over `launches` launches started 4000 + 97 i cycles in, with warpgroup 0 idle (kMma 0) or its
+/// warp 0 waiting in the kernels' wait loop on SMSP 0 (kSpin).
+template <int kN, int kD, int kMma>
+std::vector<double> warp_span_cycles(ClockMeter& clock, int iters, int launches, int smsp) {
+  auto kern = softmax_block_kernel<kN, kD, kMma>;
+  allow_smem(kern, kWgmmaTileSmem);
+  DeviceBuffer<long long> out(16);
+  DeviceBuffer<BlockClock> clk(1);
+  DeviceBuffer<float> sink(256);
+  std::vector<std::vector<double>> per_launch(3);
+  for (int i = 0; i < launches; ++i) {
+    kern<<<1, 256, kWgmmaTileSmem>>>(iters, 4000 + 97 * i, 0.0883883f * 1.4426950f, out.get(), clk.get(), sink.get());
+    MB_CHECK_LAUNCH("softmax_block_kernel");
+    clock.add(clk.to_host(), 5000.0);
+    const auto h = out.to_host();
+    for (int k = 0; k < 3; ++k) per_launch[k].push_back(static_cast<double>(h[4 * smsp + k]) / iters);
+  }
+  return {median(per_launch[0]), median(per_launch[1]), median(per_launch[2])};
+}
+
+/// A warp waiting on an mbarrier phase that completes `wait` cycles later (another warp on
+/// another SMSP arrives then): try_wait loops (`while (!try_wait) ++n`) per cycle of the wait.
+/// out[0] = loops, out[1] = cycles waited.
+__global__ void spin_rate_kernel(long long wait, long long* out) {
+  __shared__ uint64_t bar;
+  if (threadIdx.x == 0) {
+    cuda::ptx::mbarrier_init(&bar, 1);
+    cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const long long t0 = clock64();
+    long long n = 0;
+    while (!attnsim::try_wait_parity<false>(&bar, 0)) ++n;
+    out[0] = n;
+    out[1] = clock64() - t0;
+  } else if (threadIdx.x == 32) {
+    const long long t0 = clock64();
+    while (clock64() - t0 < wait) {}
+    (void)cuda::ptx::mbarrier_arrive(&bar);
+  }
+}
+
+/// try_wait loops per 1000 cycles of a pending phase, median over `launches` waits of `wait` cycles.
+double spin_loops_per_kcycle(long long wait, int launches) {
+  DeviceBuffer<long long> out(2);
+  std::vector<double> v;
+  for (int i = 0; i < launches; ++i) {
+    spin_rate_kernel<<<1, 64>>>(wait, out.get());
+    MB_CHECK_LAUNCH("spin_rate_kernel");
+    const auto h = out.to_host();
+    v.push_back(1000.0 * static_cast<double>(h[0]) / static_cast<double>(h[1]));
+  }
+  return median(v);
+}
+
+/// The softmax spans of one tile shape on each SMSP, warpgroup 0 idle and with its warp 0 waiting
+/// in the kernels' wait loop on SMSP 0 (as the load warp waits beside consumer warps 4 and 8),
+/// into `j`: per span, SMSP 0's and the other three's mean.
+template <int kN, int kD>
+void beside_waiting_warp(Report& rep, Json& j, int iters, int launches) {
+  j["n_block"] = kN;
+  j["head_dim"] = kD;
+  const char* names[3] = {"softmax_max", "softmax_exp", "rescale_o"};
+  for (int spin = 0; spin < 2; ++spin) {
+    std::vector<std::vector<double>> by_smsp;
+    for (int smsp = 0; smsp < 4; ++smsp)
+      by_smsp.push_back(spin ? warp_span_cycles<kN, kD, kSpin>(rep.clock(), iters, launches, smsp)
+                             : warp_span_cycles<kN, kD, 0>(rep.clock(), iters, launches, smsp));
+    for (int k = 0; k < 3; ++k) {
+      Json& x = j["spans"][names[k]];
+      const std::string cond = spin ? "beside_waiting_warp" : "alone";
+      x[cond + "_smsp0_cycles"] = by_smsp[0][static_cast<size_t>(k)];
+      x[cond + "_smsp1_3_cycles"] = (by_smsp[1][static_cast<size_t>(k)] + by_smsp[2][static_cast<size_t>(k)] +
+                                     by_smsp[3][static_cast<size_t>(k)]) /
+                                    3;
+    }
+  }
 }
 
 /// The kernel's final_o span (kernels/sm90/softmax.cuh write_o, which the epilogue runs: row sums across the quad, O /
@@ -313,6 +412,13 @@ void bench_softmax_block(Report& rep) {
   conditional_rescale<80, 256>(rep, shapes["hd256 n_block 80 conditional rescale"], iters, launches);
   conditional_rescale<64, 256>(rep, shapes["hd256 n_block 64 conditional rescale"], iters, launches);
   conditional_rescale<128, 128>(rep, shapes["hd128 n_block 128 conditional rescale"], iters, launches);
+  // A warp waiting in the kernels' wait loop on SMSP 0 (the load warp's place) beside one softmax
+  // warp per SMSP; and how often that loop's try_wait returns while the phase is pending.
+  beside_waiting_warp<128, 128>(rep, shapes["hd128 n_block 128 beside a waiting warp"], iters, launches);
+  beside_waiting_warp<80, 256>(rep, shapes["hd256 n_block 80 beside a waiting warp"], iters, launches);
+  beside_waiting_warp<128, 64>(rep, shapes["hd64 n_block 128 beside a waiting warp"], iters, launches);
+  for (long long wait : {2000LL, 20000LL})
+    res["try_wait_loops_per_kcycle_pending"][std::to_string(wait) + "_cycles"] = spin_loops_per_kcycle(wait, launches);
   res["softmax_exp_alone_cycles"] = hd128[0];
   res["softmax_exp_beside_wgmma_cycles"] = hd128[1];
 }
