@@ -20,6 +20,14 @@ namespace {
 /// softmax_block_kernel's kMma value for warpgroup 0's warp 0 waiting in wait_parity (below).
 constexpr int kSpin = 3;
 
+/// What mask_scores reads of the kernel's Params (sm90::Params): a causal problem of one 128-row
+/// block, so that the timed KV block (j = 0) crosses the diagonal of the rows the softmax warps
+/// hold (0..63), as a causal tile's last block does.
+struct MaskArgs {
+  int seqlen_q, seqlen_k, causal;
+};
+constexpr MaskArgs kDiagonal{128, 128, 1};
+
 /// The conditional rescale's threshold in log2 units: the base schedule's at head_dim 256
 /// (schedules/fa3_sm90.json, rescale.threshold_log2 8; FA4's conditional rescale). The benchmark's
 /// scores never grow a row's max that far after the first block, so its rescale_o spans pack P only.
@@ -36,10 +44,14 @@ constexpr float kThresholdLog2 = 8.0f;
 /// kEmuFreq/kEmuRes: exp_scores's exp2 emulation (the last kEmuRes of every kEmuFreq elements).
 /// kConditional: the conditional rescale's row max (its warp vote, threshold kThresholdLog2) and
 /// the rescale_o span as the kernel runs it there (O rescaled only where the vote says so, P packed
-/// always); out[4 * (warp - 4) + 3] counts the blocks that rescaled.
-template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false>
+/// always); out[4 * (warp - 4) + 3] counts the blocks that rescaled. kMask: the softmax_max span
+/// masks the block first (mask_scores, as the kernel's masked steps: `mask`'s causal diagonal
+/// crossing it; its values come at run time, as the kernel's Params do).
+template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false,
+          bool kMask = false>
 __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
-    softmax_block_kernel(int iters, int delay, float scale_log2, long long* out, BlockClock* clk, float* sink) {
+    softmax_block_kernel(int iters, int delay, float scale_log2, long long* out, BlockClock* clk, float* sink,
+                         MaskArgs mask) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
   __shared__ int done_warps;
@@ -76,6 +88,7 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
     for (int i = 0; i < kN / 2; ++i) s[i] = fmaf(s[i], 0.999f, 0.25f * static_cast<float>(it & 3));
     float alpha[2];
     const uint32_t t0 = clock32();
+    if constexpr (kMask) attnsim::sm90::mask_scores<kN>(s, 0, 16 * (warp % 4) + lane / 4, mask);
     const bool rescale_o = attnsim::sm90::row_max<kN, kConditional>(s, st, scale_log2, alpha, kThresholdLog2);
     const uint32_t t1 = clock32();
     attnsim::sm90::exp_scores<kN, kEmuFreq, kEmuRes>(s, st, scale_log2, alpha);
@@ -111,9 +124,10 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
 /// median over `launches` launches whose softmax warps start at different delays (4000 + 97 i
 /// cycles), so that no one phase between the softmax loop and the wgmma stream decides. A fourth
 /// figure: the share of blocks that rescaled O (1 unless kConditional), mean over warps and launches.
-template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false>
+template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false,
+          bool kMask = false>
 std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
-  auto kern = softmax_block_kernel<kN, kD, kMma, kGroups, kEmuFreq, kEmuRes, kConditional>;
+  auto kern = softmax_block_kernel<kN, kD, kMma, kGroups, kEmuFreq, kEmuRes, kConditional, kMask>;
   allow_smem(kern, kWgmmaTileSmem);
   constexpr int kThreads = 128 * (kGroups + 1);
   DeviceBuffer<long long> out(16 * kGroups);
@@ -123,7 +137,7 @@ std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
   double rescaled = 0;
   for (int i = 0; i < launches; ++i) {
     kern<<<1, kThreads, kWgmmaTileSmem>>>(iters, 4000 + 97 * i, 0.0883883f * 1.4426950f, out.get(), clk.get(),
-                                          sink.get());
+                                          sink.get(), kDiagonal);
     MB_CHECK_LAUNCH("softmax_block_kernel");
     clock.add(clk.to_host(), 5000.0);
     const auto h = out.to_host();
@@ -150,7 +164,8 @@ std::vector<double> warp_span_cycles(ClockMeter& clock, int iters, int launches,
   DeviceBuffer<float> sink(256);
   std::vector<std::vector<double>> per_launch(3);
   for (int i = 0; i < launches; ++i) {
-    kern<<<1, 256, kWgmmaTileSmem>>>(iters, 4000 + 97 * i, 0.0883883f * 1.4426950f, out.get(), clk.get(), sink.get());
+    kern<<<1, 256, kWgmmaTileSmem>>>(iters, 4000 + 97 * i, 0.0883883f * 1.4426950f, out.get(), clk.get(), sink.get(),
+                                     kDiagonal);
     MB_CHECK_LAUNCH("softmax_block_kernel");
     clock.add(clk.to_host(), 5000.0);
     const auto h = out.to_host();
@@ -344,6 +359,31 @@ void emulated_exp(Report& rep, Json& j, int iters, int launches) {
   x["slowdown_beside_wgmma"] = ss[1] / alone[1];
 }
 
+/// The row max of a KV block crossing the causal diagonal (kMask: mask_scores first, as the kernel's
+/// masked steps; kConditional: with the conditional rescale's vote, as hd256's), alone and beside
+/// SS and RS wgmma, into `j` as "softmax_max"; the same unmasked as "softmax_max_unmasked".
+template <int kN, int kD, bool kConditional>
+void masked_max(Report& rep, Json& j, int iters, int launches) {
+  const auto alone = span_cycles<kN, kD, 0, 1, 0, 0, kConditional, true>(rep.clock(), iters, launches);
+  const auto ss = span_cycles<kN, kD, 1, 1, 0, 0, kConditional, true>(rep.clock(), iters, launches);
+  const auto rs = span_cycles<kN, kD, 2, 1, 0, 0, kConditional, true>(rep.clock(), iters, launches);
+  const auto u_alone = span_cycles<kN, kD, 0, 1, 0, 0, kConditional>(rep.clock(), iters, launches);
+  const auto u_ss = span_cycles<kN, kD, 1, 1, 0, 0, kConditional>(rep.clock(), iters, launches);
+  const auto u_rs = span_cycles<kN, kD, 2, 1, 0, 0, kConditional>(rep.clock(), iters, launches);
+  j["n_block"] = kN;
+  j["head_dim"] = kD;
+  j["masked"] = true;
+  j["rescale"]["conditional"] = kConditional;
+  Json& x = j["spans"]["softmax_max"];
+  x["alone_cycles"] = alone[0];
+  x["beside_wgmma_cycles"] = ss[0];
+  x["beside_wgmma_rs_cycles"] = rs[0];
+  Json& u = j["spans"]["softmax_max_unmasked"];
+  u["alone_cycles"] = u_alone[0];
+  u["beside_wgmma_cycles"] = u_ss[0];
+  u["beside_wgmma_rs_cycles"] = u_rs[0];
+}
+
 /// The conditional rescale's spans of one tile shape (kConditional): the row max with its vote,
 /// and the rescale_o span packing P only (no row's max grew past the threshold), alone and beside
 /// SS and RS wgmma, into `j` as "softmax_max" and "pack_p".
@@ -387,8 +427,9 @@ void bench_softmax_block(Report& rep) {
       "wgmma. \"conditional rescale\" shapes: row_max with the conditional rescale's warp vote (threshold 2^8, as "
       "the base schedule's hd256 instances) and the rescale_o span as the kernel runs it there, O rescaled only where "
       "the vote says so (here never after the first block: blocks_rescaled_share_alone_ss_rs), so that span packs P "
-      "only "
-      "(\"pack_p\").");
+      "only (\"pack_p\"). \"masked\" shapes: the softmax_max span of a KV block crossing the causal diagonal "
+      "(mask_scores, then row_max; the problem's seqlen and causal flag passed at run time, as the kernel's Params), "
+      "and the same block unmasked.");
   const int iters = rep.opt().quick ? 200 : 4000, launches = rep.opt().quick ? 1 : 9;
   Json& res = rep.results();
   res["launches"] = launches;
@@ -412,6 +453,12 @@ void bench_softmax_block(Report& rep) {
   conditional_rescale<80, 256>(rep, shapes["hd256 n_block 80 conditional rescale"], iters, launches);
   conditional_rescale<64, 256>(rep, shapes["hd256 n_block 64 conditional rescale"], iters, launches);
   conditional_rescale<128, 128>(rep, shapes["hd128 n_block 128 conditional rescale"], iters, launches);
+  // A KV block crossing the causal diagonal: the mask and the row max, with the base schedule's
+  // rescale at each shape (hd256: conditional).
+  masked_max<128, 128, false>(rep, shapes["hd128 n_block 128 masked"], iters, launches);
+  masked_max<128, 64, false>(rep, shapes["hd64 n_block 128 masked"], iters, launches);
+  masked_max<80, 256, true>(rep, shapes["hd256 n_block 80 masked conditional rescale"], iters, launches);
+  masked_max<64, 256, true>(rep, shapes["hd256 n_block 64 masked conditional rescale"], iters, launches);
   // A warp waiting in the kernels' wait loop on SMSP 0 (the load warp's place) beside one softmax
   // warp per SMSP; and how often that loop's try_wait returns while the phase is pending.
   beside_waiting_warp<128, 128>(rep, shapes["hd128 n_block 128 beside a waiting warp"], iters, launches);

@@ -72,6 +72,29 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
       const int n = static_cast<int>(n_block) / 2;
       emu_share = static_cast<double>(exp2_emulated_elements(n, freq, res)) / n;
     }
+    // A shape that compares SMSPs ("beside a waiting warp": per span its time on SMSP 0 and on
+    // SMSPs 1-3, results since 2026-12-01) times no block for the model: skipped.
+    if (doc.contains(json::json_pointer(at + "/spans/softmax_max/alone_smsp0_cycles"))) continue;
+    // A shape timed masked ("masked": true; results since 2026-12-01): its row max of a block
+    // crossing the causal diagonal and the same block unmasked; their difference is the mask's
+    // time (softmax_mask_select), alone and beside SS / RS wgmma.
+    const json::json_pointer masked_at(at + "/masked");
+    if (doc.contains(masked_at) && doc[masked_at].is_boolean() && doc[masked_at]) {
+      const std::string with = at + "/spans/softmax_max", without = at + "/spans/softmax_max_unmasked";
+      BlockTimingPoint p;
+      p.block = "softmax_mask_select";
+      p.elements = n_block / 2;
+      p.alone = number_at(doc, file, with + "/alone_cycles") - number_at(doc, file, without + "/alone_cycles");
+      p.beside_ss =
+          number_at(doc, file, with + "/beside_wgmma_cycles") - number_at(doc, file, without + "/beside_wgmma_cycles");
+      p.beside_rs = number_at(doc, file, with + "/beside_wgmma_rs_cycles") -
+                    number_at(doc, file, without + "/beside_wgmma_rs_cycles");
+      if (p.alone <= 0 || p.beside_ss <= 0 || p.beside_rs <= 0)
+        throw InputError(file, with, "expected the masked row max to take longer than the unmasked one");
+      p.shapes = {it.key()};
+      by_key[{p.block, p.exp2_emu_share, p.elements}].push_back(p);
+      continue;
+    }
     const json::json_pointer conditional_at(at + "/rescale/conditional");
     const bool conditional = doc.contains(conditional_at) && doc[conditional_at].is_boolean() && doc[conditional_at];
     const auto spans = conditional ? std::span<const Span>(kConditionalSpans) : std::span<const Span>(kSpans);
@@ -139,6 +162,8 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
   // What the benchmark timed for each block, where it is not the span of the block's own name.
   auto span_of = [](const std::string& block) -> std::string {
     if (block == "softmax_max_conditional") return "softmax_max span with the conditional rescale's warp vote";
+    if (block == "softmax_mask_select")
+      return "masked softmax_max span (a block crossing the causal diagonal) less the unmasked one's";
     if (block == "pack_p")
       return "rescale_o span where the conditional rescale rescales nothing (P packed to bf16 only)";
     return block + " span";

@@ -10,7 +10,8 @@ namespace attnsim {
 
 /// One block's timing at one tile shape, as derived from a softmax_block result, cycles.
 struct BlockTimingPoint {
-  std::string block;    ///< "softmax_max", "softmax_exp", "rescale_o", "final_o"; "softmax_max_conditional", "pack_p"
+  std::string block;    ///< "softmax_max", "softmax_exp", "rescale_o", "final_o"; "softmax_max_conditional", "pack_p",
+                        ///< "softmax_mask_select"
   double elements = 0;  ///< elements per thread-row as the lowering passes them (n_block / 2 or head_dim / 2)
   double exp2_emu_share = 0;  ///< fraction of the exp2 emulated (shapes timed with "exp2_emulation"; softmax_exp only)
   double alone = 0, beside_ss = 0, beside_rs = 0;
@@ -20,7 +21,8 @@ struct BlockTimingPoint {
 /// Reads one softmax_block result file: a point per block, elements and share of emulated exp2
 /// (shapes with the same elements per thread-row and share are averaged; a shape timed with
 /// "exp2_emulation" {freq, res} gives only its softmax_exp point; one timed with "rescale":
-/// {"conditional": true} its softmax_max_conditional and pack_p points). `note` receives "GPU, driver,
+/// {"conditional": true} its softmax_max_conditional and pack_p points; one timed "masked" its
+/// softmax_mask_select point, the masked row max less the unmasked one). `note` receives "GPU, driver,
 /// date". Throws InputError naming the file and JSON path when the file is not a softmax_block
 /// result or lacks a figure.
 std::vector<BlockTimingPoint> derive_block_timings(const std::string& results_file, std::string& note);

@@ -289,6 +289,17 @@ TEST_CASE("calibrate --costs times the conditional rescale's row max and pack-on
   for (const auto& p : points) elements[p.block].push_back(p.elements);
   CHECK(elements.at("pack_p") == std::vector<double>{32, 40, 64});
   CHECK(elements.at("softmax_max_conditional") == std::vector<double>{32, 40, 64});
+  // The masked shapes: the mask's time, the masked row max less the unmasked one (hd64 and hd128
+  // share 64 elements and are averaged).
+  CHECK(elements.at("softmax_mask_select") == std::vector<double>{32, 40, 64});
+  for (const auto& p : points) {
+    if (p.block != "softmax_mask_select" || p.elements != 40) continue;
+    const auto& spans = shapes["hd256 n_block 80 masked conditional rescale"]["spans"];
+    CHECK(p.alone == Approx(spans["softmax_max"]["alone_cycles"].get<double>() -
+                            spans["softmax_max_unmasked"]["alone_cycles"].get<double>()));
+    CHECK(p.beside_ss == Approx(spans["softmax_max"]["beside_wgmma_cycles"].get<double>() -
+                                spans["softmax_max_unmasked"]["beside_wgmma_cycles"].get<double>()));
+  }
   // The plain blocks keep only the plain shapes' points (the conditional shapes time no rescale).
   CHECK(elements.at("softmax_max") == std::vector<double>{32, 40, 64, 88});
   CHECK(elements.at("rescale_o") == std::vector<double>{32, 64, 128});
@@ -310,4 +321,14 @@ TEST_CASE("calibrate --costs times the conditional rescale's row max and pack-on
   CHECK_THAT(written["blocks"]["softmax_max_conditional"]["measured"]["source"].get<std::string>(),
              Catch::Contains("softmax_max span with the conditional rescale's warp vote"));
   fs::remove(tmp);
+
+  // A masked shape whose masked row max is not the longer is refused, naming it.
+  auto bad = load_json_file(results);
+  bad["results"]["shapes"]["hd128 n_block 128 masked"]["spans"]["softmax_max"]["alone_cycles"] = 100.0;
+  const fs::path bad_file = fs::temp_directory_path() / "attnsim_softmax_block_bad_mask.json";
+  std::ofstream(bad_file) << bad.dump();
+  CHECK_THROWS_WITH(derive_block_timings(bad_file.string(), note),
+                    Catch::Contains("/results/shapes/hd128 n_block 128 masked/spans/softmax_max") &&
+                        Catch::Contains("masked row max to take longer"));
+  fs::remove(bad_file);
 }

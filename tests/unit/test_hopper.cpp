@@ -758,6 +758,29 @@ TEST_CASE("fa3_sm90 conditional rescale: its row max and its pack-only steps tak
     CHECK(b->measured == costs.measured_timing("softmax_max", 40));
 }
 
+TEST_CASE("fa3_sm90 masked row max: the mask's measured time on top of the row max's", "[hopper][fa3][mask]") {
+  const Hardware hw = h100();
+  const CostModel costs = CostModel::load(test::root() + "/configs/costs/sm90_softmax.json");
+  const MeasuredTiming max = costs.measured_timing("softmax_max", 64),
+                       mask = costs.measured_timing("softmax_mask_select", 64);
+  REQUIRE(max.alone > 0);
+  REQUIRE(mask.alone > 0);
+  // hd128 causal: a tile of 3 KV blocks whose last one crosses the diagonal (masked_blocks 1).
+  Problem q = shape(128, 8192);
+  q.causal = true;
+  std::vector<MeasuredTiming> seen;
+  for (const auto& w : load_schedule(schedule("fa3_sm90"))->lower(hw, q, {TileWork{0, 128, 3, 1}}).warps)
+    for (const auto& op : w.ops)
+      if (op.name == ATTNSIM_OP_SOFTMAX_MAX && op.compute) seen.push_back(op.compute->measured);
+  REQUIRE(seen.size() == 8u * 3);
+  const auto masked = std::count_if(seen.begin(), seen.end(), [&](const MeasuredTiming& t) {
+    return t.alone == Approx(max.alone + mask.alone) &&
+           t.beside_ss == Approx((max.alone * max.beside_ss + mask.alone * mask.beside_ss) / (max.alone + mask.alone));
+  });
+  CHECK(masked == 8);  // one masked block per warp
+  CHECK(std::count(seen.begin(), seen.end(), max) == 8 * 2);
+}
+
 TEST_CASE("fa3_sm90 exp2 emulation: a share of the scores' exp2 moves from the MUFU to the FMA and ALU pipes",
           "[hopper][fa3][exp2]") {
   const Hardware hw = h100();

@@ -19,7 +19,7 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   const GemmGroup qk_g = qk_group(c.hw, d, n_blk, eb), pv_g = pv_group(c.hw, dv, n_blk, eb);
   // Per thread: n_block / 2 scores of 2 rows; head_dim_v / 2 outputs.
   const SoftmaxBlock max_b = softmax_max_block(c.costs, c.hw, n_blk, k.conditional_rescale);
-  const Work mask_work = c.costs.work("softmax_mask_select", n_blk / 2.0, 2);
+  const SoftmaxBlock masked_max_b = masked_max_block(c.costs, max_b, n_blk);
   // The exponentials of a KV block's first `keys` keys, and P packed: n_block, or n_block / 2
   // where the warpgroup's rows see no key past the middle of the tile's last block
   // (trim_last_block, sm90::last_block_half: the GEMMs, the mask and the row max stay whole, the
@@ -129,9 +129,8 @@ void emit_consumer(Context& c, WarpBuilder& w, int group, int warp_in_group) {
   };
   auto softmax_max = [&](int j, int tile, bool masked) {
     w.tags(group, j, tile);
-    Work m = max_b.work;
-    if (masked) m += mask_work;
-    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m, max_b.latency, max_b.chain, max_b.measured);
+    const SoftmaxBlock& m = masked ? masked_max_b : max_b;
+    w.compute(ATTNSIM_OP_SOFTMAX_MAX, m.work, m.latency, m.chain, m.measured);
   };
   auto softmax_exp = [&](int j, int tile, const ExpCosts& b) {
     w.tags(group, j, tile);

@@ -71,6 +71,24 @@ inline SoftmaxBlock softmax_max_block(const CostModel& costs, const Hardware& hw
           costs.measured_timing(name, n_block / 2.0)};
 }
 
+/// The row max `max` of a KV block with the mask of one crossing the causal diagonal or the
+/// seqlen_k tail on top: the mask's work (softmax_mask_select, its instructions in the SASS) added,
+/// and where both are measured, its measured time (the masked row max less the unmasked one,
+/// kernels/microbench softmax_block) added to the row max's, each slowing beside wgmma by its own
+/// measured factor.
+inline SoftmaxBlock masked_max_block(const CostModel& costs, const SoftmaxBlock& max, int n_block) {
+  SoftmaxBlock b = max;
+  b.work += costs.work("softmax_mask_select", n_block / 2.0, 2);
+  const MeasuredTiming mask = costs.measured_timing("softmax_mask_select", n_block / 2.0);
+  if (max.measured.alone > 0 && mask.alone > 0) {
+    const double a = max.measured.alone, m = mask.alone;
+    b.measured.alone = a + m;
+    b.measured.beside_ss = (a * max.measured.beside_ss + m * mask.beside_ss) / (a + m);
+    b.measured.beside_rs = (a * max.measured.beside_rs + m * mask.beside_rs) / (a + m);
+  }
+  return b;
+}
+
 /// The exponentials of a block's first `keys` keys and their row sums; `exp2_emu_share` of them
 /// take the emulated exp2 on the FMA/ALU pipes in place of MUFU.EX2.
 inline SoftmaxBlock softmax_exp_block(const CostModel& costs, const Hardware& hw, int keys, double exp2_emu_share) {
