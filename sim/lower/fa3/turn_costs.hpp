@@ -103,10 +103,10 @@ inline SoftmaxBlock softmax_exp_block(const CostModel& costs, const Hardware& hw
   return b;
 }
 
-/// The kernel's rescale_o span where it rescales nothing (a tile's first KV block; with the
-/// conditional rescale, the steps where no row's max grew past the threshold): P of `keys` keys
-/// packed to bf16, its time the measured one of that span (pack_p; kernels/microbench
-/// softmax_block), its chain the rescale's.
+/// The kernel's rescale_o span where it rescales nothing: P of `keys` keys packed to bf16, its
+/// chain the rescale's, and `measured` the time of that span where the conditional rescale's vote
+/// said no (pack_p; kernels/microbench softmax_block). A tile's first KV block packs with no vote
+/// to test: the lowering gives it the work alone.
 inline SoftmaxBlock pack_block(const CostModel& costs, const Hardware& hw, int head_dim_v, int keys) {
   SoftmaxBlock b;
   b.work = costs.work("pack_p", keys / 2.0, 0);
