@@ -35,7 +35,7 @@ attnsim_cli_test(calibrate_load_warp 0 "the load warp beside the softmax.*hd128 
        --costs ${PROJECT_SOURCE_DIR}/configs/costs/sm90_softmax.json --dry-run)
 # calibrate --costs --blocks: only the named blocks of a softmax_block result (dry run); a block
 # the result does not time is refused, naming it.
-attnsim_cli_test(calibrate_blocks_only 0 "beside RS +shapes\n  softmax_max_conditional +32 +212\\.0 +300\\.9 +293\\.9"
+attnsim_cli_test(calibrate_blocks_only 0 "beside RS +shapes\n  softmax_max_conditional +32 +212\\.0 +300\\.7 +293\\.3"
   ARGS calibrate ${PROJECT_SOURCE_DIR}/configs/measured/h200/softmax_block.json
        --costs ${PROJECT_SOURCE_DIR}/configs/costs/sm90_softmax.json --blocks softmax_max_conditional --dry-run)
 attnsim_cli_test(calibrate_blocks_unknown 2 "softmax_block.json: /results/shapes: expected a shape timing block 'pack_q' \\(--blocks\\)"

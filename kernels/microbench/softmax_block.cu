@@ -46,9 +46,10 @@ constexpr float kThresholdLog2 = 8.0f;
 /// the rescale_o span as the kernel runs it there (O rescaled only where the vote says so, P packed
 /// always); out[4 * (warp - 4) + 3] counts the blocks that rescaled. kMask: the softmax_max span
 /// masks the block first (mask_scores, as the kernel's masked steps: `mask`'s causal diagonal
-/// crossing it; its values come at run time, as the kernel's Params do).
+/// crossing it; its values come at run time, as the kernel's Params do). kPackOnly: the rescale_o
+/// span packs P and rescales nothing, as at a tile's first KV block (no vote to test).
 template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false,
-          bool kMask = false>
+          bool kMask = false, bool kPackOnly = false>
 __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
     softmax_block_kernel(int iters, int delay, float scale_log2, long long* out, BlockClock* clk, float* sink,
                          MaskArgs mask) {
@@ -93,7 +94,7 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
     const uint32_t t1 = clock32();
     attnsim::sm90::exp_scores<kN, kEmuFreq, kEmuRes>(s, st, scale_log2, alpha);
     const uint32_t t2 = clock32();
-    if (rescale_o) attnsim::sm90::rescale<kD>(o, alpha);  // always, unless kConditional (as in the kernel)
+    if (!kPackOnly && rescale_o) attnsim::sm90::rescale<kD>(o, alpha);  // always, unless kConditional (as the kernel)
     attnsim::sm90::pack_p<kN>(s, p);
     const uint32_t t3 = clock32();
     acc[0] += t1 - t0;
@@ -125,9 +126,9 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
 /// cycles), so that no one phase between the softmax loop and the wgmma stream decides. A fourth
 /// figure: the share of blocks that rescaled O (1 unless kConditional), mean over warps and launches.
 template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false,
-          bool kMask = false>
+          bool kMask = false, bool kPackOnly = false>
 std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
-  auto kern = softmax_block_kernel<kN, kD, kMma, kGroups, kEmuFreq, kEmuRes, kConditional, kMask>;
+  auto kern = softmax_block_kernel<kN, kD, kMma, kGroups, kEmuFreq, kEmuRes, kConditional, kMask, kPackOnly>;
   allow_smem(kern, kWgmmaTileSmem);
   constexpr int kThreads = 128 * (kGroups + 1);
   DeviceBuffer<long long> out(16 * kGroups);
@@ -359,6 +360,22 @@ void emulated_exp(Report& rep, Json& j, int iters, int launches) {
   x["slowdown_beside_wgmma"] = ss[1] / alone[1];
 }
 
+/// The rescale_o span of a tile's first KV block (kPackOnly: P packed, nothing rescaled, no vote),
+/// alone and beside SS and RS wgmma, into `j` as "rescale_o".
+template <int kN, int kD>
+void first_block_pack(Report& rep, Json& j, int iters, int launches) {
+  const auto alone = span_cycles<kN, kD, 0, 1, 0, 0, false, false, true>(rep.clock(), iters, launches);
+  const auto ss = span_cycles<kN, kD, 1, 1, 0, 0, false, false, true>(rep.clock(), iters, launches);
+  const auto rs = span_cycles<kN, kD, 2, 1, 0, 0, false, false, true>(rep.clock(), iters, launches);
+  j["n_block"] = kN;
+  j["head_dim"] = kD;
+  j["first_block"] = true;
+  Json& x = j["spans"]["rescale_o"];
+  x["alone_cycles"] = alone[2];
+  x["beside_wgmma_cycles"] = ss[2];
+  x["beside_wgmma_rs_cycles"] = rs[2];
+}
+
 /// The row max of a KV block crossing the causal diagonal (kMask: mask_scores first, as the kernel's
 /// masked steps; kConditional: with the conditional rescale's vote, as hd256's), alone and beside
 /// SS and RS wgmma, into `j` as "softmax_max"; the same unmasked as "softmax_max_unmasked".
@@ -429,7 +446,8 @@ void bench_softmax_block(Report& rep) {
       "the vote says so (here never after the first block: blocks_rescaled_share_alone_ss_rs), so that span packs P "
       "only (\"pack_p\"). \"masked\" shapes: the softmax_max span of a KV block crossing the causal diagonal "
       "(mask_scores, then row_max; the problem's seqlen and causal flag passed at run time, as the kernel's Params), "
-      "and the same block unmasked.");
+      "and the same block unmasked. \"first block\" shapes: the rescale_o span of a tile's first KV block, which "
+      "packs P and rescales nothing.");
   const int iters = rep.opt().quick ? 200 : 4000, launches = rep.opt().quick ? 1 : 9;
   Json& res = rep.results();
   res["launches"] = launches;
@@ -459,6 +477,11 @@ void bench_softmax_block(Report& rep) {
   masked_max<128, 64, false>(rep, shapes["hd64 n_block 128 masked"], iters, launches);
   masked_max<80, 256, true>(rep, shapes["hd256 n_block 80 masked conditional rescale"], iters, launches);
   masked_max<64, 256, true>(rep, shapes["hd256 n_block 64 masked conditional rescale"], iters, launches);
+  // A tile's first KV block: its rescale_o span packs P only, with no vote to test.
+  first_block_pack<128, 128>(rep, shapes["hd128 n_block 128 first block"], iters, launches);
+  first_block_pack<80, 256>(rep, shapes["hd256 n_block 80 first block"], iters, launches);
+  first_block_pack<64, 256>(rep, shapes["hd256 n_block 64 first block"], iters, launches);
+  first_block_pack<176, 64>(rep, shapes["hd64 n_block 176 first block"], iters, launches);
   // A warp waiting in the kernels' wait loop on SMSP 0 (the load warp's place) beside one softmax
   // warp per SMSP; and how often that loop's try_wait returns while the phase is pending.
   beside_waiting_warp<128, 128>(rep, shapes["hd128 n_block 128 beside a waiting warp"], iters, launches);

@@ -75,6 +75,10 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
     // A shape that compares SMSPs ("beside a waiting warp": per span its time on SMSP 0 and on
     // SMSPs 1-3, results since 2026-12-01) times no block for the model: skipped.
     if (doc.contains(json::json_pointer(at + "/spans/softmax_max/alone_smsp0_cycles"))) continue;
+    // A tile's first block ("first_block": true, results since 2026-12-01): its rescale_o span packs
+    // P only, a check of the lowering's instruction-priced pack (no block of its own): skipped.
+    const json::json_pointer first_at(at + "/first_block");
+    if (doc.contains(first_at) && doc[first_at].is_boolean() && doc[first_at]) continue;
     // A shape timed masked ("masked": true; results since 2026-12-01): its row max of a block
     // crossing the causal diagonal and the same block unmasked; their difference is the mask's
     // time (softmax_mask_select), alone and beside SS / RS wgmma.

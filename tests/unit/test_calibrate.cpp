@@ -303,6 +303,11 @@ TEST_CASE("calibrate --costs times the conditional rescale's row max and pack-on
   // The plain blocks keep only the plain shapes' points (the conditional shapes time no rescale).
   CHECK(elements.at("softmax_max") == std::vector<double>{32, 40, 64, 88});
   CHECK(elements.at("rescale_o") == std::vector<double>{32, 64, 128});
+  // The first-block and waiting-warp shapes time no block: rescale_o at 64 elements (head_dim 128)
+  // is the plain hd128 shape's alone, not averaged with the first block's pack.
+  for (const auto& p : points)
+    if (p.block == "rescale_o" && p.elements == 64)
+      CHECK(p.alone == Approx(shapes["hd128 n_block 128"]["spans"]["rescale_o"]["alone_cycles"].get<double>()));
   for (const auto& p : points) {
     if (p.block != "pack_p" || p.elements != 40) continue;
     const auto& span = shapes["hd256 n_block 80 conditional rescale"]["spans"]["pack_p"];
