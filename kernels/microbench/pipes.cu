@@ -192,6 +192,29 @@ struct MufuF2iOp : MufuOp {
   }
 };
 
+/// FFMA chains v = v * a + b (a just under 1: no overflow, no denormals).
+struct FfmaOp {
+  static constexpr int kChains = 8, kSteps = 64, kCounted = kChains * kSteps;
+  static constexpr double kEstCyclesPerIter = kCounted * 1.0;
+  float v[kChains];
+  __device__ void init(const PipeArgs&, unsigned t) {
+#pragma unroll
+    for (int i = 0; i < kChains; ++i) v[i] = 1.0f + 0.1f * i + (t & 255) * 1e-4f;
+  }
+  __device__ void body(const PipeArgs& a, int) {
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u)
+#pragma unroll
+      for (int i = 0; i < kChains; ++i) v[i] = ffma(v[i], a.fa, a.fb);
+  }
+  __device__ float result() const {
+    float s = 0;
+#pragma unroll
+    for (int i = 0; i < kChains; ++i) s += v[i];
+    return s;
+  }
+};
+
 /// fp32 pair -> bf16x2 (cvt.rn.bf16x2.f32: one F2FP.BF16.F32.PACK_AB), the instruction that
 /// packs P for the PV wgmma and O for its store. Chain: v = the packed word read as a float, its
 /// upper half bf16(v) and its lower half bf16(w): about v again (stays in (0.5, 2)), no other
@@ -202,26 +225,14 @@ __device__ __forceinline__ float f2fp_step(float v, float w) {
   return __uint_as_float(d);
 }
 
-/// F2FP chains alone (kCounted: the F2FPs).
-struct F2fpOp {
-  static constexpr int kChains = 8, kSteps = 64, kCounted = kChains * kSteps;
+/// F2FP chains alone (kCounted: the F2FPs): FfmaOp's chains, seeds and result; another body.
+struct F2fpOp : FfmaOp {
   static constexpr double kEstCyclesPerIter = kCounted * 2.0;
-  float v[kChains];
-  __device__ void init(const PipeArgs&, unsigned t) {
-#pragma unroll
-    for (int i = 0; i < kChains; ++i) v[i] = 1.0f + 0.1f * i + (t & 255) * 1e-4f;
-  }
   __device__ void body(const PipeArgs& a, int) {
 #pragma unroll
     for (int u = 0; u < kSteps; ++u)
 #pragma unroll
       for (int i = 0; i < kChains; ++i) v[i] = f2fp_step(v[i], a.fa);
-  }
-  __device__ float result() const {
-    float s = 0;
-#pragma unroll
-    for (int i = 0; i < kChains; ++i) s += v[i];
-    return s;
   }
 };
 
@@ -264,29 +275,6 @@ struct F2fpMixOp {
 #pragma unroll
     for (int i = 0; i < kChains / 2; ++i) x ^= g[i];
     return s + __uint_as_float(x & 0x3F7FFFFFu);
-  }
-};
-
-/// FFMA chains v = v * a + b (a just under 1: no overflow, no denormals).
-struct FfmaOp {
-  static constexpr int kChains = 8, kSteps = 64, kCounted = kChains * kSteps;
-  static constexpr double kEstCyclesPerIter = kCounted * 1.0;
-  float v[kChains];
-  __device__ void init(const PipeArgs&, unsigned t) {
-#pragma unroll
-    for (int i = 0; i < kChains; ++i) v[i] = 1.0f + 0.1f * i + (t & 255) * 1e-4f;
-  }
-  __device__ void body(const PipeArgs& a, int) {
-#pragma unroll
-    for (int u = 0; u < kSteps; ++u)
-#pragma unroll
-      for (int i = 0; i < kChains; ++i) v[i] = ffma(v[i], a.fa, a.fb);
-  }
-  __device__ float result() const {
-    float s = 0;
-#pragma unroll
-    for (int i = 0; i < kChains; ++i) s += v[i];
-    return s;
   }
 };
 

@@ -125,16 +125,19 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
 /// median over `launches` launches whose softmax warps start at different delays (4000 + 97 i
 /// cycles), so that no one phase between the softmax loop and the wgmma stream decides. A fourth
 /// figure: the share of blocks that rescaled O (1 unless kConditional), mean over warps and launches.
+/// `per_warp` (optional): each softmax warp's three spans (warp 4 + w on SMSP w % 4), median over
+/// the launches.
 template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false,
           bool kMask = false, bool kPackOnly = false>
-std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
+std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches,
+                                std::vector<std::vector<double>>* per_warp = nullptr) {
   auto kern = softmax_block_kernel<kN, kD, kMma, kGroups, kEmuFreq, kEmuRes, kConditional, kMask, kPackOnly>;
   allow_smem(kern, kWgmmaTileSmem);
-  constexpr int kThreads = 128 * (kGroups + 1);
+  constexpr int kThreads = 128 * (kGroups + 1), kWarps = 4 * kGroups;
   DeviceBuffer<long long> out(16 * kGroups);
   DeviceBuffer<BlockClock> clk(1);
   DeviceBuffer<float> sink(kThreads);
-  std::vector<std::vector<double>> per_launch(3);
+  std::vector<std::vector<double>> per_launch(3), warp_launch(3 * kWarps);
   double rescaled = 0;
   for (int i = 0; i < launches; ++i) {
     kern<<<1, kThreads, kWgmmaTileSmem>>>(iters, 4000 + 97 * i, 0.0883883f * 1.4426950f, out.get(), clk.get(),
@@ -144,35 +147,20 @@ std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches) {
     const auto h = out.to_host();
     for (int k = 0; k < 3; ++k) {
       std::vector<double> v;
-      for (int w = 0; w < 4 * kGroups; ++w) v.push_back(static_cast<double>(h[4 * w + k]) / iters);
+      for (int w = 0; w < kWarps; ++w) {
+        v.push_back(static_cast<double>(h[4 * w + k]) / iters);
+        warp_launch[3 * w + k].push_back(v.back());
+      }
       per_launch[k].push_back(median(v));
     }
-    for (int w = 0; w < 4 * kGroups; ++w)
-      rescaled += static_cast<double>(h[4 * w + 3]) / iters / (4 * kGroups * launches);
+    for (int w = 0; w < kWarps; ++w) rescaled += static_cast<double>(h[4 * w + 3]) / iters / (kWarps * launches);
+  }
+  if (per_warp) {
+    per_warp->assign(kWarps, {});
+    for (int w = 0; w < kWarps; ++w)
+      for (int k = 0; k < 3; ++k) (*per_warp)[w].push_back(median(warp_launch[3 * w + k]));
   }
   return {median(per_launch[0]), median(per_launch[1]), median(per_launch[2]), rescaled};
-}
-
-/// Mean cycles per block of each span of softmax warp `smsp` (warp 4 + smsp: SMSP smsp), median
-/// over `launches` launches started 4000 + 97 i cycles in, with warpgroup 0 idle (kMma 0) or its
-/// warp 0 waiting in the kernels' wait loop on SMSP 0 (kSpin).
-template <int kN, int kD, int kMma>
-std::vector<double> warp_span_cycles(ClockMeter& clock, int iters, int launches, int smsp) {
-  auto kern = softmax_block_kernel<kN, kD, kMma>;
-  allow_smem(kern, kWgmmaTileSmem);
-  DeviceBuffer<long long> out(16);
-  DeviceBuffer<BlockClock> clk(1);
-  DeviceBuffer<float> sink(256);
-  std::vector<std::vector<double>> per_launch(3);
-  for (int i = 0; i < launches; ++i) {
-    kern<<<1, 256, kWgmmaTileSmem>>>(iters, 4000 + 97 * i, 0.0883883f * 1.4426950f, out.get(), clk.get(), sink.get(),
-                                     kDiagonal);
-    MB_CHECK_LAUNCH("softmax_block_kernel");
-    clock.add(clk.to_host(), 5000.0);
-    const auto h = out.to_host();
-    for (int k = 0; k < 3; ++k) per_launch[k].push_back(static_cast<double>(h[4 * smsp + k]) / iters);
-  }
-  return {median(per_launch[0]), median(per_launch[1]), median(per_launch[2])};
 }
 
 /// A warp waiting on an mbarrier phase that completes `wait` cycles later (another warp on
@@ -220,10 +208,11 @@ void beside_waiting_warp(Report& rep, Json& j, int iters, int launches) {
   j["head_dim"] = kD;
   const char* names[3] = {"softmax_max", "softmax_exp", "rescale_o"};
   for (int spin = 0; spin < 2; ++spin) {
-    std::vector<std::vector<double>> by_smsp;
-    for (int smsp = 0; smsp < 4; ++smsp)
-      by_smsp.push_back(spin ? warp_span_cycles<kN, kD, kSpin>(rep.clock(), iters, launches, smsp)
-                             : warp_span_cycles<kN, kD, 0>(rep.clock(), iters, launches, smsp));
+    std::vector<std::vector<double>> by_smsp;  // softmax warp w is on SMSP w
+    if (spin)
+      span_cycles<kN, kD, kSpin>(rep.clock(), iters, launches, &by_smsp);
+    else
+      span_cycles<kN, kD, 0>(rep.clock(), iters, launches, &by_smsp);
     for (int k = 0; k < 3; ++k) {
       Json& x = j["spans"][names[k]];
       const std::string cond = spin ? "beside_waiting_warp" : "alone";

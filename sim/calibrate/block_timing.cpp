@@ -85,14 +85,15 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
     const json::json_pointer masked_at(at + "/masked");
     if (doc.contains(masked_at) && doc[masked_at].is_boolean() && doc[masked_at]) {
       const std::string with = at + "/spans/softmax_max", without = at + "/spans/softmax_max_unmasked";
+      auto masked_less_unmasked = [&](const std::string& figure) {
+        return number_at(doc, file, with + figure) - number_at(doc, file, without + figure);
+      };
       BlockTimingPoint p;
       p.block = "softmax_mask_select";
       p.elements = n_block / 2;
-      p.alone = number_at(doc, file, with + "/alone_cycles") - number_at(doc, file, without + "/alone_cycles");
-      p.beside_ss =
-          number_at(doc, file, with + "/beside_wgmma_cycles") - number_at(doc, file, without + "/beside_wgmma_cycles");
-      p.beside_rs = number_at(doc, file, with + "/beside_wgmma_rs_cycles") -
-                    number_at(doc, file, without + "/beside_wgmma_rs_cycles");
+      p.alone = masked_less_unmasked("/alone_cycles");
+      p.beside_ss = masked_less_unmasked("/beside_wgmma_cycles");
+      p.beside_rs = masked_less_unmasked("/beside_wgmma_rs_cycles");
       if (p.alone <= 0 || p.beside_ss <= 0 || p.beside_rs <= 0)
         throw InputError(file, with, "expected the masked row max to take longer than the unmasked one");
       p.shapes = {it.key()};
