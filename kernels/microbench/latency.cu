@@ -493,14 +493,15 @@ __global__ void spin_kernel(long long cycles, BlockClock* out) {
 /// `iters` x 8 steps of kChains independent kOp chains (8: throughput bound; 1: one dependent chain,
 /// latency bound, each step waiting out the one before: the warp issues at its latency's pace).
 template <ChainOp kOp, int kMma, int kChains = 8>
-__global__ void __launch_bounds__(256, 1) pipes_under_mma_kernel(ChainArgs p, int iters, long long* out, float* sink) {
+__global__ void __launch_bounds__(256, 1)
+    pipes_under_mma_kernel(ChainArgs p, int iters, long long* out, float* sink, unsigned long long* duty) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
   if (threadIdx.x == 0) stop = 0;
   uint8_t* base = fill_wgmma_tiles(smem_raw);  // ends with __syncthreads
   const int warp = threadIdx.x / 32;
   if (warp < 4) {
-    if constexpr (kMma != 0) wgmma_until<kMma == 2>(base, stop, sink);
+    if constexpr (kMma != 0) wgmma_until<kMma == 2>(base, stop, sink, 0, duty);
     return;
   }
   // Let the tensor cores get busy first.
@@ -528,15 +529,22 @@ __global__ void __launch_bounds__(256, 1) pipes_under_mma_kernel(ChainArgs p, in
 }
 
 /// Lane-ops per clock of one warp running kOp chains beside warpgroup 0's kMma wgmmas (median over
-/// the four warps, each on its own SMSP).
+/// the four warps, each on its own SMSP); `duty` (optional): the tensor cores' duty meanwhile, the
+/// share of warpgroup 0's loop from each group's first wgmma to its completion (wgmma_until).
 template <ChainOp kOp, int kMma, int kChains = 8>
-double pipe_rate_under_mma(const ChainArgs& p, int iters) {
+double pipe_rate_under_mma(const ChainArgs& p, int iters, double* duty = nullptr) {
   auto kern = pipes_under_mma_kernel<kOp, kMma, kChains>;
   allow_smem(kern, kIssueSmem);
   DeviceBuffer<long long> out(4);
   DeviceBuffer<float> sink(256);
-  kern<<<1, 256, kIssueSmem>>>(p, iters, out.get(), sink.get());
+  DeviceBuffer<unsigned long long> busy(2);
+  MB_CHECK(cudaMemset(busy.get(), 0, 2 * sizeof(unsigned long long)));
+  kern<<<1, 256, kIssueSmem>>>(p, iters, out.get(), sink.get(), busy.get());
   MB_CHECK_LAUNCH("pipes_under_mma_kernel");
+  if (duty) {
+    const auto b = busy.to_host();
+    *duty = b[1] > 0 ? static_cast<double>(b[0]) / static_cast<double>(b[1]) : 0.0;
+  }
   const auto h = out.to_host();
   std::vector<double> rate;
   for (long long c : h) rate.push_back(8.0 * kChains * 32 * iters / static_cast<double>(c));
@@ -551,10 +559,16 @@ void bench_pipes_under_mma(Report& rep) {
       "nothing; warpgroup 1 (one warp per SMSP) times 64 x iters steps of 8 independent FFMA / FMNMX / "
       "MUFU.EX2 chains with clock64. Rate = lane-ops per clock of that warp (median of the 4 warps); "
       "ratio = rate beside wgmma / rate alone: how much the SMSP's CUDA-core pipes slow while its tensor "
-      "core runs (register-file ports shared with the accumulators and A fragments).");
+      "core runs (register-file ports shared with the accumulators and A fragments). tensor_duty_*: the share of "
+      "warpgroup 0's loop from each group's first wgmma to its completion; ratio_*_full_duty: the ratio while the "
+      "tensor core runs, 1 / (1 + (1 / ratio - 1) / duty) (softmax_duty: a slowdown grows linearly with the duty).");
   const ChainArgs p{0.75f, 0.999f, 0.0001f, -0.5f};
   const int iters = rep.opt().quick ? 64 : 2048;
   Json& res = rep.results();
+  // The wgmma loop keeps the tensor cores busy only part of the time (the wait and re-issue between
+  // groups; softmax_duty: a block's slowdown grows linearly with that duty): ratio_*_full_duty is
+  // the rate while the tensor core runs, alone + (beside - alone) / duty in time per lane-op.
+  double duty_ss = 0, duty_rs = 0;
   auto one = [&](const char* name, auto alone_f, auto ss_f, auto rs_f) {
     const double alone = alone_f(), ss = ss_f(), rs = rs_f();
     Json& c = res["configs"][name];
@@ -563,36 +577,41 @@ void bench_pipes_under_mma(Report& rep) {
     c["beside_rs_lanes_per_clk"] = rs;
     c["ratio_ss"] = ss / alone;
     c["ratio_rs"] = rs / alone;
+    c["tensor_duty_ss"] = duty_ss;
+    c["tensor_duty_rs"] = duty_rs;
+    auto full = [](double ratio, double duty) { return duty > 0 ? 1 / (1 + (1 / ratio - 1) / duty) : ratio; };
+    c["ratio_ss_full_duty"] = full(ss / alone, duty_ss);
+    c["ratio_rs_full_duty"] = full(rs / alone, duty_rs);
     return std::pair{ss / alone, rs / alone};
   };
   const auto f = one(
       "ffma", [&] { return pipe_rate_under_mma<ChainOp::Ffma, 0>(p, iters); },
-      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 1>(p, iters); },
-      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 2>(p, iters); });
+      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 1>(p, iters, &duty_ss); },
+      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 2>(p, iters, &duty_rs); });
   const auto m = one(
       "fmnmx", [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 0>(p, iters); },
-      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 1>(p, iters); },
-      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 2>(p, iters); });
+      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 1>(p, iters, &duty_ss); },
+      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 2>(p, iters, &duty_rs); });
   const auto e = one(
       "mufu_ex2", [&] { return pipe_rate_under_mma<ChainOp::Mufu, 0>(p, iters / 4); },
-      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 1>(p, iters / 4); },
-      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 2>(p, iters / 4); });
+      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 1>(p, iters / 4, &duty_ss); },
+      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 2>(p, iters / 4, &duty_rs); });
   res["ratio_ss_median"] = median(std::vector<double>{f.first, m.first, e.first});
   res["ratio_rs_median"] = median(std::vector<double>{f.second, m.second, e.second});
   // One dependent chain: a warp issuing at its dependencies' pace (as ptxas's stall counts make
   // a softmax warp alone do), not at a pipe's rate. Does the wgmma beside it slow that too?
   const auto f1 = one(
       "ffma_one_chain", [&] { return pipe_rate_under_mma<ChainOp::Ffma, 0, 1>(p, iters); },
-      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 1, 1>(p, iters); },
-      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 2, 1>(p, iters); });
+      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 1, 1>(p, iters, &duty_ss); },
+      [&] { return pipe_rate_under_mma<ChainOp::Ffma, 2, 1>(p, iters, &duty_rs); });
   const auto m1 = one(
       "fmnmx_one_chain", [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 0, 1>(p, iters); },
-      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 1, 1>(p, iters); },
-      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 2, 1>(p, iters); });
+      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 1, 1>(p, iters, &duty_ss); },
+      [&] { return pipe_rate_under_mma<ChainOp::Fmnmx, 2, 1>(p, iters, &duty_rs); });
   const auto e1 = one(
       "mufu_ex2_one_chain", [&] { return pipe_rate_under_mma<ChainOp::Mufu, 0, 1>(p, iters / 4); },
-      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 1, 1>(p, iters / 4); },
-      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 2, 1>(p, iters / 4); });
+      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 1, 1>(p, iters / 4, &duty_ss); },
+      [&] { return pipe_rate_under_mma<ChainOp::Mufu, 2, 1>(p, iters / 4, &duty_rs); });
   res["one_chain_ratio_ss_median"] = median(std::vector<double>{f1.first, m1.first, e1.first});
   res["one_chain_ratio_rs_median"] = median(std::vector<double>{f1.second, m1.second, e1.second});
   // The kernels above are too short for %globaltimer: the SM clock comes from a spin kernel.

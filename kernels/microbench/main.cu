@@ -138,6 +138,8 @@ const Expect kExpect[] = {
     {"gemm_turn", "/results/instances/hd128/pingpong_delay_0/wg1_qk_dispatch_cycles", 10, 1e5},
     {"load_warp", "/results/instances/hd128/beside_softmax/block_gaps_cycles", 1, 1e5},
     {"load_warp", "/results/instances/hd128/beside_softmax/tile_bookkeeping_cycles", 1, 1e5},
+    {"softmax_duty", "/results/hd128_softmax_exp_cycles_gap_400_ns", 50, 1e5},
+    {"softmax_duty", "/results/hd128_tensor_duty_gap_400_ns", 0.01, 1},
 };
 
 void usage() {

@@ -1,7 +1,8 @@
 // The SM90 kernel's own softmax code (kernels/sm90/softmax.cuh: row_max, exp_scores, rescale +
 // pack_p on a 64-element score fragment and a 64-element O fragment, as at hd128 n_block 128),
 // timed between clock reads as the traced kernel times its spans, on one warp per SMSP: alone,
-// and beside a warpgroup running back-to-back wgmma on the same SMSPs.
+// and beside a warpgroup running back-to-back wgmma on the same SMSPs. softmax_duty: the same
+// spans beside wgmma that sleeps between its groups, the tensor cores busy part of the time.
 //
 // Why: in the traced kernel these spans take 1.6-2x their static issue time (the sum of ptxas's
 // stall counts, `attnsim sass-costs`). Alone, the same code shows whether that gap is the code's
@@ -47,12 +48,13 @@ constexpr float kThresholdLog2 = 8.0f;
 /// always); out[4 * (warp - 4) + 3] counts the blocks that rescaled. kMask: the softmax_max span
 /// masks the block first (mask_scores, as the kernel's masked steps: `mask`'s causal diagonal
 /// crossing it; its values come at run time, as the kernel's Params do). kPackOnly: the rescale_o
-/// span packs P and rescales nothing, as at a tile's first KV block (no vote to test).
+/// span packs P and rescales nothing, as at a tile's first KV block (no vote to test). gap_ns,
+/// duty: warpgroup 0's sleep after each wgmma group and its tensor-core duty (wgmma_until).
 template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false,
           bool kMask = false, bool kPackOnly = false>
 __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
     softmax_block_kernel(int iters, int delay, float scale_log2, long long* out, BlockClock* clk, float* sink,
-                         MaskArgs mask) {
+                         MaskArgs mask, int gap_ns, unsigned long long* duty) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
   __shared__ int done_warps;
@@ -68,7 +70,7 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
     if constexpr (kMma == kSpin) {
       if (warp == 0) attnsim::wait_parity(&spin_bar, 0);
     } else if constexpr (kMma != 0) {
-      wgmma_until<kMma == 2>(base, stop, sink);
+      wgmma_until<kMma == 2>(base, stop, sink, gap_ns, duty);
     }
     return;
   }
@@ -121,28 +123,40 @@ __global__ void __launch_bounds__(128 * (kGroups + 1), 1)
   if (x == 1234567.0f) sink[threadIdx.x] = x;
 }
 
+/// busy[0] / busy[1] of wgmma_until's duty counters (0 where no wgmma ran).
+double duty_share(const std::vector<unsigned long long>& busy) {
+  return busy[1] > 0 ? static_cast<double>(busy[0]) / static_cast<double>(busy[1]) : 0.0;
+}
+
 /// Mean cycles per block of each span: median over the 4 kGroups softmax warps of a launch, then
 /// median over `launches` launches whose softmax warps start at different delays (4000 + 97 i
 /// cycles), so that no one phase between the softmax loop and the wgmma stream decides. A fourth
 /// figure: the share of blocks that rescaled O (1 unless kConditional), mean over warps and launches.
-/// `per_warp` (optional): each softmax warp's three spans (warp 4 + w on SMSP w % 4), median over
-/// the launches.
+/// A fifth: the tensor cores' duty beside the spans (kMma 1, 2; 0 otherwise), the share of
+/// warpgroup 0's wgmma loop its groups ran (wgmma_until), median over the launches: the "beside"
+/// figures are at that duty, not at 1. `per_warp` (optional): each softmax warp's three spans
+/// (warp 4 + w on SMSP w % 4), median over the launches. `gap_ns`: warpgroup 0 sleeps that long
+/// after each wgmma group.
 template <int kN, int kD, int kMma, int kGroups = 1, int kEmuFreq = 0, int kEmuRes = 0, bool kConditional = false,
           bool kMask = false, bool kPackOnly = false>
 std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches,
-                                std::vector<std::vector<double>>* per_warp = nullptr) {
+                                std::vector<std::vector<double>>* per_warp = nullptr, int gap_ns = 0) {
   auto kern = softmax_block_kernel<kN, kD, kMma, kGroups, kEmuFreq, kEmuRes, kConditional, kMask, kPackOnly>;
   allow_smem(kern, kWgmmaTileSmem);
   constexpr int kThreads = 128 * (kGroups + 1), kWarps = 4 * kGroups;
   DeviceBuffer<long long> out(16 * kGroups);
   DeviceBuffer<BlockClock> clk(1);
   DeviceBuffer<float> sink(kThreads);
+  DeviceBuffer<unsigned long long> busy(2);
   std::vector<std::vector<double>> per_launch(3), warp_launch(3 * kWarps);
+  std::vector<double> duties;
   double rescaled = 0;
   for (int i = 0; i < launches; ++i) {
+    MB_CHECK(cudaMemset(busy.get(), 0, 2 * sizeof(unsigned long long)));
     kern<<<1, kThreads, kWgmmaTileSmem>>>(iters, 4000 + 97 * i, 0.0883883f * 1.4426950f, out.get(), clk.get(),
-                                          sink.get(), kDiagonal);
+                                          sink.get(), kDiagonal, gap_ns, busy.get());
     MB_CHECK_LAUNCH("softmax_block_kernel");
+    duties.push_back(duty_share(busy.to_host()));
     clock.add(clk.to_host(), 5000.0);
     const auto h = out.to_host();
     for (int k = 0; k < 3; ++k) {
@@ -160,7 +174,7 @@ std::vector<double> span_cycles(ClockMeter& clock, int iters, int launches,
     for (int w = 0; w < kWarps; ++w)
       for (int k = 0; k < 3; ++k) (*per_warp)[w].push_back(median(warp_launch[3 * w + k]));
   }
-  return {median(per_launch[0]), median(per_launch[1]), median(per_launch[2]), rescaled};
+  return {median(per_launch[0]), median(per_launch[1]), median(per_launch[2]), rescaled, median(duties)};
 }
 
 /// A warp waiting on an mbarrier phase that completes `wait` cycles later (another warp on
@@ -231,7 +245,7 @@ void beside_waiting_warp(Report& rep, Json& j, int iters, int launches) {
 /// 32-bit clock reads per warp into out[warp - 4]. Warpgroup 0 idles or streams wgmma (kMma).
 template <int kD, int kMBlock, int kMma>
 __global__ void __launch_bounds__(128 * (kMBlock / 64 + 1), 1)
-    final_o_kernel(int iters, int delay, long long* out, BlockClock* clk, float* sink) {
+    final_o_kernel(int iters, int delay, long long* out, BlockClock* clk, float* sink, unsigned long long* duty) {
   constexpr int kGroups = kMBlock / 64;
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
@@ -240,7 +254,7 @@ __global__ void __launch_bounds__(128 * (kMBlock / 64 + 1), 1)
   const uint8_t* base = fill_wgmma_tiles(smem_raw);  // ends with __syncthreads
   const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
   if (warp < 4) {
-    if constexpr (kMma != 0) wgmma_until<kMma == 2>(base, stop, sink);
+    if constexpr (kMma != 0) wgmma_until<kMma == 2>(base, stop, sink, 0, duty);
     return;
   }
   // Q's buffer right after the wgmma tiles (kWgmmaTileSmem - 1024 B past the 1024-aligned base).
@@ -278,9 +292,10 @@ __global__ void __launch_bounds__(128 * (kMBlock / 64 + 1), 1)
 }
 
 /// Mean cycles per final_o span: median over the consumer warps of a launch, then over `launches`
-/// launches started 4000 + 97 i cycles in (as span_cycles).
+/// launches started 4000 + 97 i cycles in (as span_cycles); `duty` (optional): the tensor cores'
+/// duty beside it (span_cycles), median over the launches.
 template <int kD, int kMBlock, int kMma>
-double final_o_cycles(ClockMeter& clock, int iters, int launches) {
+double final_o_cycles(ClockMeter& clock, int iters, int launches, double* duty = nullptr) {
   auto kern = final_o_kernel<kD, kMBlock, kMma>;
   constexpr int kSmem = kWgmmaTileSmem + kMBlock * kD * 2;
   allow_smem(kern, kSmem);
@@ -288,16 +303,20 @@ double final_o_cycles(ClockMeter& clock, int iters, int launches) {
   DeviceBuffer<long long> out(kWarps);
   DeviceBuffer<BlockClock> clk(1);
   DeviceBuffer<float> sink(kThreads);
-  std::vector<double> per_launch;
+  DeviceBuffer<unsigned long long> busy(2);
+  std::vector<double> per_launch, duties;
   for (int i = 0; i < launches; ++i) {
-    kern<<<1, kThreads, kSmem>>>(iters, 4000 + 97 * i, out.get(), clk.get(), sink.get());
+    MB_CHECK(cudaMemset(busy.get(), 0, 2 * sizeof(unsigned long long)));
+    kern<<<1, kThreads, kSmem>>>(iters, 4000 + 97 * i, out.get(), clk.get(), sink.get(), busy.get());
     MB_CHECK_LAUNCH("final_o_kernel");
+    duties.push_back(duty_share(busy.to_host()));
     clock.add(clk.to_host(), 5000.0);
     const auto h = out.to_host();
     std::vector<double> v;
     for (int w = 0; w < kWarps; ++w) v.push_back(static_cast<double>(h[w]) / iters);
     per_launch.push_back(median(v));
   }
+  if (duty) *duty = median(duties);
   return median(per_launch);
 }
 
@@ -319,15 +338,21 @@ std::vector<double> shape(Report& rep, Json& j, int iters, int launches) {
     x["beside_wgmma_cycles"] = ss[k];
     x["beside_wgmma_rs_cycles"] = rs[k];
     x["slowdown_beside_wgmma"] = ss[k] / alone[k];
+    x["tensor_duty_ss"] = ss[4];
+    x["tensor_duty_rs"] = rs[4];
     x["pair_alone_cycles"] = pair_alone[k];
     x["pair_beside_wgmma_cycles"] = pair_ss[k];
+    x["pair_tensor_duty_ss"] = pair_ss[4];
   }
   j["m_block"] = kMBlock;
   Json& f = j["spans"]["final_o"];
   f["warpgroups"] = kMBlock / 64;
   f["alone_cycles"] = final_o_cycles<kD, kMBlock, 0>(rep.clock(), iters / 4, launches);
-  f["beside_wgmma_cycles"] = final_o_cycles<kD, kMBlock, 1>(rep.clock(), iters / 4, launches);
-  f["beside_wgmma_rs_cycles"] = final_o_cycles<kD, kMBlock, 2>(rep.clock(), iters / 4, launches);
+  double duty_ss = 0, duty_rs = 0;
+  f["beside_wgmma_cycles"] = final_o_cycles<kD, kMBlock, 1>(rep.clock(), iters / 4, launches, &duty_ss);
+  f["beside_wgmma_rs_cycles"] = final_o_cycles<kD, kMBlock, 2>(rep.clock(), iters / 4, launches, &duty_rs);
+  f["tensor_duty_ss"] = duty_ss;
+  f["tensor_duty_rs"] = duty_rs;
   return {alone[1], ss[1]};
 }
 
@@ -347,6 +372,8 @@ void emulated_exp(Report& rep, Json& j, int iters, int launches) {
   x["beside_wgmma_cycles"] = ss[1];
   x["beside_wgmma_rs_cycles"] = rs[1];
   x["slowdown_beside_wgmma"] = ss[1] / alone[1];
+  x["tensor_duty_ss"] = ss[4];
+  x["tensor_duty_rs"] = rs[4];
 }
 
 /// The rescale_o span of a tile's first KV block (kPackOnly: P packed, nothing rescaled, no vote),
@@ -363,6 +390,8 @@ void first_block_pack(Report& rep, Json& j, int iters, int launches) {
   x["alone_cycles"] = alone[2];
   x["beside_wgmma_cycles"] = ss[2];
   x["beside_wgmma_rs_cycles"] = rs[2];
+  x["tensor_duty_ss"] = ss[4];
+  x["tensor_duty_rs"] = rs[4];
 }
 
 /// The row max of a KV block crossing the causal diagonal (kMask: mask_scores first, as the kernel's
@@ -384,10 +413,14 @@ void masked_max(Report& rep, Json& j, int iters, int launches) {
   x["alone_cycles"] = alone[0];
   x["beside_wgmma_cycles"] = ss[0];
   x["beside_wgmma_rs_cycles"] = rs[0];
+  x["tensor_duty_ss"] = ss[4];
+  x["tensor_duty_rs"] = rs[4];
   Json& u = j["spans"]["softmax_max_unmasked"];
   u["alone_cycles"] = u_alone[0];
   u["beside_wgmma_cycles"] = u_ss[0];
   u["beside_wgmma_rs_cycles"] = u_rs[0];
+  u["tensor_duty_ss"] = u_ss[4];
+  u["tensor_duty_rs"] = u_rs[4];
 }
 
 /// The conditional rescale's spans of one tile shape (kConditional): the row max with its vote,
@@ -411,6 +444,8 @@ void conditional_rescale(Report& rep, Json& j, int iters, int launches) {
     x["beside_wgmma_cycles"] = ss[index[k]];
     x["beside_wgmma_rs_cycles"] = rs[index[k]];
     x["slowdown_beside_wgmma"] = ss[index[k]] / alone[index[k]];
+    x["tensor_duty_ss"] = ss[4];
+    x["tensor_duty_rs"] = rs[4];
   }
 }
 
@@ -436,7 +471,9 @@ void bench_softmax_block(Report& rep) {
       "only (\"pack_p\"). \"masked\" shapes: the softmax_max span of a KV block crossing the causal diagonal "
       "(mask_scores, then row_max; the problem's seqlen and causal flag passed at run time, as the kernel's Params), "
       "and the same block unmasked. \"first block\" shapes: the rescale_o span of a tile's first KV block, which "
-      "packs P and rescales nothing.");
+      "packs P and rescales nothing. tensor_duty_ss / _rs: the share of warpgroup 0's wgmma loop from each "
+      "group's first wgmma to its completion, the tensor cores' duty the beside figures were timed at (the wait and "
+      "re-issue between groups leave them idle the rest; softmax_duty: the slowdown grows linearly with the duty).");
   const int iters = rep.opt().quick ? 200 : 4000, launches = rep.opt().quick ? 1 : 9;
   Json& res = rep.results();
   res["launches"] = launches;
@@ -482,11 +519,64 @@ void bench_softmax_block(Report& rep) {
   res["softmax_exp_beside_wgmma_cycles"] = hd128[1];
 }
 
+/// The three softmax spans of one tile shape beside warpgroup 0's wgmma groups (kRs: RS, else SS)
+/// with `gap_ns` of sleep after each group, into j["ss" | "rs"]["gap_<gap_ns>_ns"]: the spans'
+/// cycles and the tensor cores' duty (the share of warpgroup 0's loop its groups ran).
+template <int kN, int kD, bool kRs>
+void duty_point(Report& rep, Json& j, int gap_ns, int iters, int launches) {
+  const auto c = span_cycles<kN, kD, kRs ? 2 : 1>(rep.clock(), iters, launches, nullptr, gap_ns);
+  Json& x = j[kRs ? "rs" : "ss"]["gap_" + std::to_string(gap_ns) + "_ns"];
+  x["gap_ns"] = gap_ns;
+  x["tensor_duty"] = c[4];
+  x["softmax_max_cycles"] = c[0];
+  x["softmax_exp_cycles"] = c[1];
+  x["rescale_o_cycles"] = c[2];
+}
+
+/// One tile shape's softmax spans alone and beside SS wgmma at every gap of `gaps_ns`, and beside
+/// RS wgmma at the first and a middle one, into `j`.
+template <int kN, int kD>
+void duty_shape(Report& rep, Json& j, const std::vector<int>& gaps_ns, int iters, int launches) {
+  const auto alone = span_cycles<kN, kD, 0>(rep.clock(), iters, launches);
+  j["n_block"] = kN;
+  j["head_dim"] = kD;
+  j["alone"]["softmax_max_cycles"] = alone[0];
+  j["alone"]["softmax_exp_cycles"] = alone[1];
+  j["alone"]["rescale_o_cycles"] = alone[2];
+  for (int g : gaps_ns) duty_point<kN, kD, false>(rep, j, g, iters, launches);
+  duty_point<kN, kD, true>(rep, j, gaps_ns.front(), iters, launches);
+  duty_point<kN, kD, true>(rep, j, gaps_ns[gaps_ns.size() / 2], iters, launches);
+}
+
+void bench_softmax_duty(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "softmax_block's spans (kernels/sm90/softmax.cuh row_max, exp_scores, rescale + pack_p; one warp per SMSP, "
+      "warpgroup 1; mean over the blocks, median over the 4 warps, median over the launches) beside warpgroup 0 "
+      "issuing groups of 8 wgmma m64n128k16 (SS, and RS at two gaps), wait_group 0 after each, then every warp of "
+      "it sleeping gap_ns (nanosleep, no instructions issued) before the next group: the tensor cores busy part of "
+      "the time. tensor_duty: the share of warpgroup 0's loop from each group's first wgmma to its completion "
+      "(thread 0's clock64), median over the launches. alone: warpgroup 0 idle.");
+  const int iters = rep.opt().quick ? 200 : 4000, launches = rep.opt().quick ? 1 : 9;
+  const std::vector<int> gaps = rep.opt().quick ? std::vector<int>{0, 400} : std::vector<int>{0, 100, 200, 400, 800, 1600};
+  Json& res = rep.results();
+  res["launches"] = launches;
+  Json& shapes = res["shapes"];
+  duty_shape<128, 128>(rep, shapes["hd128 n_block 128"], gaps, iters, launches);
+  duty_shape<128, 64>(rep, shapes["hd64 n_block 128"], gaps, iters, launches);
+  duty_shape<80, 256>(rep, shapes["hd256 n_block 80"], gaps, iters, launches);
+  Json& half = shapes["hd128 n_block 128"]["ss"]["gap_400_ns"];
+  res["hd128_softmax_exp_cycles_gap_400_ns"] = half["softmax_exp_cycles"];
+  res["hd128_tensor_duty_gap_400_ns"] = half["tensor_duty"];
+}
+
 }  // namespace
 
 std::vector<Benchmark> softmax_block_benchmarks() {
   return {{"softmax_block", "the SM90 kernel's softmax spans (hd128) timed alone and beside running wgmma",
-           bench_softmax_block}};
+           bench_softmax_block},
+          {"softmax_duty", "the SM90 kernel's softmax spans beside wgmma that keeps the tensor cores busy part of the time",
+           bench_softmax_duty}};
 }
 
 }  // namespace mb

@@ -83,9 +83,13 @@ __device__ __forceinline__ bool warpgroup0_any(bool v) {
 /// 4 groups). Its four
 /// warps agree on when to stop (warpgroup0_any): a warp that stopped one group before the others
 /// would leave them a wgmma without the whole warpgroup, an illegal instruction. `sink` only keeps
-/// the accumulator alive.
+/// the accumulator alive. `gap_ns` > 0: each warp sleeps that long (nanosleep: it issues nothing)
+/// after each group has completed, so that the tensor cores run only part of the time; `duty`
+/// (optional): thread 0 adds the cycles from each group's first wgmma to its completion to
+/// duty[0] and the cycles of the whole loop to duty[1].
 template <bool kRs>
-__device__ __forceinline__ void wgmma_until(const uint8_t* base, const volatile int& stop, float* sink) {
+__device__ __forceinline__ void wgmma_until(const uint8_t* base, const volatile int& stop, float* sink,
+                                            int gap_ns = 0, unsigned long long* duty = nullptr) {
   using attnsim::hopper::fence_regs;
   using attnsim::hopper::smem_desc;
   using attnsim::hopper::Wgmma;
@@ -96,9 +100,12 @@ __device__ __forceinline__ void wgmma_until(const uint8_t* base, const volatile 
 #pragma unroll
   for (int i = 0; i < 64; ++i) d[i] = 0.0f;
   // Agreeing costs a barrier: once per 4 groups, so the tensor core stays about as busy as without.
+  const long long loop0 = clock64();
+  long long busy = 0;
   do {
 #pragma unroll 1
     for (int g = 0; g < 4; ++g) {
+      const long long g0 = duty ? clock64() : 0;
       fence_regs(d);
       attnsim::hopper::wgmma_fence();
 #pragma unroll
@@ -111,8 +118,14 @@ __device__ __forceinline__ void wgmma_until(const uint8_t* base, const volatile 
       attnsim::hopper::wgmma_commit();
       attnsim::hopper::wgmma_wait<0>();
       fence_regs(d);
+      if (duty) busy += clock64() - g0;
+      if (gap_ns > 0) __nanosleep(static_cast<unsigned>(gap_ns));
     }
   } while (!warpgroup0_any(stop != 0));
+  if (duty && threadIdx.x == 0) {
+    atomicAdd(&duty[0], static_cast<unsigned long long>(busy));
+    atomicAdd(&duty[1], static_cast<unsigned long long>(clock64() - loop0));
+  }
   float s = 0;
 #pragma unroll
   for (int i = 0; i < 64; ++i) s += d[i];
