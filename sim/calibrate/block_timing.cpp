@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <span>
+#include <stdexcept>
 #include <tuple>
 
 #include "common/softmax_math.h"  // exp2_emulated_elements
@@ -50,6 +51,11 @@ constexpr Span kConditionalSpans[] = {{"softmax_max", "softmax_max_conditional",
                                       {"pack_p", "pack_p", false, false}};
 }  // namespace
 
+double beside_at_full_duty(double alone, double beside, double duty) {
+  if (!(duty > 0 && duty <= 1)) throw std::invalid_argument(fmt::format("tensor duty {} outside (0, 1]", duty));
+  return alone + (beside - alone) / duty;
+}
+
 std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std::string& note) {
   const json doc = load_json_file(file);
   if (!doc.is_object() || doc.value("benchmark", "") != "softmax_block")
@@ -72,6 +78,22 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
       const int n = static_cast<int>(n_block) / 2;
       emu_share = static_cast<double>(exp2_emulated_elements(n, freq, res)) / n;
     }
+    // A span's figures, its beside ones at full tensor duty where the file has the duty it timed
+    // them at ("tensor_duty_ss" / "_rs", results since 2026-12-01); else as timed (duty 1).
+    auto span_point = [&](const std::string& sp) {
+      BlockTimingPoint p;
+      p.alone = number_at(doc, file, sp + "/alone_cycles");
+      p.beside_ss = number_at(doc, file, sp + "/beside_wgmma_cycles");
+      p.beside_rs = number_at(doc, file, sp + "/beside_wgmma_rs_cycles");
+      for (auto [name, beside, duty] : {std::tuple{"/tensor_duty_ss", &p.beside_ss, &p.duty_ss},
+                                        std::tuple{"/tensor_duty_rs", &p.beside_rs, &p.duty_rs}}) {
+        if (!doc.contains(json::json_pointer(sp + name))) continue;
+        *duty = number_at(doc, file, sp + name);
+        if (!(*duty > 0 && *duty <= 1)) throw InputError(file, sp + name, "expected a tensor duty in (0, 1]");
+        *beside = beside_at_full_duty(p.alone, *beside, *duty);
+      }
+      return p;
+    };
     // A shape that compares SMSPs ("beside a waiting warp": per span its time on SMSP 0 and on
     // SMSPs 1-3, results since 2026-12-01) times no block for the model: skipped.
     if (doc.contains(json::json_pointer(at + "/spans/softmax_max/alone_smsp0_cycles"))) continue;
@@ -85,15 +107,15 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
     const json::json_pointer masked_at(at + "/masked");
     if (doc.contains(masked_at) && doc[masked_at].is_boolean() && doc[masked_at]) {
       const std::string with = at + "/spans/softmax_max", without = at + "/spans/softmax_max_unmasked";
-      auto masked_less_unmasked = [&](const std::string& figure) {
-        return number_at(doc, file, with + figure) - number_at(doc, file, without + figure);
-      };
+      const BlockTimingPoint m = span_point(with), u = span_point(without);
       BlockTimingPoint p;
       p.block = "softmax_mask_select";
       p.elements = n_block / 2;
-      p.alone = masked_less_unmasked("/alone_cycles");
-      p.beside_ss = masked_less_unmasked("/beside_wgmma_cycles");
-      p.beside_rs = masked_less_unmasked("/beside_wgmma_rs_cycles");
+      p.alone = m.alone - u.alone;
+      p.beside_ss = m.beside_ss - u.beside_ss;
+      p.beside_rs = m.beside_rs - u.beside_rs;
+      p.duty_ss = (m.duty_ss + u.duty_ss) / 2;
+      p.duty_rs = (m.duty_rs + u.duty_rs) / 2;
       if (p.alone <= 0 || p.beside_ss <= 0 || p.beside_rs <= 0)
         throw InputError(file, with, "expected the masked row max to take longer than the unmasked one");
       p.shapes = {it.key()};
@@ -107,13 +129,10 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
       if (emulated && std::string(s.block) != "softmax_exp") continue;
       const std::string sp = at + "/spans/" + s.span;
       if (s.optional && !doc.contains(json::json_pointer(sp))) continue;
-      BlockTimingPoint p;
+      BlockTimingPoint p = span_point(sp);
       p.block = s.block;
       p.elements = (s.per_head_dim ? head_dim : n_block) / 2;
       p.exp2_emu_share = emu_share;
-      p.alone = number_at(doc, file, sp + "/alone_cycles");
-      p.beside_ss = number_at(doc, file, sp + "/beside_wgmma_cycles");
-      p.beside_rs = number_at(doc, file, sp + "/beside_wgmma_rs_cycles");
       p.shapes = {it.key()};
       by_key[{p.block, p.exp2_emu_share, p.elements}].push_back(p);
     }
@@ -122,11 +141,13 @@ std::vector<BlockTimingPoint> derive_block_timings(const std::string& file, std:
   for (auto& [key, same] : by_key) {  // ordered by block, then share of emulated exp2, then elements
     BlockTimingPoint m = same.front();
     m.shapes.clear();
-    m.alone = m.beside_ss = m.beside_rs = 0;
+    m.alone = m.beside_ss = m.beside_rs = m.duty_ss = m.duty_rs = 0;
     for (const auto& p : same) {
       m.alone += p.alone / same.size();
       m.beside_ss += p.beside_ss / same.size();
       m.beside_rs += p.beside_rs / same.size();
+      m.duty_ss += p.duty_ss / same.size();
+      m.duty_rs += p.duty_rs / same.size();
       m.shapes.push_back(p.shapes.front());
     }
     out.push_back(m);
@@ -160,6 +181,10 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
     j["alone_cycles"] = round1(p.alone);
     j["beside_wgmma_ss_cycles"] = round1(p.beside_ss);
     j["beside_wgmma_rs_cycles"] = round1(p.beside_rs);
+    if (p.duty_ss < 1 || p.duty_rs < 1) {
+      j["timed_at_tensor_duty_ss"] = std::round(p.duty_ss * 1000) / 1000;
+      j["timed_at_tensor_duty_rs"] = std::round(p.duty_rs * 1000) / 1000;
+    }
     if (auto landing = landing_of(p); !landing.is_null()) j["while_copies_land"] = landing;
     j["shapes"] = fmt::format("{}", fmt::join(p.shapes, "; "));
     measured[p.block]["points"].push_back(j);
@@ -177,7 +202,10 @@ void apply_block_timings(const std::string& costs_file, const std::vector<BlockT
     m["source"] = fmt::format(
         "kernels/microbench softmax_block on {}: the {} of kernels/sm90's own code, {}, alone and beside "
         "another warpgroup's back-to-back wgmma m64n128k16 (SS, RS) on the same SMSPs; mean cycles per block, median "
-        "over the warps and over phase-varied launches; shapes with the same elements per thread-row averaged",
+        "over the warps and over phase-varied launches; shapes with the same elements per thread-row averaged. Where "
+        "a point has timed_at_tensor_duty_*, its beside figures are taken from that duty (the share of the time the "
+        "benchmark's tensor cores ran) to 1: alone + (beside - alone) / duty, the slowdown growing linearly with the "
+        "duty (kernels/microbench softmax_duty)",
         note, span_of(block),
         block == "final_o"
             ? "every consumer warpgroup of the tile's m_block at once (2 at m_block 128; 3 at hd64 before 2026-11-24)"

@@ -14,9 +14,22 @@ struct BlockTimingPoint {
                         ///< "softmax_mask_select"
   double elements = 0;  ///< elements per thread-row as the lowering passes them (n_block / 2 or head_dim / 2)
   double exp2_emu_share = 0;  ///< fraction of the exp2 emulated (shapes timed with "exp2_emulation"; softmax_exp only)
+  /// Cycles alone and while the SMSP's tensor core runs SS / RS wgmma the whole time: the
+  /// benchmark's beside figures taken to a duty of 1 (beside_at_full_duty), where it recorded the
+  /// duty it timed them at.
   double alone = 0, beside_ss = 0, beside_rs = 0;
+  /// The tensor cores' duty the beside figures were timed at (mean over the averaged shapes; 1
+  /// where the result file predates the duty, 2026-12-01).
+  double duty_ss = 1, duty_rs = 1;
   std::vector<std::string> shapes;  ///< the benchmark's tile shapes averaged into this point
 };
+
+/// A span's cycles while the tensor core runs wgmma the whole time, from `beside` cycles timed at
+/// tensor-core duty `duty` (the share of the time it ran) and `alone` cycles: alone + (beside -
+/// alone) / duty. The slowdown grows linearly with the duty (kernels/microbench softmax_duty, H200
+/// 2026-12-01: the hd128 exp block 592 cycles alone, 626 / 660 / 712 / 742 / 764 at duty 0.18 /
+/// 0.38 / 0.55 / 0.66 / 0.80). Throws std::invalid_argument unless 0 < duty <= 1.
+double beside_at_full_duty(double alone, double beside, double duty);
 
 /// Reads one softmax_block result file: a point per block, elements and share of emulated exp2
 /// (shapes with the same elements per thread-row and share are averaged; a shape timed with

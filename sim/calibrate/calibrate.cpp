@@ -19,11 +19,13 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-/// Where each directly read constant lives: benchmark -> (JSON pointer in the results file, constant).
+/// Where each directly read constant lives: benchmark -> (JSON pointer in the results file, constant);
+/// `older`: where result files from before `pointer` existed have it (nullptr: none).
 struct DirectField {
   const char* benchmark;
   const char* pointer;
   const char* constant;
+  const char* older = nullptr;
 };
 constexpr DirectField kDirect[] = {
     {"mufu_ex2", "/results/mufu_lanes_per_clk_smsp", "mufu_lanes_per_clk_smsp"},
@@ -57,9 +59,14 @@ constexpr DirectField kDirect[] = {
     {"mbarrier_ready", "/results/mbarrier_ready_cycles", "mbarrier_ready_cycles"},
     {"tma_sharing", "/results/tma_store_latency", "tma_store_latency"},
     {"launch_overhead", "/results/launch/full_grid_cuda_graph_ns", "launch_ns"},
-    {"pipes_under_mma", "/results/configs/ffma/ratio_ss", "fma_rate_beside_mma"},
-    {"pipes_under_mma", "/results/configs/fmnmx/ratio_ss", "alu_rate_beside_mma"},
-    {"pipes_under_mma", "/results/configs/mufu_ex2/ratio_ss", "mufu_rate_beside_mma"},
+    // The rates while the tensor core runs: the ratio taken from the benchmark's tensor duty to 1
+    // (results since 2026-12-01; before, the ratio as timed, at a duty of about 0.8).
+    {"pipes_under_mma", "/results/configs/ffma/ratio_ss_full_duty", "fma_rate_beside_mma",
+     "/results/configs/ffma/ratio_ss"},
+    {"pipes_under_mma", "/results/configs/fmnmx/ratio_ss_full_duty", "alu_rate_beside_mma",
+     "/results/configs/fmnmx/ratio_ss"},
+    {"pipes_under_mma", "/results/configs/mufu_ex2/ratio_ss_full_duty", "mufu_rate_beside_mma",
+     "/results/configs/mufu_ex2/ratio_ss"},
     {"launch_overhead", "/results/cta_prologue_cycles", "cta_prologue_cycles"},
 };
 
@@ -115,8 +122,11 @@ std::vector<CalibratedConstant> derive_constants(const std::vector<std::string>&
     gpus.insert(doc.value("gpu", "?"));
     driver = doc.value("driver_version", "?");
     date = std::max(date, doc.value("date", std::string()));
-    for (const auto& d : kDirect)
-      if (bench == d.benchmark) out.push_back({d.constant, result_number(doc, file, d.pointer), bench, d.pointer});
+    for (const auto& d : kDirect) {
+      if (bench != d.benchmark) continue;
+      const char* at = d.older && !doc.contains(json::json_pointer(d.pointer)) ? d.older : d.pointer;
+      out.push_back({d.constant, result_number(doc, file, at), bench, at});
+    }
     if (bench == "tma" || bench == "tma_sharing") {
       // TMA latency = intercept of (issue -> data landed) against bytes, 2D tensor copies: L2-resident
       // (tma, 1-16 KiB) or tiles no earlier load touched, after an L2 flush (tma_sharing, 2-16 KiB).

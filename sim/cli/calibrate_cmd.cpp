@@ -69,12 +69,14 @@ struct Calibrate : Command {
         return std::find(blocks.begin(), blocks.end(), p.block) == blocks.end();
       });
     }
-    std::cout << fmt::format("measured block timings for {} from {}\n", costs, note);
-    std::cout << fmt::format("  {:<24}{:>9}{:>9}{:>12}{:>12}  {}\n", "block", "elements", "alone", "beside SS",
-                             "beside RS", "shapes");
+    std::cout << fmt::format("measured block timings for {} from {} (beside: the tensor core running the whole "
+                             "time, from the duty timed at)\n",
+                             costs, note);
+    std::cout << fmt::format("  {:<24}{:>9}{:>9}{:>12}{:>12}{:>11}  {}\n", "block", "elements", "alone", "beside SS",
+                             "beside RS", "duty SS/RS", "shapes");
     for (const auto& p : points)
-      std::cout << fmt::format("  {:<24}{:>9g}{:>9.1f}{:>12.1f}{:>12.1f}  {}\n", p.block, p.elements, p.alone,
-                               p.beside_ss, p.beside_rs, fmt::join(p.shapes, "; "));
+      std::cout << fmt::format("  {:<24}{:>9g}{:>9.1f}{:>12.1f}{:>12.1f}  {:.2f}/{:.2f}  {}\n", p.block, p.elements,
+                               p.alone, p.beside_ss, p.beside_rs, p.duty_ss, p.duty_rs, fmt::join(p.shapes, "; "));
     if (!dry_run) {
       apply_block_timings(costs, points, note);
       std::cout << fmt::format("wrote {}\n", costs);

@@ -277,6 +277,40 @@ TEST_CASE("calibrate --costs keeps exp_scores timed with exp2 emulation apart by
   fs::remove(results);
 }
 
+TEST_CASE("a span timed beside wgmma at part duty is taken linearly to full duty", "[calibrate]") {
+  CHECK(beside_at_full_duty(100, 150, 1.0) == 150);
+  CHECK(beside_at_full_duty(100, 150, 0.5) == 200);
+  CHECK(beside_at_full_duty(592, 764, 0.797) == Approx(807.8).epsilon(1e-3));  // softmax_duty's hd128 exp
+  CHECK_THROWS_WITH(beside_at_full_duty(100, 150, 0), Catch::Contains("tensor duty 0 outside (0, 1]"));
+  CHECK_THROWS_WITH(beside_at_full_duty(100, 150, 1.2), Catch::Contains("outside (0, 1]"));
+  // A result file with a duty out of range is refused, naming where.
+  auto bad = load_json_file(test::root() + "/configs/measured/h200/softmax_block.json");
+  bad["results"]["shapes"]["hd128 n_block 128"]["spans"]["softmax_exp"]["tensor_duty_ss"] = 0.0;
+  const fs::path bad_file = fs::temp_directory_path() / "attnsim_softmax_block_bad_duty.json";
+  std::ofstream(bad_file) << bad.dump();
+  std::string note;
+  CHECK_THROWS_WITH(derive_block_timings(bad_file.string(), note),
+                    Catch::Contains("/results/shapes/hd128 n_block 128/spans/softmax_exp/tensor_duty_ss") &&
+                        Catch::Contains("expected a tensor duty in (0, 1]"));
+  fs::remove(bad_file);
+}
+
+TEST_CASE("calibrate reads pipes_under_mma's rates at full tensor duty where the result has them", "[calibrate]") {
+  std::string note;
+  const std::string h200 = test::root() + "/configs/measured/h200/pipes_under_mma.json";
+  const auto doc = load_json_file(h200);
+  for (const auto& c : derive_constants({h200}, note)) {
+    if (c.name != "alu_rate_beside_mma") continue;
+    CHECK(c.value == doc["results"]["configs"]["fmnmx"]["ratio_ss_full_duty"].get<double>());
+    CHECK(c.value < doc["results"]["configs"]["fmnmx"]["ratio_ss"].get<double>());  // slower while it runs
+  }
+  // The H100 results predate the duty: their ratio as timed.
+  const std::string h100 = test::root() + "/configs/measured/h100_sxm/pipes_under_mma.json";
+  for (const auto& c : derive_constants({h100}, note))
+    if (c.name == "alu_rate_beside_mma")
+      CHECK(c.value == load_json_file(h100)["results"]["configs"]["fmnmx"]["ratio_ss"].get<double>());
+}
+
 TEST_CASE("calibrate --costs times the conditional rescale's row max and pack-only step as blocks of their own",
           "[calibrate][costs]") {
   // The H200 results time, beside the plain spans, shapes with the conditional rescale: their row
@@ -292,13 +326,17 @@ TEST_CASE("calibrate --costs times the conditional rescale's row max and pack-on
   // The masked shapes: the mask's time, the masked row max less the unmasked one (hd64 and hd128
   // share 64 elements and are averaged).
   CHECK(elements.at("softmax_mask_select") == std::vector<double>{32, 40, 64});
+  // Each span's beside figure at full tensor duty (the file records the duty it was timed at).
+  auto full_ss = [](const nlohmann::json& span) {
+    return beside_at_full_duty(span["alone_cycles"].get<double>(), span["beside_wgmma_cycles"].get<double>(),
+                               span["tensor_duty_ss"].get<double>());
+  };
   for (const auto& p : points) {
     if (p.block != "softmax_mask_select" || p.elements != 40) continue;
     const auto& spans = shapes["hd256 n_block 80 masked conditional rescale"]["spans"];
     CHECK(p.alone == Approx(spans["softmax_max"]["alone_cycles"].get<double>() -
                             spans["softmax_max_unmasked"]["alone_cycles"].get<double>()));
-    CHECK(p.beside_ss == Approx(spans["softmax_max"]["beside_wgmma_cycles"].get<double>() -
-                                spans["softmax_max_unmasked"]["beside_wgmma_cycles"].get<double>()));
+    CHECK(p.beside_ss == Approx(full_ss(spans["softmax_max"]) - full_ss(spans["softmax_max_unmasked"])));
   }
   // The plain blocks keep only the plain shapes' points (the conditional shapes time no rescale).
   CHECK(elements.at("softmax_max") == std::vector<double>{32, 40, 64, 88});
@@ -312,7 +350,12 @@ TEST_CASE("calibrate --costs times the conditional rescale's row max and pack-on
     if (p.block != "pack_p" || p.elements != 40) continue;
     const auto& span = shapes["hd256 n_block 80 conditional rescale"]["spans"]["pack_p"];
     CHECK(p.alone == span["alone_cycles"].get<double>());
-    CHECK(p.beside_rs == span["beside_wgmma_rs_cycles"].get<double>());
+    const double duty_rs = span["tensor_duty_rs"].get<double>();
+    CHECK(duty_rs > 0.5);
+    CHECK(duty_rs < 1);
+    CHECK(p.duty_rs == duty_rs);
+    CHECK(p.beside_rs == Approx(p.alone + (span["beside_wgmma_rs_cycles"].get<double>() - p.alone) / duty_rs));
+    CHECK(p.beside_rs > span["beside_wgmma_rs_cycles"].get<double>());
     // Packing P alone is shorter than rescaling O and packing P of the same shape.
     CHECK(p.alone < shapes["hd256 n_block 80"]["spans"]["rescale_o"]["alone_cycles"].get<double>());
   }
@@ -325,6 +368,12 @@ TEST_CASE("calibrate --costs times the conditional rescale's row max and pack-on
              Catch::Contains("rescale_o span where the conditional rescale rescales nothing"));
   CHECK_THAT(written["blocks"]["softmax_max_conditional"]["measured"]["source"].get<std::string>(),
              Catch::Contains("softmax_max span with the conditional rescale's warp vote"));
+  // The duty each point's beside figures were taken from is kept with the point.
+  const auto& pack40 = written["blocks"]["pack_p"]["measured"]["points"][1];
+  REQUIRE(pack40["elements"] == 40);
+  CHECK(pack40["timed_at_tensor_duty_rs"].get<double>() ==
+        Approx(shapes["hd256 n_block 80 conditional rescale"]["spans"]["pack_p"]["tensor_duty_rs"].get<double>())
+            .margin(1e-3));
   fs::remove(tmp);
 
   // A masked shape whose masked row max is not the longer is refused, naming it.
