@@ -80,8 +80,13 @@ std::vector<std::string> expand(const std::vector<std::string>& inputs) {
   for (const auto& in : inputs) {
     if (fs::is_directory(in)) {
       std::vector<std::string> here;
-      for (const auto& e : fs::directory_iterator(in))
-        if (e.path().extension() == ".json") here.push_back(e.path().string());
+      // A folder's results, less the `attnsim replay --update` baselines kept beside them
+      // (<benchmark>.replay.json: the model's errors on a result, not a result).
+      for (const auto& e : fs::directory_iterator(in)) {
+        const std::string name = e.path().filename().string();
+        const bool replay_baseline = name.size() > 12 && name.ends_with(".replay.json");
+        if (e.path().extension() == ".json" && !replay_baseline) here.push_back(e.path().string());
+      }
       std::sort(here.begin(), here.end());
       files.insert(files.end(), here.begin(), here.end());
     } else {

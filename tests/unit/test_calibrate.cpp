@@ -295,6 +295,20 @@ TEST_CASE("a span timed beside wgmma at part duty is taken linearly to full duty
   fs::remove(bad_file);
 }
 
+TEST_CASE("calibrate reads a results folder without the replay baselines kept in it", "[calibrate]") {
+  // configs/measured/h200 holds gemm_turn.replay.json and softmax_pair.replay.json (attnsim replay
+  // --update) beside the results, as scripts/calibrate-gpu.sh passes the folder.
+  const std::string folder = test::root() + "/configs/measured/h200";
+  REQUIRE(fs::exists(folder + "/gemm_turn.replay.json"));
+  std::string note;
+  const auto constants = derive_constants({folder}, note);
+  CHECK(std::any_of(constants.begin(), constants.end(),
+                    [](const CalibratedConstant& c) { return c.name == "alu_rate_beside_mma"; }));
+  // Named on its own, a replay baseline is still refused as a result file.
+  CHECK_THROWS_WITH(derive_constants({folder + "/gemm_turn.replay.json"}, note),
+                    Catch::Contains("gemm_turn.replay.json: /benchmark"));
+}
+
 TEST_CASE("calibrate reads pipes_under_mma's rates at full tensor duty where the result has them", "[calibrate]") {
   std::string note;
   const std::string h200 = test::root() + "/configs/measured/h200/pipes_under_mma.json";
