@@ -35,7 +35,8 @@ constexpr int32_t kPrioResume = 1;
 // Delayed: a wait that found its condition already met, paying the cost of the check
 // (mbarrier try_wait / wgmma.wait_group on a completed phase or group).
 // Issuing: an MMA group whose issue stalls until the tensor core's queue has room.
-enum class WarpState : uint8_t { Ready, Waiting, Computing, Storing, WaitingAsync, Delayed, Issuing, Done };
+// Gathering: an SM90 wgmma group whose issue waits for the warpgroup's other warps to reach it.
+enum class WarpState : uint8_t { Ready, Waiting, Computing, Storing, WaitingAsync, Delayed, Issuing, Gathering, Done };
 
 struct Warp {
   size_t pc = 0;
@@ -50,6 +51,18 @@ struct Warp {
   int delay_label = -1;       // Delayed: the wait's timeline label
   double compute_start = 0;   // start of the warp's latest compute block (an MMA group's issue window)
   bool async_on_mma = false;  // WaitingAsync: on MMA groups (else on copies)
+  int warpgroup = -1;         // its wgmma rendezvous (index into Engine::groups_), -1: issues alone
+};
+
+// The four warps of an SM90 warpgroup that issue the same wgmma groups: a wgmma issues only once
+// every warp of the warpgroup has reached it (kernels/microbench wgmma_skew: a warp's issue end
+// follows a late warp's delay cycle for cycle, slope 0.98, H200 2026-11-28), so the warps leave
+// each group together, and the quarters start on their SMSPs' tensor cores when the last warp
+// issues them.
+struct WarpgroupRendezvous {
+  std::vector<int> warps;    // the four warps
+  std::vector<int> arrived;  // warps at the current group so far
+  double from = 0;           // the last arriver's issue window (TcEntry::issued spread over it)
 };
 
 struct Barrier {
@@ -85,6 +98,7 @@ class Engine {
       warps_[w].smsp = prog.warps[w].warp % hw.smsp_per_sm;
       stats_[w].wait_by_barrier.assign(prog.barriers.size() + 2, 0.0);  // + wgmma / cp.async waits
     }
+    find_warpgroups();
     tc_q_.resize(static_cast<size_t>(tensor_queues()));
     tc_last_complete_.assign(tc_q_.size(), 0.0);
     tc_exec_end_.assign(tc_q_.size(), 0.0);
@@ -268,23 +282,32 @@ class Engine {
             ++ws.pc;
             break;
           }
-          ++ws.mma_outstanding;
           // The group's instructions went out evenly over the end of the compute block that
           // issued it (the block before, of the same op): over its dependency chain, the
-          // back-to-back issue cost (wgmma_issue), within the block. Each runs from when it was
-          // issued or the tensor core freed up, whichever is later, even if that is before now.
+          // back-to-back issue cost (wgmma_issue), within the block.
           const bool issued_by_block =
               ws.pc > 0 && ops[ws.pc - 1].kind == OpKind::Compute && ops[ws.pc - 1].name == op.name;
           const double from = issued_by_block ? std::max(ws.compute_start, now_ - ops[ws.pc - 1].chain) : now_;
-          const int instrs = std::max(1, op.count);
-          const double cycles = mma_cycles(op) / instrs;
-          size_t last_pos = 0;
-          for (int i = 0; i < instrs; ++i)
-            last_pos = enqueue_tensor(tq, {&op, w, from + (i + 1) * (now_ - from) / instrs, cycles, i == instrs - 1});
-          // Issue back-pressure: the group's last instruction enters the queue once no more than
-          // mma_queue_depth instructions wait ahead of it, itself included.
-          const double accept = projected_start(tq, last_pos - std::min(last_pos, queue_depth()));
-          if (last_pos > queue_depth() && accept > now_) {
+          if (ws.warpgroup >= 0) {
+            WarpgroupRendezvous& g = groups_[ws.warpgroup];
+            g.arrived.push_back(w);
+            g.from = from;  // the last arriver's window stands for the group's
+            if (g.arrived.size() < g.warps.size()) {
+              ws.state = WarpState::Gathering;
+              ws.since = now_;
+              return;
+            }
+            // The last warp is here: the others issue with it (their stall continues their span).
+            for (int o : g.arrived) {
+              if (o == w) continue;
+              const double accept = issue_mma(o, op_at(o), g.from);
+              warps_[o].state = WarpState::Issuing;
+              q_.push(std::max(now_, accept), kPrioResume, kWarpResume, o);
+            }
+            g.arrived.clear();
+          }
+          const double accept = issue_mma(w, op, from);
+          if (accept > now_) {
             ws.state = WarpState::Issuing;
             ws.since = now_;
             q_.push(accept, kPrioResume, kWarpResume, w);
@@ -487,6 +510,50 @@ class Engine {
     bar.phase_bit ^= 1;
     wake(b, hw_.named_barrier_latency);
     return true;
+  }
+
+  // Puts warp w's MMA group `op` into its tensor core's queue, its instructions issued evenly from
+  // `from` to now; each runs from when it was issued or the tensor core freed up, whichever is
+  // later, even if that is before now. Returns when the warp may go on: now, or later where the
+  // queue is full (issue back-pressure: the group's last instruction enters the queue once no more
+  // than mma_queue_depth instructions wait ahead of it, itself included).
+  double issue_mma(int w, const Op& op, double from) {
+    ++warps_[w].mma_outstanding;
+    const int tq = tensor_queue(w);
+    const int instrs = std::max(1, op.count);
+    const double cycles = mma_cycles(op) / instrs;
+    size_t last_pos = 0;
+    for (int i = 0; i < instrs; ++i)
+      last_pos = enqueue_tensor(tq, {&op, w, from + (i + 1) * (now_ - from) / instrs, cycles, i == instrs - 1});
+    const double accept = projected_start(tq, last_pos - std::min(last_pos, queue_depth()));
+    return last_pos > queue_depth() ? std::max(now_, accept) : now_;
+  }
+
+  // SM90: the warpgroups whose four warps issue the same wgmma groups (same role, as many MMA ops
+  // each) meet at every group (WarpgroupRendezvous). A warp that issues MMAs alone (a hand-written
+  // schedule's single MMA warp), and SM100's single-thread tcgen05.mma, does not wait.
+  void find_warpgroups() {
+    if (hw_.has_tmem()) return;
+    constexpr int kWarpsPerGroup = 4;
+    std::vector<std::vector<int>> by_group;
+    for (size_t w = 0; w < prog_.warps.size(); ++w) {
+      const size_t g = static_cast<size_t>(prog_.warps[w].warp / kWarpsPerGroup);
+      if (by_group.size() <= g) by_group.resize(g + 1);
+      by_group[g].push_back(static_cast<int>(w));
+    }
+    auto mma_ops = [&](int w) {
+      return std::count_if(prog_.warps[w].ops.begin(), prog_.warps[w].ops.end(),
+                           [](const Op& o) { return o.kind == OpKind::Mma; });
+    };
+    for (const auto& ws : by_group) {
+      if (ws.size() != kWarpsPerGroup || mma_ops(ws[0]) == 0) continue;
+      const bool same = std::all_of(ws.begin(), ws.end(), [&](int w) {
+        return prog_.warps[w].role == prog_.warps[ws[0]].role && mma_ops(w) == mma_ops(ws[0]);
+      });
+      if (!same) continue;
+      for (int w : ws) warps_[w].warpgroup = static_cast<int>(groups_.size());
+      groups_.push_back({ws, {}, 0});
+    }
   }
 
   // --- tensor cores (in-order queues of MMA instructions and commits) -------------
@@ -710,6 +777,10 @@ class Engine {
                             prog_.barriers[ws.wait_barrier].named ? "" : fmt::format("phase parity {}", bw.parity),
                             b.pending, prog_.barriers[ws.wait_barrier].expected,
                             b.tx > 0 ? fmt::format(", {:.0f} TMA bytes", b.tx) : "");
+      } else if (ws.state == WarpState::Gathering) {
+        bw.barrier = "(wgmma rendezvous)";
+        text += fmt::format("  {} w{} (op {}) waits at a wgmma for its warpgroup's other warps\n", bw.role, bw.warp,
+                            bw.op_index);
       } else {
         bw.barrier = "(not waiting)";
         text += fmt::format("  {} w{} (op {}) is not waiting\n", bw.role, bw.warp, bw.op_index);
@@ -776,6 +847,7 @@ class Engine {
   std::vector<Warp> warps_;
   std::vector<WarpStats> stats_;
   std::vector<Barrier> barriers_;
+  std::vector<WarpgroupRendezvous> groups_;  // SM90 warpgroups meeting at each wgmma group
   std::vector<std::deque<TcEntry>> tc_q_;  // per tensor-core queue; its front executes while busy
   std::vector<double> tc_last_complete_;   // per queue: when its last started instruction's result is visible
   std::vector<double> tc_exec_end_;        // per queue: when the executing instruction finishes

