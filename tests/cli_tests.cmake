@@ -347,7 +347,7 @@ attnsim_cli_test(replay_wrong_benchmark 2 "wgmma_share.json: /benchmark: expecte
   ARGS replay ${PROJECT_SOURCE_DIR}/configs/measured/h200/wgmma_share.json)
 # simulate --traced: the kernel `attnsim run --trace` records (the row max before the PV wait at
 # hd128); a schedule whose traced kernel runs the plain one's ops says so and predicts that.
-attnsim_cli_test(simulate_traced 0 "predicted time +1901.[0-9] us"
+attnsim_cli_test(simulate_traced 0 "predicted time +1902.[0-9] us"
   ARGS simulate ${PROJECT_SOURCE_DIR}/schedules/fa3_sm90.json --hw h200 --head-dim 128 --seqlen 8192 --batch 2
        --heads 16 --non-causal --no-timeline --traced)
 attnsim_cli_test(simulate_traced_same 0 "traced kernel runs the plain kernel's ops"

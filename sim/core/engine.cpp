@@ -319,6 +319,13 @@ class Engine {
         case OpKind::BarSync: {
           const bool released = named_arrive(op.barrier, op.count, w);
           if (released) {
+            // The arrival that fills the barrier is released with the warps waiting on it, after
+            // the barrier's latency (kernels/microbench named_barrier: a round of bar.sync in which
+            // every warp syncs takes 41 cycles, H200); the kernel records that wait too.
+            if (hw_.named_barrier_latency > 0) {
+              delay(w, hw_.named_barrier_latency, 2 * op.barrier);
+              return;
+            }
             ++ws.pc;
             break;
           }

@@ -1,6 +1,7 @@
 #include "plan/tile_scheduler.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <queue>
 #include <set>
 #include <stdexcept>
@@ -40,7 +41,11 @@ std::vector<std::vector<size_t>> assign_dynamic_tiles(const std::vector<double>&
     lists[c].push_back(i);
     done[c] += cost[i];
     const int n = std::max(1, n_blocks[i]);
-    asks.push({done[c] - cost[i] * std::min(n, std::max(0, lead_blocks)) / n, c});
+    // Ask times at a resolution of 1/16 cycle, so that equal times tie exactly (the lower CTA
+    // first): a tile's exact simulation and its steady-state extrapolation agree to about 1e-6
+    // cycles, and that rounding noise must not decide which CTA takes the next tile.
+    const double at = done[c] - cost[i] * std::min(n, std::max(0, lead_blocks)) / n;
+    asks.push({std::round(at * 16) / 16, c});
   }
   if (done_at) *done_at = std::move(done);
   return lists;
