@@ -126,6 +126,35 @@ TEST_CASE("an MMA instruction runs from when it was issued - issue back-pressure
   CHECK(issue_end == Approx(std::max(80.0, 10 + 5 * instr)));
 }
 
+TEST_CASE("SM90: a warpgroup's wgmma issues once its last warp reaches it - SM100 does not wait", "[engine][mma]") {
+  Hardware hw = test::without_fixed_costs(b200());
+  hw.tmem_columns = 0;      // SM90-style: per-SMSP tensor cores, each warp's quarter on its own
+  hw.mma_queue_depth = 64;  // no issue back-pressure here
+  const double instr = 2 * 16.0 * 128 * 16 / (hw.tensor_flops_per_clk / hw.smsp_per_sm);
+  REQUIRE(instr >= 10);  // each instruction runs from its issue: the group ends 8 instructions after the first
+  const double lat = hw.mma_latency;
+  // Warps 4-6 reach the group at 80 and wait for warp 7 (at 380); all issue over its window.
+  const Prediction p = test::run(micro("wgmma_rendezvous.json"), hw, Problem{});
+  for (int w : {4, 5, 6, 7}) CHECK(warp_end(p, w) == Approx(310 + 8 * instr + lat));
+  // The early warps' wait is part of their issue span, as the kernel records mma_qk.
+  REQUIRE(p.critical.timeline.warps[0].warp == 4);
+  double issue_end = 0;
+  for (const auto& s : p.critical.timeline.warps[0].spans)
+    if (s.op == ATTNSIM_OP_MMA_QK) issue_end = s.end;
+  CHECK(issue_end == Approx(380));
+  // With TMEM (SM100) no warpgroup meets: warp 4 issues alone over [0, 80).
+  const Prediction alone = test::run(micro("wgmma_rendezvous.json"), test::without_fixed_costs(b200()), Problem{});
+  CHECK(warp_end(alone, 4) < warp_end(alone, 7));
+}
+
+TEST_CASE("the warp whose bar.sync fills a named barrier is released with the waiting ones", "[engine]") {
+  Hardware hw = test::without_fixed_costs(b200());
+  hw.named_barrier_latency = 30;
+  const Prediction p = test::run(micro("named_sync.json"), hw, Problem{});
+  CHECK(warp_end(p, 0) == Approx(200 + 30));
+  CHECK(warp_end(p, 1) == Approx(200 + 30));
+}
+
 TEST_CASE("CUDA-core pipes slow while their SMSP's tensor core runs wgmma", "[engine][mma]") {
   Hardware hw = test::without_fixed_costs(b200());
   hw.tmem_columns = 0;  // SM90-style: per-SMSP tensor cores with register accumulators
