@@ -59,9 +59,9 @@ struct Warp {
 // follows a late warp's delay cycle for cycle, slope 0.98, H200 2026-11-28), so the warps leave
 // each group together, and the quarters start on their SMSPs' tensor cores when the last warp
 // issues them.
+constexpr size_t kWarpsPerWarpgroup = 4;
 struct WarpgroupRendezvous {
-  std::vector<int> warps;    // the four warps
-  std::vector<int> arrived;  // warps at the current group so far
+  std::vector<int> arrived;  // warps at the current group so far (kWarpsPerWarpgroup: all here)
   double from = 0;           // the last arriver's issue window (TcEntry::issued spread over it)
 };
 
@@ -292,7 +292,7 @@ class Engine {
             WarpgroupRendezvous& g = groups_[ws.warpgroup];
             g.arrived.push_back(w);
             g.from = from;  // the last arriver's window stands for the group's
-            if (g.arrived.size() < g.warps.size()) {
+            if (g.arrived.size() < kWarpsPerWarpgroup) {
               ws.state = WarpState::Gathering;
               ws.since = now_;
               return;
@@ -541,10 +541,9 @@ class Engine {
   // schedule's single MMA warp), and SM100's single-thread tcgen05.mma, does not wait.
   void find_warpgroups() {
     if (hw_.has_tmem()) return;
-    constexpr int kWarpsPerGroup = 4;
     std::vector<std::vector<int>> by_group;
     for (size_t w = 0; w < prog_.warps.size(); ++w) {
-      const size_t g = static_cast<size_t>(prog_.warps[w].warp / kWarpsPerGroup);
+      const size_t g = static_cast<size_t>(prog_.warps[w].warp) / kWarpsPerWarpgroup;
       if (by_group.size() <= g) by_group.resize(g + 1);
       by_group[g].push_back(static_cast<int>(w));
     }
@@ -553,13 +552,13 @@ class Engine {
                            [](const Op& o) { return o.kind == OpKind::Mma; });
     };
     for (const auto& ws : by_group) {
-      if (ws.size() != kWarpsPerGroup || mma_ops(ws[0]) == 0) continue;
+      if (ws.size() != kWarpsPerWarpgroup || mma_ops(ws[0]) == 0) continue;
       const bool same = std::all_of(ws.begin(), ws.end(), [&](int w) {
         return prog_.warps[w].role == prog_.warps[ws[0]].role && mma_ops(w) == mma_ops(ws[0]);
       });
       if (!same) continue;
       for (int w : ws) warps_[w].warpgroup = static_cast<int>(groups_.size());
-      groups_.push_back({ws, {}, 0});
+      groups_.push_back({});
     }
   }
 
