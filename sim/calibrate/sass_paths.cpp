@@ -993,8 +993,10 @@ std::vector<PvWaitStep> pv_wait_steps(const Function& fn) {
       if (depbar(k, "0x0") && s.address == 0) {
         s.address = in.address;
         s.max_before = s.max_total;
+        s.ex2_before = s.ex2_total;
       }
       s.max_total += in.base == "FMNMX";
+      s.ex2_total += in.opcode.rfind("MUFU.EX2", 0) == 0;
       neg_inf += in.writes_neg_inf;
       s.clocked = s.clocked || in.clock_read;
     }
@@ -1005,13 +1007,28 @@ std::vector<PvWaitStep> pv_wait_steps(const Function& fn) {
   return steps;
 }
 
-double max_before_pv_wait(const std::vector<PvWaitStep>& steps) {
+namespace {
+/// The mean of `before(s) / total(s)` over the unmasked steps (over all where every one is
+/// masked); -1 when no step has any of those instructions.
+template <class Before, class Total>
+double share_before_pv_wait(const std::vector<PvWaitStep>& steps, Before before, Total total) {
   const bool any_unmasked = std::any_of(steps.begin(), steps.end(), [](const PvWaitStep& s) { return !s.masked; });
   double sum = 0;
   int n = 0;
   for (const auto& s : steps)
-    if ((!s.masked || !any_unmasked) && s.max_total > 0) sum += static_cast<double>(s.max_before) / s.max_total, ++n;
+    if ((!s.masked || !any_unmasked) && total(s) > 0) sum += static_cast<double>(before(s)) / total(s), ++n;
   return n > 0 ? sum / n : -1;
+}
+}  // namespace
+
+double max_before_pv_wait(const std::vector<PvWaitStep>& steps) {
+  return share_before_pv_wait(
+      steps, [](const PvWaitStep& s) { return s.max_before; }, [](const PvWaitStep& s) { return s.max_total; });
+}
+
+double exp_before_pv_wait(const std::vector<PvWaitStep>& steps) {
+  return share_before_pv_wait(
+      steps, [](const PvWaitStep& s) { return s.ex2_before; }, [](const PvWaitStep& s) { return s.ex2_total; });
 }
 
 TilePaths tile_paths(const Function& fn, const Latencies& lat) {

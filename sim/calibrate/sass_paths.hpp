@@ -206,6 +206,8 @@ struct PvWaitStep {
   uint32_t address = 0;  ///< of the PV wait (DEPBAR gsb0, 0x0)
   int max_before = 0;    ///< FMNMX between the QK wait and the PV wait
   int max_total = 0;     ///< FMNMX in the whole step
+  int ex2_before = 0;    ///< MUFU.EX2 between the QK wait and the PV wait (exponentials run under the PV)
+  int ex2_total = 0;     ///< MUFU.EX2 in the whole step
   bool masked = false;   ///< sets scores to -INF more often than a quarter of its FMNMX count: a masked block
   bool clocked = false;  ///< reads the SM clock (SR_CLOCKLO): a traced build's recorded step
 };
@@ -215,6 +217,8 @@ std::vector<PvWaitStep> pv_wait_steps(const Function& fn);
 /// the unmasked steps (the steady state of most KV blocks), over all steps where every one is
 /// masked; -1 when there are none.
 double max_before_pv_wait(const std::vector<PvWaitStep>& steps);
+/// The same fraction of the exponentials (MUFU.EX2): what of the exp block runs under the PV.
+double exp_before_pv_wait(const std::vector<PvWaitStep>& steps);
 
 /// The consumer's steady-state KV loop of a plain (untraced) fa3_forward instance, the code the
 /// timed kernel runs per KV block: of the innermost loops with HGMMA and MUFU.EX2, the one with the

@@ -244,16 +244,19 @@ struct SassCosts : Command {
     auto steps_text = [](const std::vector<sass::PvWaitStep>& pv) {
       std::vector<std::string> at;
       for (const auto& st : pv)
-        at.push_back(fmt::format("{:#x}{}{} {}/{}", st.address, st.masked ? " masked" : "",
-                                 st.clocked ? " clocked" : "", st.max_before, st.max_total));
+        at.push_back(fmt::format("{:#x}{}{} {}/{} ex2 {}/{}", st.address, st.masked ? " masked" : "",
+                                 st.clocked ? " clocked" : "", st.max_before, st.max_total, st.ex2_before,
+                                 st.ex2_total));
       return fmt::format("{}", fmt::join(at, ", "));
     };
     std::cout << "\npv wait (plain instances with overlap): per overlapped KV step, the row max (FMNMX) before the "
-                 "PV's wgmma wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) / all the step's FMNMX\n";
+                 "PV's wgmma wait (WARPGROUP.DEPBAR.LE gsb0, 0x0) / all the step's FMNMX, and the same of its "
+                 "exponentials (MUFU.EX2)\n";
     for (const auto& [k, tc, pv, loop] : tiles)
       if (!pv.empty())
-        std::cout << fmt::format("  {}{}: {}; before the wait: {:.2f} of the max\n", short_name(k),
-                                 k.own_o ? " own_o" : "", steps_text(pv), sass::max_before_pv_wait(pv));
+        std::cout << fmt::format("  {}{}: {}; before the wait: {:.2f} of the max, {:.2f} of the exponentials\n",
+                                 short_name(k), k.own_o ? " own_o" : "", steps_text(pv), sass::max_before_pv_wait(pv),
+                                 std::max(0.0, sass::exp_before_pv_wait(pv)));
     std::cout << "\npv wait (traced instances with overlap; both their recorded and their plain tiles' steps, "
                  "clocked: a recorded tile's): the same count\n";
     for (const auto& [k, pv] : traced_pv)

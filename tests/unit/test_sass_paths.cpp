@@ -237,6 +237,41 @@ TEST_CASE("SASS analysis of the real hd128 KV loop (H200 cuobjdump excerpt)", "[
   CHECK(plain.issue_cycles == -1);  // the excerpt keeps no encodings, so no control codes
 }
 
+TEST_CASE("PV wait position: the row max and exponentials before an overlapped step's PV wait", "[sass]") {
+  // Two overlapped steps: QK's wait (gsb0, 0x1), softmax, PV's wait (gsb0, 0x0), up to the next
+  // HGMMA. The first runs its whole max and a quarter of its exponentials before the PV's wait,
+  // the second its max only.
+  const Snippet s({
+      "WARPGROUP.DEPBAR.LE gsb0, 0x1 ;", "FMNMX R10, R1, R2, !PT ;", "FMNMX R10, R10, R3, !PT ;",
+      "MUFU.EX2 R20, R4 ;", "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;", "MUFU.EX2 R21, R5 ;", "MUFU.EX2 R22, R6 ;",
+      "MUFU.EX2 R23, R7 ;", "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24 ;",  //
+      "WARPGROUP.DEPBAR.LE gsb0, 0x1 ;", "FMNMX R10, R1, R2, !PT ;", "FMNMX R10, R10, R3, !PT ;",
+      "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;", "MUFU.EX2 R21, R5 ;", "MUFU.EX2 R22, R6 ;",
+      "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24 ;",
+  });
+  const Function fn{"f", "f", s.code};
+  const auto steps = pv_wait_steps(fn);
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0].address == 0x50);
+  CHECK(std::make_pair(steps[0].max_before, steps[0].max_total) == std::make_pair(2, 2));
+  CHECK(std::make_pair(steps[0].ex2_before, steps[0].ex2_total) == std::make_pair(1, 4));
+  CHECK(std::make_pair(steps[1].ex2_before, steps[1].ex2_total) == std::make_pair(0, 2));
+  CHECK(max_before_pv_wait(steps) == 1.0);
+  CHECK(exp_before_pv_wait(steps) == Approx((0.25 + 0) / 2));
+  CHECK(exp_before_pv_wait({}) == -1);  // no overlapped step
+
+  // The real traced hd128 excerpt (an older build): its one overlapped step waits for the PV after
+  // the whole softmax, its 74 FMNMX and 66 MUFU.EX2 (64 scores, 2 rescale factors).
+  std::ifstream in(data("sass_fa3_hd128_kv_loop.txt"));
+  REQUIRE(in);
+  const auto real = pv_wait_steps(parse_cuobjdump(in).at(0));
+  REQUIRE(real.size() == 1);
+  CHECK(real[0].address == 0xa4b0);
+  CHECK(std::make_pair(real[0].max_before, real[0].max_total) == std::make_pair(74, 74));
+  CHECK(std::make_pair(real[0].ex2_before, real[0].ex2_total) == std::make_pair(66, 66));
+  CHECK(real[0].clocked);
+}
+
 TEST_CASE("A BRA.DIV fallback's branch back into the KV loop is no loop of its own", "[sass]") {
   // ptxas places the fallback of a warp-wide operation (here a shuffle, as for the GEMMs' ring
   // stage from lane 0 in kernels/sm90/consumer.cuh) after the kernel's body: BRA.DIV jumps to it
