@@ -53,6 +53,7 @@ struct MixArgs {
   int rounds = 0;  ///< softmax-like rounds per iteration on the compute warps
   int gap_ns = 0;  ///< __nanosleep after each iteration (duty below 1)
   int mem = 0;     ///< 0 none, 1 L2 window, 2 HBM slices
+  int mem_sms = 0;  ///< SMs (CTAs 0 .. mem_sms - 1) whose copy thread streams
   const uint8_t* buf = nullptr;
 };
 
@@ -137,7 +138,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < 64; ++i) x += d[i];
     if (x == 1234567.0f) sink[blockIdx.x * kThreads + threadIdx.x] = x;
-  } else if (a.mem != 0 && threadIdx.x == 256) {
+  } else if (a.mem != 0 && threadIdx.x == 256 && static_cast<int>(blockIdx.x) < a.mem_sms) {
     // One thread keeps kStages bulk copies (TMA, as the kernels load K/V) in flight into a ring.
     uint8_t* ring = align1k(smem_raw) + kRingOffset;
     const unsigned chunks = a.mem == 1 ? kL2WindowChunks : kHbmSliceChunks;
@@ -180,6 +181,7 @@ __global__ void fill_buffer_kernel(uint4* p, size_t n) {  // random bytes, as K/
 
 struct Mix {
   int tensor, rounds, gap_ns, mem;
+  int mem_sms = 0;  ///< SMs that stream (0: all)
 };
 
 constexpr const char* kMemName[] = {"none", "l2", "hbm"};  // by MixArgs::mem
@@ -221,6 +223,7 @@ struct MixRunner {
     // A mix of neither tensor nor softmax work still needs iterations that take time.
     a.gap_ns = (m.tensor == 0 && m.rounds == 0) ? std::max(m.gap_ns, 1000) : m.gap_ns;
     a.mem = m.mem;
+    a.mem_sms = m.mem_sms > 0 ? m.mem_sms : grid;
     a.buf = reinterpret_cast<const uint8_t*>(buf.get());
     if (m.tensor)
       clock_mix_kernel<true>
@@ -305,6 +308,70 @@ void bench_clock_under_mix(Report& rep) {
   rep.results()["max_clock_ghz"] = rep.dev().clock_rate_khz * 1e-6;
 }
 
+/// clock_under_hbm: board power and SM clock against the HBM bandwidth. clock_under_mix streams HBM
+/// at one level only (every SM, 4.4-4.6 TB/s), so the power model's HBM term is a line through
+/// that level; attention kernels stream 0.1-2.7 TB/s. Here the same kernel streams from the first
+/// `mem_sms` SMs only (16 to 132 of them), with no compute (the clock stays at its top unless the
+/// power limit bites) and with a light tensor and softmax load (tensor, 1 round, 800 ns gap).
+void bench_clock_under_hbm(Report& rep) {
+  require_sm90(rep);
+  rep.set_method(
+      "clock_under_mix's kernel and measurements with its HBM stream (one thread per SM keeping 4 cp.async.bulk "
+      "copies of 16 KB in flight from a 16 MB slice per SM) on the first mem_sms SMs only: mem_sms 0 (no stream), "
+      "16, 33, 66, 99 and all, each with no compute (t0_r0: the compute warps sleep 1000 ns per iteration) and with "
+      "wgmma and one softmax round per iteration and an 800 ns gap (t1_r1_g800); after a 3 s warm-up on the heaviest "
+      "mix, each ~1.2 s (quick ~0.15 s); board power from NVML right after each run.");
+  const bool quick = rep.opt().quick;
+  const double seconds = quick ? 0.15 : 1.2;
+  MixRunner runner(rep.dev().sm_count);
+  const int grid = runner.grid;
+  std::vector<Mix> mixes;
+  for (const Mix base : {Mix{0, 0, 0, 2}, Mix{1, 1, 800, 2}})
+    for (int sms : {0, 16, 33, 66, 99, grid}) {
+      Mix m = base;
+      if (sms == 0) m.mem = 0;
+      m.mem_sms = sms;
+      mixes.push_back(m);
+    }
+  const Mix heaviest{1, 1, 0, 2};
+  runner.launch(heaviest, runner.iters_for(heaviest, quick ? 0.3 : 3.0));  // warm-up
+  Json& cfg = rep.results()["configs"];
+  for (size_t k = 0; k < mixes.size(); ++k) {
+    const Mix& m = mixes[(k * 5) % mixes.size()];  // 5 is coprime with 12: neighbours apart
+    const int iters = runner.iters_for(m, seconds);
+    const auto run = runner.launch(m, iters);
+    const BoardPower pw = read_board_power(rep.opt().device);
+    rep.clock().add(run);
+    const auto bytes = runner.mem_bytes.to_host();
+    std::vector<double> tduty, iduty;
+    double total_bytes = 0;
+    for (size_t b = 0; b < run.size(); ++b) {
+      const double cyc = static_cast<double>(run[b].clk1 - run[b].clk0);
+      tduty.push_back(m.tensor ? kTensorCyclesPerIter * iters / cyc : 0.0);
+      iduty.push_back(static_cast<double>(kInstrPerRound) * m.rounds * iters * kComputeWarps / 4.0 / cyc);
+      total_bytes += static_cast<double>(bytes[b]);
+    }
+    const double span_s = span_ns(run) * 1e-9;
+    Json j = Json::object();
+    j["order"] = static_cast<long long>(k);
+    j["tensor"] = m.tensor;
+    j["rounds"] = m.rounds;
+    j["gap_ns"] = m.gap_ns;
+    j["mem_sms"] = m.mem == 0 ? 0 : m.mem_sms;
+    j["tensor_duty"] = median(tduty);
+    j["issue_duty"] = median(iduty);
+    j["l2_bytes_per_s"] = 0.0;
+    j["hbm_bytes_per_s"] = total_bytes / span_s;
+    j["clock_ghz"] = median(block_clock_ghz(run));
+    j["run_seconds"] = span_s;
+    j["board_power_w"] = pw.power_w;
+    j["power_limit_w"] = pw.limit_w;
+    j["temperature_c"] = pw.temperature_c;
+    cfg[mix_name(m) + "_s" + std::to_string(m.mem == 0 ? 0 : m.mem_sms)] = j;
+  }
+  rep.results()["max_clock_ghz"] = rep.dev().clock_rate_khz * 1e-6;
+}
+
 /// How fast the power controller lowers the clock once a heavy load starts: after an idle pause,
 /// 10 back-to-back launches of the heaviest mix (wgmma, softmax rounds, HBM streams) of T / 10
 /// each, for bursts T of 0.2 to 200 ms, the clock of each launch (median over SMs of clock64 /
@@ -371,6 +438,9 @@ std::vector<Benchmark> clock_mix_benchmarks() {
   return {{"clock_under_mix",
            "SM clock and board power over mixes of wgmma, softmax arithmetic and L2/HBM streams on all SMs",
            bench_clock_under_mix},
+          {"clock_under_hbm",
+           "SM clock and board power against the HBM bandwidth (16 to all SMs streaming), alone and beside wgmma",
+           bench_clock_under_hbm},
           {"clock_under_burst",
            "SM clock launch by launch after an idle pause under the heaviest mix: how fast the power limit bites",
            bench_clock_under_burst}};

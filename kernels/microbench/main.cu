@@ -113,6 +113,8 @@ const Expect kExpect[] = {
     {"wgmma_skew", "/results/warp0_issue_slope_over_delay", -0.5, 1.5},
     {"wgmma_skew", "/results/warp0_done_slope_over_delay", -0.5, 1.5},
     {"clock_under_burst", "/results/first_launch_clock_ghz", 0.3, 3},
+    {"clock_under_hbm", "/results/configs/t0_r0_g0_hbm_s132/hbm_bytes_per_s", 1e11, 1e14},
+    {"clock_under_hbm", "/results/configs/t0_r0_g0_hbm_s132/board_power_w", 10, 2000},
     {"softmax_block", "/results/softmax_exp_alone_cycles", 50, 1e5},
     {"softmax_block", "/results/softmax_exp_beside_wgmma_cycles", 50, 1e5},
     {"ldg_load", "/results/ldg_latency_alone_cycles", 50, 5000},
