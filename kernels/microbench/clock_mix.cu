@@ -171,11 +171,32 @@ __global__ void __launch_bounds__(kThreads, 1)
   block_clock_end(blocks);
 }
 
-__global__ void fill_buffer_kernel(uint4* p, size_t n) {  // random bytes, as K/V would be
+__global__ void fill_buffer_kernel(uint4* p, size_t n) {  // random bytes
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
     const uint32_t h = hash32(static_cast<uint32_t>(i));
     p[i] = make_uint4(h, hash32(h), hash32(h + 1), hash32(h + 2));
+  }
+}
+
+/// bf16 N(0, 1) samples (Box-Muller on a counter hash), as the attention kernels' K and V are
+/// (kernels/sm90/runner.cu): their sign and exponent bits are far from random.
+__global__ void fill_bf16_normal_kernel(uint4* p, size_t n) {
+  for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    uint32_t w[4];
+    for (int k = 0; k < 4; ++k) {
+      uint16_t half[2];
+      for (int j = 0; j < 2; ++j) {
+        const uint32_t h = hash32(static_cast<uint32_t>(i * 8 + k * 2 + j) * 2654435761u + 12345u);
+        const float u1 = (static_cast<float>(h & 0xFFFF) + 1.f) / 65537.f;
+        const float u2 = static_cast<float>(h >> 16) / 65536.f;
+        const float x = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+        half[j] = static_cast<uint16_t>(__float_as_uint(x) >> 16);  // bf16 by truncation
+      }
+      w[k] = half[0] | (static_cast<uint32_t>(half[1]) << 16);
+    }
+    p[i] = make_uint4(w[0], w[1], w[2], w[3]);
   }
 }
 
@@ -211,9 +232,17 @@ struct MixRunner {
         err(1) {
     allow_smem(clock_mix_kernel<false>, kOneBlockPerSmSmem);
     allow_smem(clock_mix_kernel<true>, kOneBlockPerSmSmem);
-    fill_buffer_kernel<<<1024, 256>>>(buf.get(), buf.size());
-    MB_CHECK_LAUNCH("fill_buffer_kernel");
+    fill(false);
     MB_CHECK(cudaMemset(err.get(), 0, sizeof(int)));
+  }
+  /// The streamed buffer: random bytes, or bf16 N(0, 1) values (`bf16_normal`).
+  void fill(bool bf16_normal) {
+    if (bf16_normal)
+      fill_bf16_normal_kernel<<<1024, 256>>>(buf.get(), buf.size());
+    else
+      fill_buffer_kernel<<<1024, 256>>>(buf.get(), buf.size());
+    MB_CHECK_LAUNCH("fill_buffer_kernel");
+    MB_CHECK(cudaDeviceSynchronize());
   }
   std::vector<BlockClock> launch(const Mix& m, int iters) {
     MB_CHECK(cudaMemset(mem_bytes.get(), 0, grid * sizeof(unsigned long long)));
@@ -320,7 +349,9 @@ void bench_clock_under_hbm(Report& rep) {
       "copies of 16 KB in flight from a 16 MB slice per SM) on the first mem_sms SMs only: mem_sms 0 (no stream), "
       "16, 33, 66, 99 and all, each with no compute (t0_r0: the compute warps sleep 1000 ns per iteration) and with "
       "wgmma and one softmax round per iteration and an 800 ns gap (t1_r1_g800); after a 3 s warm-up on the heaviest "
-      "mix, each ~1.2 s (quick ~0.15 s); board power from NVML right after each run.");
+      "mix, each ~1.2 s (quick ~0.15 s); board power from NVML right after each run. Twice: the buffer of random "
+      "bytes clock_under_mix streams (keys without a suffix), then of bf16 N(0, 1) values as attention's K and V "
+      "(suffix _bf16n).");
   const bool quick = rep.opt().quick;
   const double seconds = quick ? 0.15 : 1.2;
   MixRunner runner(rep.dev().sm_count);
@@ -336,7 +367,9 @@ void bench_clock_under_hbm(Report& rep) {
   const Mix heaviest{1, 1, 0, 2};
   runner.launch(heaviest, runner.iters_for(heaviest, quick ? 0.3 : 3.0));  // warm-up
   Json& cfg = rep.results()["configs"];
-  for (size_t k = 0; k < mixes.size(); ++k) {
+  for (size_t k = 0; k < 2 * mixes.size(); ++k) {
+    const bool bf16_normal = k >= mixes.size();
+    if (k == mixes.size()) runner.fill(true);
     const Mix& m = mixes[(k * 5) % mixes.size()];  // 5 is coprime with 12: neighbours apart
     const int iters = runner.iters_for(m, seconds);
     const auto run = runner.launch(m, iters);
@@ -358,6 +391,7 @@ void bench_clock_under_hbm(Report& rep) {
     j["rounds"] = m.rounds;
     j["gap_ns"] = m.gap_ns;
     j["mem_sms"] = m.mem == 0 ? 0 : m.mem_sms;
+    j["data"] = bf16_normal ? "bf16 N(0,1)" : "random bytes";
     j["tensor_duty"] = median(tduty);
     j["issue_duty"] = median(iduty);
     j["l2_bytes_per_s"] = 0.0;
@@ -367,7 +401,7 @@ void bench_clock_under_hbm(Report& rep) {
     j["board_power_w"] = pw.power_w;
     j["power_limit_w"] = pw.limit_w;
     j["temperature_c"] = pw.temperature_c;
-    cfg[mix_name(m) + "_s" + std::to_string(m.mem == 0 ? 0 : m.mem_sms)] = j;
+    cfg[mix_name(m) + "_s" + std::to_string(m.mem == 0 ? 0 : m.mem_sms) + (bf16_normal ? "_bf16n" : "")] = j;
   }
   rep.results()["max_clock_ghz"] = rep.dev().clock_rate_khz * 1e-6;
 }
