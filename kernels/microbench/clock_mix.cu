@@ -271,6 +271,44 @@ struct MixRunner {
   }
 };
 
+/// Runs `m` for about `seconds` on every SM and returns its record: the mix, medians over SMs of
+/// the clock (clock64 / %globaltimer), tensor duty (wgmma cycles over elapsed cycles) and issue
+/// duty (compute warp instructions per SMSP cycle), the chip's L2 or HBM stream bytes/s, and NVML's
+/// board power, limit and temperature right after the run; `order`: its place in the run.
+Json measure_mix(Report& rep, MixRunner& runner, const Mix& m, double seconds, size_t order) {
+  const int iters = runner.iters_for(m, seconds);
+  const auto run = runner.launch(m, iters);
+  const BoardPower pw = read_board_power(rep.opt().device);
+  rep.clock().add(run);
+  const auto bytes = runner.mem_bytes.to_host();
+  std::vector<double> tduty, iduty;
+  double total_bytes = 0;
+  for (size_t b = 0; b < run.size(); ++b) {
+    const double cyc = static_cast<double>(run[b].clk1 - run[b].clk0);
+    tduty.push_back(m.tensor ? kTensorCyclesPerIter * iters / cyc : 0.0);
+    iduty.push_back(static_cast<double>(kInstrPerRound) * m.rounds * iters * kComputeWarps / 4.0 / cyc);
+    total_bytes += static_cast<double>(bytes[b]);
+  }
+  const double span_s = span_ns(run) * 1e-9;
+  Json j = Json::object();
+  j["order"] = static_cast<long long>(order);
+  j["tensor"] = m.tensor;
+  j["rounds"] = m.rounds;
+  j["gap_ns"] = m.gap_ns;
+  j["mem"] = kMemName[m.mem];
+  j["tensor_duty"] = median(tduty);
+  j["issue_duty"] = median(iduty);
+  j["l2_bytes_per_s"] = m.mem == 1 ? total_bytes / span_s : 0.0;
+  j["hbm_bytes_per_s"] = m.mem == 2 ? total_bytes / span_s : 0.0;
+  j["clock_ghz"] = median(block_clock_ghz(run));
+  j["clock_ghz_min_over_sms"] = vmin(block_clock_ghz(run));
+  j["run_seconds"] = span_s;
+  j["board_power_w"] = pw.power_w;
+  j["power_limit_w"] = pw.limit_w;
+  j["temperature_c"] = pw.temperature_c;
+  return j;
+}
+
 void bench_clock_under_mix(Report& rep) {
   require_sm90(rep);
   rep.set_method(
@@ -288,51 +326,18 @@ void bench_clock_under_mix(Report& rep) {
   const bool quick = rep.opt().quick;
   const double seconds = quick ? 0.15 : 1.2;
   MixRunner runner(rep.dev().sm_count);
-  auto launch = [&](const Mix& m, int iters) { return runner.launch(m, iters); };
-  auto iters_for = [&](const Mix& m, double s) { return runner.iters_for(m, s); };
-  DeviceBuffer<unsigned long long>& mem_bytes = runner.mem_bytes;
   std::vector<Mix> mixes;
   for (int tensor : {0, 1})
     for (int rounds : {0, 1, 2})
       for (int gap : {0, 800})
         for (int mem : {0, 1, 2}) mixes.push_back({tensor, rounds, gap, mem});
   const Mix heaviest{1, 1, 0, 2};
-  launch(heaviest, iters_for(heaviest, quick ? 0.3 : 3.0));  // warm-up: the GPU at a working temperature
+  runner.launch(heaviest, runner.iters_for(heaviest, quick ? 0.3 : 3.0));  // warm-up: a working temperature
   Json& cfg = rep.results()["configs"];
   const size_t n = mixes.size();
   for (size_t k = 0; k < n; ++k) {
     const Mix& m = mixes[(k * 7) % n];  // 7 is coprime with 36: every mix once, neighbours apart
-    const int iters = iters_for(m, seconds);
-    const auto run = launch(m, iters);
-    const BoardPower pw = read_board_power(rep.opt().device);
-    rep.clock().add(run);
-    const auto bytes = mem_bytes.to_host();
-    std::vector<double> tduty, iduty;
-    double total_bytes = 0;
-    for (size_t b = 0; b < run.size(); ++b) {
-      const double cyc = static_cast<double>(run[b].clk1 - run[b].clk0);
-      tduty.push_back(m.tensor ? kTensorCyclesPerIter * iters / cyc : 0.0);
-      iduty.push_back(static_cast<double>(kInstrPerRound) * m.rounds * iters * kComputeWarps / 4.0 / cyc);
-      total_bytes += static_cast<double>(bytes[b]);
-    }
-    const double span_s = span_ns(run) * 1e-9;
-    Json j = Json::object();
-    j["order"] = static_cast<long long>(k);
-    j["tensor"] = m.tensor;
-    j["rounds"] = m.rounds;
-    j["gap_ns"] = m.gap_ns;
-    j["mem"] = kMemName[m.mem];
-    j["tensor_duty"] = median(tduty);
-    j["issue_duty"] = median(iduty);
-    j["l2_bytes_per_s"] = m.mem == 1 ? total_bytes / span_s : 0.0;
-    j["hbm_bytes_per_s"] = m.mem == 2 ? total_bytes / span_s : 0.0;
-    j["clock_ghz"] = median(block_clock_ghz(run));
-    j["clock_ghz_min_over_sms"] = vmin(block_clock_ghz(run));
-    j["run_seconds"] = span_s;
-    j["board_power_w"] = pw.power_w;
-    j["power_limit_w"] = pw.limit_w;
-    j["temperature_c"] = pw.temperature_c;
-    cfg[mix_name(m)] = j;
+    cfg[mix_name(m)] = measure_mix(rep, runner, m, seconds, k);
   }
   rep.results()["max_clock_ghz"] = rep.dev().clock_rate_khz * 1e-6;
 }
@@ -371,36 +376,9 @@ void bench_clock_under_hbm(Report& rep) {
     const bool bf16_normal = k >= mixes.size();
     if (k == mixes.size()) runner.fill(true);
     const Mix& m = mixes[(k * 5) % mixes.size()];  // 5 is coprime with 12: neighbours apart
-    const int iters = runner.iters_for(m, seconds);
-    const auto run = runner.launch(m, iters);
-    const BoardPower pw = read_board_power(rep.opt().device);
-    rep.clock().add(run);
-    const auto bytes = runner.mem_bytes.to_host();
-    std::vector<double> tduty, iduty;
-    double total_bytes = 0;
-    for (size_t b = 0; b < run.size(); ++b) {
-      const double cyc = static_cast<double>(run[b].clk1 - run[b].clk0);
-      tduty.push_back(m.tensor ? kTensorCyclesPerIter * iters / cyc : 0.0);
-      iduty.push_back(static_cast<double>(kInstrPerRound) * m.rounds * iters * kComputeWarps / 4.0 / cyc);
-      total_bytes += static_cast<double>(bytes[b]);
-    }
-    const double span_s = span_ns(run) * 1e-9;
-    Json j = Json::object();
-    j["order"] = static_cast<long long>(k);
-    j["tensor"] = m.tensor;
-    j["rounds"] = m.rounds;
-    j["gap_ns"] = m.gap_ns;
+    Json j = measure_mix(rep, runner, m, seconds, k);
     j["mem_sms"] = m.mem == 0 ? 0 : m.mem_sms;
     j["data"] = bf16_normal ? "bf16 N(0,1)" : "random bytes";
-    j["tensor_duty"] = median(tduty);
-    j["issue_duty"] = median(iduty);
-    j["l2_bytes_per_s"] = 0.0;
-    j["hbm_bytes_per_s"] = total_bytes / span_s;
-    j["clock_ghz"] = median(block_clock_ghz(run));
-    j["run_seconds"] = span_s;
-    j["board_power_w"] = pw.power_w;
-    j["power_limit_w"] = pw.limit_w;
-    j["temperature_c"] = pw.temperature_c;
     cfg[mix_name(m) + "_s" + std::to_string(m.mem == 0 ? 0 : m.mem_sms) + (bf16_normal ? "_bf16n" : "")] = j;
   }
   rep.results()["max_clock_ghz"] = rep.dev().clock_rate_khz * 1e-6;
