@@ -259,7 +259,8 @@ struct Consumer : TurnGroup<T::kFreshBarrierIds> {
       }
     } else {
       int local = 0;
-      for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x, ++local) {
+      const int cta = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
+      for (int t = cta; t < p.num_tiles; t = static_next_tile(p.trace_rule, cta, grid, p.num_tiles, t), ++local) {
         const Tile c = tile_at(p, t, T::kMBlock, N);
         // Both branches wait for Q, then advance, then run the tile: the plain kernel's order.
         if (T::kTrace && recording && records_tile<T::kDynamic>(p, c, local)) {

@@ -92,10 +92,9 @@ __device__ __forceinline__ void fa3_cta(const Params& p, uint8_t* smem_raw) {
       if (threadIdx.x == 0) {
         p.cta_clock[blockIdx.x].ns1 = globaltimer();
         p.cta_clock[blockIdx.x].clk1 = clock64();
-        if constexpr (!T::kDynamic) {  // c, c + grid, ...
-          tiles = 0;
-          for (int t = blockIdx.x; t < p.num_tiles; t += gridDim.x) ++tiles;
-        }
+        if constexpr (!T::kDynamic)  // c, c + grid, ... (static_next_tile)
+          tiles = static_tile_count(p.trace_rule, static_cast<int>(blockIdx.x), static_cast<int>(gridDim.x),
+                                    p.num_tiles);
         p.cta_clock[blockIdx.x].tiles = tiles;
       }
     }

@@ -74,7 +74,9 @@ __device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, bool
       kv_write.advance();  // K and V rings advance together
     }
   };
-  for (int t = blockIdx.x; t < p.num_tiles; t = T::kDynamic ? next : t + gridDim.x, ++local) {
+  const int cta = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
+  for (int t = cta; t < p.num_tiles;
+       t = T::kDynamic ? next : static_next_tile(p.trace_rule, cta, grid, p.num_tiles, t), ++local) {
     const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
     if (T::kTrace && recording && records_tile<T::kDynamic>(p, c, local)) {
       CursorRecorder<T::kTrace> tr = CursorRecorder<T::kTrace>::at(s.trace, kLoadWarp);

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Instrumentation overhead of the SM90 kernels on a GPU machine: the correctness test, then for the
-# problems of kernels/sm90/overhead_problems.json (configs/validation/problems_sm90.json plus two
+# problems of kernels/sm90/overhead_problems.json (configs/validation/problems_sm90.json plus four
 # short-sequence shapes) the base schedule's plain and traced kernels, both timed back to back
 # (`attnsim validate --reps 20`: median of 20 repetitions of 10 launches, plain and traced
 # repetitions interleaved), once per --trace-warps setting (CUDNN=--cudnn: cuDNN beside, first one).

@@ -9,7 +9,14 @@
 // - a static persistent grid whose tiles do not divide evenly: CTA c runs tiles c, c + grid, ...,
 //   so the CTAs from num_tiles % grid on run one tile fewer than the others. Only those record
 //   (one tile each, spread over the tile positions), and finish still before the CTAs with the
-//   most tiles; every stride-th of them records, so that about num_tiles / N tiles are recorded;
+//   most tiles; every stride-th of them records, so that about num_tiles / N tiles are recorded.
+//   A recording CTA also hands its last `shed` tiles (up to kShedTiles) to the slack CTAs right
+//   after it, one each, run after their own: they then run as many tiles as the CTAs with the
+//   most, and the recording CTA `shed` fewer, which leaves it shed + 1 tiles for what its traced
+//   code costs. (One tile was not enough on short tiles: the recording CTA fetches its traced
+//   code, which no other CTA runs, while the grid streams K/V; hd128 s256 b64 and s700 b48 on an
+//   H200, 2026-12-02, the traced kernel 6.5-10.6% over the plain one, the recording CTA's
+//   recorded tile about 20 us against 5 us; kernels/sm90/README.md.)
 // - otherwise (a persistent grid whose tiles divide evenly, a one-tile-per-CTA grid) CTA c records
 //   its tile i when (i - first_local + c) % N == 0, except, in a one-tile-per-CTA grid of several
 //   waves, the CTAs of the last wave (the hardware starts CTAs in index order, so the last
@@ -38,6 +45,14 @@ namespace attnsim::sm90 {
 /// A CTA index past every grid's: "no such CTA" in TraceSampleRule.
 inline constexpr int kNoCta = 0x7fffffff;
 
+/// The most tiles a recording CTA of an uneven static persistent grid hands to other slack CTAs
+/// (TraceSampleRule::shed). What its traced code costs it over a plain CTA, on an H200
+/// (2026-12-02, `validate --reps 20`, traced kernel against plain): hd128 s700 b48 about 3.3 tiles
+/// of 11.8 us (27 us over the plain kernel with one tile of slack), hd128 s256 b64 about 2.7 tiles
+/// of 5.4 us with 64 CTAs recording and about 5 with one (handing 3 on: 3.2-5.3% over the plain
+/// kernel at --trace-sample 32, 5.9% at 1000000). Six tiles of slack cover them.
+inline constexpr int kShedTiles = 5;
+
 /// The fields of a launch's sampling rule (Params::trace_rule), made on the host by
 /// make_trace_sample_rule. Counts are of CTAs and work tiles.
 struct TraceSampleRule {
@@ -58,10 +73,17 @@ struct TraceSampleRule {
   /// dynamic scheduler's, whose recording CTAs then record a tile past their first below
   /// dynamic_below); 0 otherwise.
   int first_local = 0;
-  /// Static persistent grids with uneven tiles: the positions first_local .. slack_tiles - 1 a
-  /// slack CTA's recorded tile is spread over, their count.
+  /// Static persistent grids with uneven tiles: the positions first_local .. slack_tiles - shed - 1
+  /// a slack CTA's recorded tile is spread over, their count.
   int slack_positions = 1;
   attnsim_divisor slack_positions_div{};
+  /// Static persistent grids with uneven tiles: the tiles a recording CTA hands to the slack CTAs
+  /// after it (its helpers: slack CTA s + j, j = 1..shed, runs the recording CTA's tile
+  /// slack_tiles - j after its own); 0 for other grids (static_next_tile).
+  int shed = 0;
+  /// The last slack CTA (its index among them) that records: every stride-th up to here, so that
+  /// each has its `shed` helpers among the slack CTAs.
+  int last_recorder = kNoCta;
 };
 
 /// The rule of one launch: `num_tiles` work tiles on `grid` CTAs, `persistent` (CTA c runs tiles
@@ -84,10 +106,15 @@ inline TraceSampleRule make_trace_sample_rule(int sample, int num_tiles, int gri
   if (persistent && extra != 0 && num_tiles > grid) {
     const int slack = grid - extra, wanted = (num_tiles + r.sample - 1) / r.sample;
     r.slack_first = extra;
-    r.stride = slack / wanted > 1 ? slack / wanted : 1;
-    r.stride_div = attnsim_make_divisor(r.stride);
     r.slack_tiles = num_tiles / grid;
-    r.slack_positions = r.slack_tiles - r.first_local;
+    // As many tiles handed on as leave the recording CTA a tile to record and helpers to take them.
+    int shed = r.slack_tiles - r.first_local - 1;
+    if (shed > slack - 1) shed = slack - 1;
+    r.shed = shed < kShedTiles ? shed : kShedTiles;
+    r.stride = slack / wanted > r.shed + 1 ? slack / wanted : r.shed + 1;
+    r.stride_div = attnsim_make_divisor(r.stride);
+    r.last_recorder = slack - 1 - r.shed;
+    r.slack_positions = r.slack_tiles - r.shed - r.first_local;
     r.slack_positions_div = attnsim_make_divisor(r.slack_positions);
   } else if (!persistent && resident > 0 && num_tiles > resident) {
     r.record_below = num_tiles - resident;
@@ -101,7 +128,7 @@ ATTNSIM_HD bool static_records_tile(const TraceSampleRule& r, int cta, int local
   if (r.sample <= 1) return true;
   if (cta >= r.slack_first) {
     const int s = cta - r.slack_first, k = attnsim_divide(s, r.stride_div);
-    if (s != k * r.stride) return false;
+    if (s != k * r.stride || s > r.last_recorder) return false;
     return local == r.first_local + k - attnsim_divide(k, r.slack_positions_div) * r.slack_positions;
   }
   if (r.slack_first != kNoCta || cta >= r.record_below || local < r.first_local) return false;
@@ -115,7 +142,7 @@ ATTNSIM_HD bool static_cta_records(const TraceSampleRule& r, int cta, int grid, 
   if (r.sample <= 1) return true;
   if (cta >= r.slack_first) {
     const int s = cta - r.slack_first;
-    return s == attnsim_divide(s, r.stride_div) * r.stride;
+    return s == attnsim_divide(s, r.stride_div) * r.stride && s <= r.last_recorder;
   }
   if (r.slack_first != kNoCta || cta >= r.record_below) return false;
   // Its first recorded tile, first_local + (N - cta % N) % N, is one it runs (tiles cta, cta +
@@ -123,6 +150,28 @@ ATTNSIM_HD bool static_cta_records(const TraceSampleRule& r, int cta, int grid, 
   const int rem = cta - attnsim_divide(cta, r.sample_div) * r.sample;
   const long long first = r.first_local + (rem == 0 ? 0 : r.sample - rem);
   return cta + first * grid < num_tiles;
+}
+
+/// Static persistent grids of `grid` CTAs and `num_tiles` tiles: the tile CTA `cta` runs after
+/// tile `t` (its first is cta), num_tiles or more when it has no more. t + grid, but where the
+/// rule hands a recording CTA's last tiles on (TraceSampleRule::shed): the recording CTA stops
+/// after slack_tiles - shed tiles, and its helper j (slack CTA s + j) runs its tile slack_tiles - j
+/// after its own. In a launch that records nothing (shed 0) always t + grid.
+ATTNSIM_HD int static_next_tile(const TraceSampleRule& r, int cta, int grid, int num_tiles, int t) {
+  if (r.shed == 0 || cta < r.slack_first) return t + grid;
+  const int s = cta - r.slack_first, k = attnsim_divide(s, r.stride_div), j = s - k * r.stride;
+  if (k * r.stride > r.last_recorder || j > r.shed) return t + grid;  // not in a recording group
+  if (j == 0) return t + grid < cta + (r.slack_tiles - r.shed) * grid ? t + grid : num_tiles;
+  const int handed = cta - j + (r.slack_tiles - j) * grid;  // the recording CTA's tile slack_tiles - j
+  if (t == handed) return num_tiles;
+  return t + grid < num_tiles ? t + grid : handed;
+}
+
+/// Static persistent grids: the tiles CTA `cta` runs (static_next_tile).
+ATTNSIM_HD int static_tile_count(const TraceSampleRule& r, int cta, int grid, int num_tiles) {
+  int n = 0;
+  for (int t = cta; t < num_tiles; t = static_next_tile(r, cta, grid, num_tiles, t)) ++n;
+  return n;
 }
 
 /// The dynamic scheduler's grid: whether CTA `cta` records (the tiles dynamic_records_tile picks).

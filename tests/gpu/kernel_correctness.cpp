@@ -90,14 +90,15 @@ int main(int argc, char** argv) {
         {1, 3, 1, 200, 77, d, false},    // MQA, sq > sk: with causal, rows below the diagonal see nothing
         {1, 2, 2, 517, 517, d, false},   // several m-blocks, ragged
         {1, 4, 2, 256, 256, d, false},   // whole tiles only (no tail mask), GQA 2:1
-        {4, 12, 3, 700, 650, d, false},  // more tiles than SMs: persistent CTAs run several, GQA 4:1
+        {8, 16, 4, 700, 650, d, false},  // more tiles than SMs: persistent CTAs run 3-6, GQA 4:1
     };
     // GPU reference, sampled rows: 48 heads of 4100 keys, GQA 2:1, whose K/V (1-4 MiB per KV head)
     // do not fit in one 32 MiB L2 section, so the longest-first orders walk several sections.
     if (!quick) shapes.push_back({3, 16, 8, 4100, 4100, d, false});
     // The instrumented build too, on the shape with several tiles per persistent CTA: recording
-    // one tile in 3, so that both its recorded and its plain tiles run (families that record every
-    // tile ignore the sample).
+    // one tile in 3, so that both its recorded and its plain tiles run, and (uneven static grids)
+    // a recording CTA's last tiles run on the CTAs after it (TraceSampleRule::shed); families that
+    // record every tile ignore the sample.
     const size_t traced_shape = 5;
     // One run of the kernel on shape s; returns false once the CUDA context is lost.
     auto run_case = [&](const Shape& s, TileScheduler sched, bool traced, float q_scale) {

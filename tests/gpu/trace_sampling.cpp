@@ -54,12 +54,11 @@ void check(const CompiledKernel& k, TileScheduler sched, const Shape& shape) {
     const std::string cta = name + " CTA " + std::to_string(c);
     const bool cta_records =
         dynamic ? dynamic_cta_records(rule, c) : static_cta_records(rule, c, grid, m.launch.num_tiles);
-    // Tiles the CTA ran: static, c, c + grid, ...; dynamic, as its load warp counted them.
-    int tiles = 0;
-    if (!dynamic)
-      for (int t = c; t < m.launch.num_tiles; t += grid) ++tiles;
-    else
-      tiles = static_cast<int>(m.ctas[c].tiles);
+    // Tiles the CTA ran: static, c, c + grid, ... (static_next_tile: a recording CTA hands its
+    // last ones to the slack CTAs after it); dynamic, as its load warp counted them.
+    const int tiles =
+        dynamic ? static_cast<int>(m.ctas[c].tiles) : static_tile_count(rule, c, grid, m.launch.num_tiles);
+
     std::set<int> expected;  // dynamic: the tiles before the first one the load warp did not record
     if (cta_records && dynamic) {
       const size_t load_slot = static_cast<size_t>(c) * warps + kLoadWarp;
@@ -130,7 +129,8 @@ int main() {
     return 77;
   }
   // 8 m-blocks of 128 rows x 64 (batch, head) pairs: 512 tiles, 3-4 per CTA of a persistent grid
-  // of 132 or 144 CTAs (H100, H200): the CTAs with 3 record one tile each, the others none.
+  // of 132 (H100 SXM, H200): every other CTA with 3 records one tile and hands its last to the CTA
+  // after it, the others record none.
   const Shape shape{.batch = 4, .heads = 16, .kv_heads = 16, .seqlen_q = 1000, .seqlen_k = 1000, .head_dim = 128};
   std::printf("GPU: %s, --trace-sample %u\n", gpu.name.c_str(), kSample);
   check(*static_k, TileScheduler::StaticPersistent, shape);

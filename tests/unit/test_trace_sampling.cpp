@@ -14,7 +14,8 @@ namespace {
 /// Tiles CTA c of a static persistent grid runs: c, c + grid, ... below num_tiles.
 int tiles_of(int c, int grid, int num_tiles) { return c < num_tiles ? (num_tiles - 1 - c) / grid + 1 : 0; }
 
-/// Per CTA, the local tiles the rule records (persistent grid, or one tile per CTA).
+/// Per CTA, the local tiles the rule records (persistent grid, or one tile per CTA), among the tiles
+/// c, c + grid, ... it would run without handing any on.
 std::vector<std::set<int>> recorded(const TraceSampleRule& r, int grid, int num_tiles, bool persistent) {
   std::vector<std::set<int>> out(grid);
   for (int c = 0; c < grid; ++c) {
@@ -26,35 +27,67 @@ std::vector<std::set<int>> recorded(const TraceSampleRule& r, int grid, int num_
 }
 }  // namespace
 
-TEST_CASE("trace sampling: an uneven persistent grid records one tile in each CTA that runs one fewer",
+TEST_CASE("trace sampling: an uneven persistent grid records in slack CTAs, which hand their last tiles on",
           "[trace_sampling]") {
   // hd64 s512 b32 on an H200: 3 m-blocks of 192 rows x 512 (batch, head) pairs = 1536 tiles on 132
-  // CTAs: CTAs 0-83 run 12 tiles, 84-131 run 11. One in 32: 48 tiles wanted, 48 slack CTAs.
+  // CTAs: CTAs 0-83 run 12 tiles, 84-131 (48 slack CTAs) 11. One in 32: 48 tiles wanted. Each
+  // recording CTA hands its last 5 tiles to the 5 slack CTAs after it: every 6th records.
+  static_assert(kShedTiles == 5, "the figures below are for 5 tiles handed on");
   const TraceSampleRule r = make_trace_sample_rule(32, 1536, 132, true, 132);
   CHECK(r.slack_first == 84);
-  CHECK(r.stride == 1);
   CHECK(r.slack_tiles == 11);
-  CHECK(r.first_local == 1);  // no CTA's first tile
-  CHECK(r.slack_positions == 10);
+  CHECK(r.shed == 5);
+  CHECK(r.stride == 6);
+  CHECK(r.last_recorder == 42);
+  CHECK(r.first_local == 1);               // no CTA's first tile
+  CHECK(r.slack_positions == 11 - 5 - 1);  // its tiles 1..5: 6..10 run elsewhere
   const auto rec = recorded(r, 132, 1536, true);
   std::set<int> positions;
   int total = 0;
   for (int c = 0; c < 132; ++c) {
     INFO("CTA " << c);
-    CHECK(rec[c].size() == (c >= 84 ? 1u : 0u));
-    CHECK(static_cta_records(r, c, 132, 1536) == !rec[c].empty());
+    const bool records = c >= 84 && (c - 84) % 6 == 0;
+    CHECK(rec[c].size() == (records ? 1u : 0u));
+    CHECK(static_cta_records(r, c, 132, 1536) == records);
+    // 12 tiles each but for the recording CTAs: 6.
+    CHECK(static_tile_count(r, c, 132, 1536) == (records ? 6 : 12));
     for (int i : rec[c]) positions.insert(i);
     total += static_cast<int>(rec[c].size());
   }
-  CHECK(total == 48);
-  // CTA 84 + k records its tile 1 + k % 10: every position 1..10 of the CTA's tiles is sampled,
-  // its first never.
+  CHECK(total == 8);  // CTAs 84, 90, ..., 126
+  // CTA 84 + 6k records its tile 1 + k % 5.
   CHECK(*rec[84].begin() == 1);
-  CHECK(*rec[94].begin() == 1);
-  CHECK(*rec[95].begin() == 2);
-  CHECK(*rec[100].begin() == 7);
-  CHECK(positions.size() == 10u);
-  CHECK(positions.count(0) == 0u);
+  CHECK(*rec[90].begin() == 2);
+  CHECK(*rec[108].begin() == 5);
+  CHECK(*rec[114].begin() == 1);
+  CHECK(positions.size() == 5u);
+  // CTA 84 runs 84, 216, ..., 84 + 5 x 132 and stops; CTA 85 runs its 11 tiles, then CTA 84's
+  // tile 10 (84 + 10 x 132 = 1404); CTA 89 CTA 84's tile 6; CTA 90 records again.
+  CHECK(static_next_tile(r, 84, 132, 1536, 84 + 4 * 132) == 84 + 5 * 132);
+  CHECK(static_next_tile(r, 84, 132, 1536, 84 + 5 * 132) >= 1536);
+  CHECK(static_next_tile(r, 85, 132, 1536, 85 + 10 * 132) == 1404);
+  CHECK(static_next_tile(r, 85, 132, 1536, 1404) >= 1536);
+  CHECK(static_next_tile(r, 89, 132, 1536, 89 + 10 * 132) == 84 + 6 * 132);
+  CHECK(static_next_tile(r, 90, 132, 1536, 90 + 4 * 132) == 90 + 5 * 132);
+  CHECK(static_next_tile(r, 0, 132, 1536, 0) == 132);
+}
+
+TEST_CASE("trace sampling: a launch that records every tile, or nothing, runs c, c + grid, ...", "[trace_sampling]") {
+  const TraceSampleRule plain{};  // the plain kernel's launch
+  CHECK(plain.shed == 0);
+  CHECK(static_next_tile(plain, 100, 132, 1536, 100 + 10 * 132) == 100 + 11 * 132);
+  CHECK(static_tile_count(plain, 100, 132, 1536) == 11);
+  const TraceSampleRule all = make_trace_sample_rule(1, 1536, 132, true, 132);
+  CHECK(all.shed == 0);
+  CHECK(static_tile_count(all, 100, 132, 1536) == 11);
+  // Two tiles per slack CTA, its first not recorded: none left to hand on.
+  const TraceSampleRule two = make_trace_sample_rule(32, 271, 132, true, 132);
+  CHECK(two.shed == 0);
+  // One slack CTA: no other to hand tiles to.
+  const TraceSampleRule one = make_trace_sample_rule(32, 4 * 132 - 1, 132, true, 132);
+  CHECK(one.slack_first == 131);
+  CHECK(one.shed == 0);
+  CHECK(static_cta_records(one, 131, 132, 4 * 132 - 1));
 }
 
 TEST_CASE("trace sampling: more slack CTAs than tiles wanted: every stride-th records", "[trace_sampling]") {
@@ -158,9 +191,15 @@ TEST_CASE("trace sampling: properties over many grids", "[trace_sampling]") {
         const int most = tiles_of(0, g, num_tiles);
         const int wanted = (num_tiles + sample - 1) / sample;
         int total = 0;
+        std::vector<int> runs(num_tiles, 0);  // how many CTAs run each tile
         for (int c = 0; c < g; ++c) {
           INFO("sample " << sample << ", " << num_tiles << " tiles on " << g << " CTAs, CTA " << c);
-          const int n = tiles_of(c, g, num_tiles);
+          const int n = static_tile_count(r, c, g, num_tiles);
+          for (int t = c; t < num_tiles; t = static_next_tile(r, c, g, num_tiles, t)) ++runs[t];
+          // Handing tiles on makes no CTA run more than the most of c, c + grid, ...; a recording
+          // CTA runs `shed` fewer than the other slack CTAs.
+          CHECK(n <= most);
+          if (r.shed > 0 && static_cta_records(r, c, g, num_tiles)) CHECK(n == r.slack_tiles - r.shed);
           // The decision per CTA agrees with the per-tile one, and a recorded tile is one it runs.
           CHECK(static_cta_records(r, c, g, num_tiles) == !rec[c].empty());
           for (int i : rec[c]) CHECK(i < n);
@@ -173,12 +212,16 @@ TEST_CASE("trace sampling: properties over many grids", "[trace_sampling]") {
           }
           total += static_cast<int>(rec[c].size());
         }
+        // Every tile runs exactly once, wherever it was handed.
+        CHECK(std::count(runs.begin(), runs.end(), 1) == num_tiles);
         // Some tile is recorded whenever N is at most the tiles; an uneven grid records at most
-        // about twice the tiles wanted (every stride-th of its slack CTAs).
+        // about twice the tiles wanted (every stride-th of its slack CTAs), and as many as its
+        // slack CTAs allow, each recording one with its `shed` helpers.
         if (sample <= num_tiles) CHECK(total > 0);
-        if (num_tiles % g != 0 && num_tiles > g && g - num_tiles % g >= wanted) {
-          CHECK(total >= wanted);
-          CHECK(total < 2 * wanted);
+        if (num_tiles % g != 0 && num_tiles > g) {
+          const int slack = g - num_tiles % g;
+          CHECK(total >= std::min(wanted, slack / (r.shed + 1)));
+          if (slack >= wanted) CHECK(total < 2 * wanted);
         }
         ++grids;
       }
