@@ -27,7 +27,7 @@ std::vector<std::set<int>> recorded(const TraceSampleRule& r, int grid, int num_
 }
 }  // namespace
 
-TEST_CASE("trace sampling: an uneven persistent grid records in slack CTAs, which hand their last tiles on",
+TEST_CASE("trace sampling: an uneven persistent grid records in slack CTAs that hand their last tiles on",
           "[trace_sampling]") {
   // hd64 s512 b32 on an H200: 3 m-blocks of 192 rows x 512 (batch, head) pairs = 1536 tiles on 132
   // CTAs: CTAs 0-83 run 12 tiles, 84-131 (48 slack CTAs) 11. One in 32: 48 tiles wanted. Each
@@ -72,7 +72,8 @@ TEST_CASE("trace sampling: an uneven persistent grid records in slack CTAs, whic
   CHECK(static_next_tile(r, 0, 132, 1536, 0) == 132);
 }
 
-TEST_CASE("trace sampling: a launch that records every tile, or nothing, runs c, c + grid, ...", "[trace_sampling]") {
+TEST_CASE("trace sampling: a launch that records every tile or nothing runs c then c + grid and so on",
+          "[trace_sampling]") {
   const TraceSampleRule plain{};  // the plain kernel's launch
   CHECK(plain.shed == 0);
   CHECK(static_next_tile(plain, 100, 132, 1536, 100 + 10 * 132) == 100 + 11 * 132);
