@@ -58,7 +58,6 @@ void check(const CompiledKernel& k, TileScheduler sched, const Shape& shape) {
     // last ones to the slack CTAs after it); dynamic, as its load warp counted them.
     const int tiles =
         dynamic ? static_cast<int>(m.ctas[c].tiles) : static_tile_count(rule, c, grid, m.launch.num_tiles);
-
     std::set<int> expected;  // dynamic: the tiles before the first one the load warp did not record
     if (cta_records && dynamic) {
       const size_t load_slot = static_cast<size_t>(c) * warps + kLoadWarp;
