@@ -235,7 +235,9 @@ struct Consumer : TurnGroup<T::kFreshBarrierIds> {
 
   /// The tile loop. `recording`: this CTA records (cta_records; always false in plain builds),
   /// the tiles records_tile picks. A recorded tile runs through recorded_tile, the others through
-  /// the plain kernel's code.
+  /// the plain kernel's code. kTracedLaunch: as load_warp's (a traced launch's static grid may hand
+  /// tiles on; the plain kernel's loop does not test for it).
+  template <bool kTracedLaunch = T::kTrace>
   __device__ void run(bool recording) {
     if constexpr (T::kPingpong)
       if (group == T::kConsumers - 1) named_arrive(kBarPingpong + 0, kPingpongThreads);  // warpgroup 0 issues first
@@ -260,7 +262,8 @@ struct Consumer : TurnGroup<T::kFreshBarrierIds> {
     } else {
       int local = 0;
       const int cta = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
-      for (int t = cta; t < p.num_tiles; t = static_next_tile(p.trace_rule, cta, grid, p.num_tiles, t), ++local) {
+      for (int t = cta; t < p.num_tiles;
+           t = kTracedLaunch ? static_next_tile(p.trace_rule, cta, grid, p.num_tiles, t) : t + grid, ++local) {
         const Tile c = tile_at(p, t, T::kMBlock, N);
         // Both branches wait for Q, then advance, then run the tile: the plain kernel's order.
         if (T::kTrace && recording && records_tile<T::kDynamic>(p, c, local)) {

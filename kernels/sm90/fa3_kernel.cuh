@@ -70,9 +70,12 @@ __device__ __forceinline__ void fa3_cta(const Params& p, uint8_t* smem_raw) {
   // the tiles records_tile picks and writes the end-of-CTA anchor. (Where fa3_forward sends the
   // CTAs that record nothing through the plain body, this is true here.)
   const bool recording = T::kTrace && cta_records<T::kDynamic>(p);
+  // A traced launch (this CTA's T traced, or the plain body run by a traced launch's CTAs that
+  // record nothing): its static grid's tile loops follow the sampling rule (static_next_tile).
+  constexpr bool kTracedLaunch = T::kTrace || kAnchor;
   if (warp_role(warp) != Role::Consumer) {
     set_registers<T::kRegProducer>(false);
-    if (warp_role(warp) == Role::Load && lane == 0) tiles = load_warp<T>(p, s, recording);
+    if (warp_role(warp) == Role::Load && lane == 0) tiles = load_warp<T, kTracedLaunch>(p, s, recording);
   } else {
     set_registers<T::kRegConsumer>(true);
     // ptxas keeps the consumers' 240-register budget only while their branch ends with their
@@ -80,7 +83,7 @@ __device__ __forceinline__ void fa3_cta(const Params& p, uint8_t* smem_raw) {
     // the 168 registers of the launch: hundreds of bytes of spills and serialized wgmma).
     TraceRecorder<false> off;
     Consumer<T> c{{}, p, s, off, consumer_group(warp), warp % kWarpsPerWarpgroup, lane};
-    c.run(recording);
+    c.template run<kTracedLaunch>(recording);
   }
   // The epilogue does not wait for its last TMA store of O from a buffer of its own: the SMEM
   // must have been read before the CTA exits (a no-op in threads that issued no store).

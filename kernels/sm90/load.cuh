@@ -16,8 +16,11 @@ namespace attnsim::sm90 {
 
 /// Returns the number of tiles the CTA ran. `recording`: the CTA records (cta_records) the tiles
 /// records_tile picks, the consumers' tiles; their spans go through the warp's Cursor in shared
-/// memory (CursorRecorder), and the other tiles run the plain kernel's code.
-template <class T>
+/// memory (CursorRecorder), and the other tiles run the plain kernel's code. kTracedLaunch: the
+/// launch is a traced one (T traced, or T::Plain run by a traced launch's CTAs that record
+/// nothing), whose static grid may hand a recording CTA's tiles on (static_next_tile); the plain
+/// kernel's loop stays c, c + grid, ... with no test of the rule.
+template <class T, bool kTracedLaunch = T::kTrace>
 __device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, bool recording) {
   // Write positions: every stage starts free, so the first pass through each ring does not wait.
   PipelineState q_write = PipelineState::producer_start(kQStages), kv_write = PipelineState::producer_start(T::kKvStage);
@@ -76,7 +79,10 @@ __device__ __forceinline__ int load_warp(const Params& p, const Smem<T>& s, bool
   };
   const int cta = static_cast<int>(blockIdx.x), grid = static_cast<int>(gridDim.x);
   for (int t = cta; t < p.num_tiles;
-       t = T::kDynamic ? next : static_next_tile(p.trace_rule, cta, grid, p.num_tiles, t), ++local) {
+       t = T::kDynamic        ? next
+           : kTracedLaunch ? static_next_tile(p.trace_rule, cta, grid, p.num_tiles, t)
+                           : t + grid,
+       ++local) {
     const Tile c = tile_at(p, t, T::kMBlock, T::kNBlock);
     if (T::kTrace && recording && records_tile<T::kDynamic>(p, c, local)) {
       CursorRecorder<T::kTrace> tr = CursorRecorder<T::kTrace>::at(s.trace, kLoadWarp);
