@@ -12,10 +12,14 @@
 // buffer) too: the plain hd128 kernel's final_o runs about 1.5x the model's (ncu PC samples, H200,
 // 2026-11-30); and the hd64 one, for the model's final_o at head_dim 64 (the ratios price the
 // epilogue's O stores while the next tile's copies land: configs/costs/sm90_softmax.json).
+// Since 2026-12-02 also a wait on an mbarrier phase that has completed, timed as the traced
+// kernel times its K and V waits: in the traced hd128 kernel those take 66-110 cycles (10th-90th
+// percentile) where mbarrier_ready measures 41 with nothing beside.
 #include <array>
 #include <cuda/ptx>
 #include <type_traits>
 
+#include "common/mbarrier.cuh"
 #include "microbench.cuh"
 #include "neighbour_work.cuh"
 #include "sm90/softmax.cuh"
@@ -49,10 +53,12 @@ constexpr int kNoMma = 0, kSs = 1, kRs = 2;
 
 /// Per probe warp (4..7), accumulated over `rounds`: cycles of kChainLoads dependent ld.shared,
 /// cycles of the kernel's write_o at head_dim kD (O / sum to bf16, 128B swizzle, the async-proxy
-/// fence), and cycles of the warpgroup's named barrier right after it, the clock read
-/// behind a shared load's issue as the traced kernel reads it.
+/// fence), cycles of the warpgroup's named barrier right after it, the clock read
+/// behind a shared load's issue as the traced kernel reads it, and cycles of the kernel's
+/// wait_parity on a phase that completed before the loop, between the traced kernel's 32-bit clock
+/// reads (kernels/common/mbarrier.cuh traced_wait).
 struct ProbeCycles {
-  long long load_chain, write_o, barrier;
+  long long load_chain, write_o, barrier, ready_wait;
 };
 
 /// One CTA: warpgroup 0 streams wgmma (kMma) until the probes are done; thread 256 (kTma) keeps
@@ -66,10 +72,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   __shared__ volatile int stop;
   __shared__ int probes_done;
   __shared__ alignas(8) uint64_t full[kRingStages];
+  __shared__ alignas(8) uint64_t ready;  // phase 0 completes here, before the probes
   if (threadIdx.x == 0) {
     stop = probes_done = 0;
     for (int s = 0; s < kRingStages; ++s) cuda::ptx::mbarrier_init(&full[s], 1);
+    cuda::ptx::mbarrier_init(&ready, 1);
     cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
+    attnsim::arrive(&ready);
   }
   uint8_t* base = fill_wgmma_tiles(smem_raw);  // ends with __syncthreads
   uint32_t* chain = reinterpret_cast<uint32_t*>(base + kChainOffset);
@@ -110,7 +119,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const long long start = clock64();
   while (clock64() - start < kDelayCycles) {}
   if (threadIdx.x == 128) *clk = BlockClock{clock64(), 0, globaltimer(), 0, smid(), 0};
-  ProbeCycles acc{0, 0, 0};
+  ProbeCycles acc{0, 0, 0, 0};
   uint32_t at = static_cast<uint32_t>(lane) * 4;
 #pragma unroll 1
   for (int r = 0; r < rounds; ++r) {
@@ -134,6 +143,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t t2 = clock32();
     acc.barrier += t2 - t1;
     at = (at + (probe & 4u)) % (kChainWords * 4);  // keeps the probe load live
+    // A ready K or V stage as the consumers wait on it (traced_wait without the record).
+    t0 = clock32();
+    attnsim::wait_parity(&ready, 0);
+    t1 = clock32();
+    acc.ready_wait += t1 - t0;
   }
   if (lane == 0) {
     out[warp - 4] = acc;
@@ -154,6 +168,7 @@ struct SmemProbe {
   double load_cycles = 0;     // per dependent ld.shared
   double write_o_cycles = 0;  // per write_o by the warpgroup (each warp's span)
   double barrier_cycles = 0;  // per named barrier after it, to the clock behind a shared load
+  double ready_wait_cycles = 0;  // per wait on a completed mbarrier phase
 };
 
 /// Runs smem_beside_kernel<kMma, kTma, kD> `launches` times on one SM and returns its SmemProbe;
@@ -167,7 +182,7 @@ SmemProbe probe(Report& rep, const DeviceBuffer<uint8_t>& window, int rounds, in
   DeviceBuffer<float> sink(kThreads);
   DeviceBuffer<int> err(1);
   MB_CHECK(cudaMemset(err.get(), 0, sizeof(int)));
-  std::vector<double> loads, writes, bars;
+  std::vector<double> loads, writes, bars, waits;
   for (int i = 0; i < launches; ++i) {
     kern<<<1, kThreads, kSmemBytes>>>(rounds, window.get(), out.get(), clk.get(), sink.get(), err.get());
     MB_CHECK_LAUNCH("smem_beside_kernel");
@@ -176,10 +191,11 @@ SmemProbe probe(Report& rep, const DeviceBuffer<uint8_t>& window, int rounds, in
       loads.push_back(static_cast<double>(p.load_chain) / (static_cast<double>(rounds) * kChainLoads));
       writes.push_back(static_cast<double>(p.write_o) / rounds);
       bars.push_back(static_cast<double>(p.barrier) / rounds);
+      waits.push_back(static_cast<double>(p.ready_wait) / rounds);
     }
   }
   check_err(err, "smem_beside_kernel (bulk copy ring timed out)");
-  return {median(loads), median(writes), median(bars)};
+  return {median(loads), median(writes), median(bars), median(waits)};
 }
 
 /// The benchmark: the six conditions (nothing, SS, RS, copies, SS + copies, RS + copies) into
@@ -195,9 +211,10 @@ void bench_smem_beside_async(Report& rep) {
       "swizzle, the async-proxy fence), between clock reads (and, in a second set of runs, at head_dim 128 into the "
       "warpgroup's 64 rows of a 128-row buffer, O's own buffer in the kernel: write_o_hd128_*; a third set at head_dim "
       "64 likewise: write_o_hd64_*); then bar.sync among its 4 warps, the clock read right "
-      "behind a volatile ld.shared's issue as the traced kernel reads it after a named barrier. Per condition: median over "
-      "the 4 probe warps and the launches of cycles per load, per write_o and per barrier. *_over_idle: against "
-      "nothing beside.");
+      "behind a volatile ld.shared's issue as the traced kernel reads it after a named barrier; then the kernel's "
+      "wait_parity (kernels/common/mbarrier.cuh) on an mbarrier phase completed before the loop, between 32-bit "
+      "clock reads as the traced kernel times its K and V waits. Per condition: median over the 4 probe warps and the "
+      "launches of cycles per load, per write_o, per barrier and per ready wait. *_over_idle: against nothing beside.");
   const int rounds = rep.opt().quick ? 100 : 2000, launches = rep.opt().quick ? 1 : 5;
   DeviceBuffer<uint8_t> window(static_cast<size_t>(kWindowCopies) * kCopyBytes);
   MB_CHECK(cudaMemset(window.get(), 0x3c, static_cast<size_t>(kWindowCopies) * kCopyBytes));
@@ -229,6 +246,8 @@ void bench_smem_beside_async(Report& rep) {
     c["ld_shared_latency_cycles"] = row.r.load_cycles;
     c["write_o_hd256_cycles"] = row.r.write_o_cycles;
     c["barrier_after_write_o_cycles"] = row.r.barrier_cycles;
+    c["mbarrier_ready_cycles"] = row.r.ready_wait_cycles;
+    c["mbarrier_ready_over_idle"] = row.r.ready_wait_cycles / idle.ready_wait_cycles;
     c["ld_shared_latency_over_idle"] = row.r.load_cycles / idle.load_cycles;
     c["write_o_over_idle"] = row.r.write_o_cycles / idle.write_o_cycles;
     c["write_o_hd128_cycles"] = rows128[i].r.write_o_cycles;
@@ -238,6 +257,9 @@ void bench_smem_beside_async(Report& rep) {
   }
   res["ld_shared_latency_idle_cycles"] = idle.load_cycles;
   res["ld_shared_latency_beside_ss_tma_cycles"] = rows[4].r.load_cycles;
+  res["mbarrier_ready_idle_cycles"] = idle.ready_wait_cycles;
+  res["mbarrier_ready_beside_ss_cycles"] = rows[1].r.ready_wait_cycles;
+  res["mbarrier_ready_beside_ss_tma_cycles"] = rows[4].r.ready_wait_cycles;
   res["write_o_hd256_idle_cycles"] = idle.write_o_cycles;
   res["write_o_hd256_beside_ss_tma_cycles"] = rows[4].r.write_o_cycles;
   res["write_o_hd128_idle_cycles"] = rows128[0].r.write_o_cycles;
