@@ -32,8 +32,9 @@ constexpr int kIdleGapCycles = 1500;  // after each group: the tensor core drain
 constexpr int kDelayCycles = 4000;    // the neighbours' loop is running before the first group
 
 /// What warpgroup 1 (one warp per SMSP, beside warpgroup 0's warps) does meanwhile: nothing, the
-/// kernel's softmax, or FFMA in kNeighbour > 0 independent chains (ffma_chains_until).
-constexpr int kIdle = 0, kSoftmax = -1;
+/// kernel's softmax (hd128: 64 scores and 64 outputs a thread; kSoftmax64: the hd64 kernel's, 64
+/// scores and 32 outputs), or FFMA in kNeighbour > 0 independent chains (ffma_chains_until).
+constexpr int kIdle = 0, kSoftmax = -1, kSoftmax64 = -2;
 
 /// Warpgroup 0 issues `groups` groups of kGroupWgmmas wgmma m64n{kN}k16 (kRs: A from registers,
 /// else SS on the k-step descriptors), each from an idle tensor core (wait_group 0 and
@@ -42,9 +43,11 @@ constexpr int kIdle = 0, kSoftmax = -1;
 /// the neighbours run alone). Warpgroup 1 meanwhile runs kNeighbour's loop until warpgroup 0
 /// is done: the kernel's hd128 softmax (row_max, exp_scores, rescale + pack_p on fresh scores) or
 /// kNeighbour FFMA chains; each neighbour warp writes its loop iterations and cycles into
-/// busy[warp - 4] (FFMA: kFfmaPerPoll FFMAs per iteration).
-template <bool kRs, int kN, int kNeighbour>
-__global__ void __launch_bounds__(256, 1)
+/// busy[warp - 4] (FFMA: kFfmaPerPoll FFMAs per iteration). kThreads 384: warpgroups 1 and 2
+/// both run the neighbour's loop, two warps beside each dispatching warp, as in the hd64 kernel's
+/// three consumer warpgroups.
+template <bool kRs, int kN, int kNeighbour, int kThreads = 256>
+__global__ void __launch_bounds__(kThreads, 1)
     issue_beside_kernel(int groups, long long* out, BlockClock* clk, float* sink, longlong2* busy) {
   extern __shared__ uint8_t smem_raw[];
   __shared__ volatile int stop;
@@ -55,13 +58,13 @@ __global__ void __launch_bounds__(256, 1)
   if (warp >= 4) {
     const long long b0 = clock64();
     long long iters = 0;
-    if constexpr (kNeighbour == kSoftmax) {
-      constexpr int kS = 128, kD = 128;  // scores and outputs per thread-row pair, as at hd128
+    if constexpr (kNeighbour == kSoftmax || kNeighbour == kSoftmax64) {
+      constexpr int kS = 128, kD = kNeighbour == kSoftmax ? 128 : 64;  // per thread-row pair, as at hd128 / hd64
       float s[kS / 2], o[kD / 2];
       uint32_t p[kS / 4];
       softmax_operands<kS, kD>(s, o, lane);
       attnsim::sm90::RowStats st;
-      const float scale_log2 = 0.0883883f * 1.4426950f;
+      const float scale_log2 = (kD == 128 ? 0.0883883f : 0.125f) * 1.4426950f;
       for (int it = 0; stop == 0; ++it, ++iters) {
 #pragma unroll
         for (int i = 0; i < kS / 2; ++i) s[i] = fmaf(s[i], 0.999f, 0.25f * static_cast<float>(it & 3));
@@ -140,17 +143,18 @@ struct GroupIssue {
   double neighbour_cycles_per_iteration = 0;
 };
 
-template <bool kRs, int kN, int kNeighbour>
+template <bool kRs, int kN, int kNeighbour, int kThreads = 256>
 GroupIssue group_issue(ClockMeter& clock, int groups, int launches) {
-  auto kern = issue_beside_kernel<kRs, kN, kNeighbour>;
+  auto kern = issue_beside_kernel<kRs, kN, kNeighbour, kThreads>;
   allow_smem(kern, kWgmmaTileSmem);
   DeviceBuffer<long long> out(4);
   DeviceBuffer<BlockClock> clk(1);
-  DeviceBuffer<float> sink(256);
-  DeviceBuffer<longlong2> busy(4);
+  DeviceBuffer<float> sink(kThreads);
+  DeviceBuffer<longlong2> busy(kThreads / 32 - 4);
+  MB_CHECK(cudaMemset(busy.get(), 0, sizeof(longlong2) * (kThreads / 32 - 4)));
   std::vector<double> per_launch, per_iteration;
   for (int i = 0; i < launches; ++i) {
-    kern<<<1, 256, kWgmmaTileSmem>>>(groups, out.get(), clk.get(), sink.get(), busy.get());
+    kern<<<1, kThreads, kWgmmaTileSmem>>>(groups, out.get(), clk.get(), sink.get(), busy.get());
     MB_CHECK_LAUNCH("issue_beside_kernel");
     clock.add(clk.to_host(), 5000.0);
     const auto h = out.to_host();
@@ -176,6 +180,8 @@ void bench_mma_issue_beside(Report& rep) {
       "hd128 row_max, exp_scores, rescale and pack_p on fresh scores in a loop, or issues FFMAs in "
       "1, 2, 4 or 8 independent chains (N = 128 only; 128 FFMAs between polls of a shared-memory stop flag), from "
       "4000 cycles before the first group; no_mma_*: the same neighbours with no wgmma beside them. "
+      "*_softmax64: the hd64 kernel's softmax (32 outputs a thread); *_2x_softmax64: warpgroups 1 and 2 (384 threads) "
+      "both run it, two neighbour warps per SMSP as in the hd64 kernel's three consumer warpgroups (2026-12-02). "
       "*_cycles_per_wgmma: the group's time / 8; {ss,rs}_dispatch_*: least-squares line of the idle "
       "cycles per wgmma against N (RS without N = 256, where ptxas serialises the HGMMAs); "
       "neighbour_issue_fraction: FFMAs per cycle of a neighbour warp (its loop's iterations x 128 / "
@@ -213,6 +219,20 @@ void bench_mma_issue_beside(Report& rep) {
   ffma.operator()<4>();
   ffma.operator()<8>();
   rows.push_back({"no_mma_beside_softmax", 0, group_issue<false, 0, kSoftmax>(rep.clock(), groups, launches)});
+  // The hd64 kernel's case: its softmax beside, on one or two neighbour warpgroups (2026-12-02).
+  auto hd64 = [&]<int kN>() {
+    const std::string n = "n" + std::to_string(kN);
+    rows.push_back({"ss_" + n + "_beside_softmax64", 0, group_issue<false, kN, kSoftmax64>(rep.clock(), groups, launches)});
+    rows.push_back({"rs_" + n + "_beside_softmax64", 0, group_issue<true, kN, kSoftmax64>(rep.clock(), groups, launches)});
+    rows.push_back({"ss_" + n + "_beside_2x_softmax64", 0,
+                    group_issue<false, kN, kSoftmax64, 384>(rep.clock(), groups, launches)});
+    rows.push_back({"rs_" + n + "_beside_2x_softmax64", 0,
+                    group_issue<true, kN, kSoftmax64, 384>(rep.clock(), groups, launches)});
+  };
+  hd64.operator()<64>();
+  hd64.operator()<128>();
+  rows.push_back({"no_mma_beside_softmax64", 0, group_issue<false, 0, kSoftmax64>(rep.clock(), groups, launches)});
+  rows.push_back({"no_mma_beside_2x_softmax64", 0, group_issue<false, 0, kSoftmax64, 384>(rep.clock(), groups, launches)});
   std::map<std::string, double> per_wgmma;
   for (const Row& row : rows) {
     if (row.name.rfind("no_mma", 0) != 0) {
