@@ -150,8 +150,7 @@ GroupIssue group_issue(ClockMeter& clock, int groups, int launches) {
   DeviceBuffer<long long> out(4);
   DeviceBuffer<BlockClock> clk(1);
   DeviceBuffer<float> sink(kThreads);
-  DeviceBuffer<longlong2> busy(kThreads / 32 - 4);
-  MB_CHECK(cudaMemset(busy.get(), 0, sizeof(longlong2) * (kThreads / 32 - 4)));
+  DeviceBuffer<longlong2> busy(kThreads / 32 - 4);  // one per neighbour warp, each writes its own
   std::vector<double> per_launch, per_iteration;
   for (int i = 0; i < launches; ++i) {
     kern<<<1, kThreads, kWgmmaTileSmem>>>(groups, out.get(), clk.get(), sink.get(), busy.get());
