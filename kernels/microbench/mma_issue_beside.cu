@@ -22,9 +22,6 @@ namespace mb {
 namespace {
 
 using attnsim::hopper::fence_regs;
-using attnsim::hopper::Wgmma;
-using attnsim::hopper::wgmma_commit;
-using attnsim::hopper::wgmma_fence;
 using attnsim::hopper::wgmma_wait;
 
 constexpr int kGroupWgmmas = 8;       // one QK or PV group at hd128 / n_block 128
@@ -64,17 +61,15 @@ __global__ void __launch_bounds__(kThreads, 1)
       uint32_t p[kS / 4];
       softmax_operands<kS, kD>(s, o, lane);
       attnsim::sm90::RowStats st;
-      const float scale_log2 = (kD == 128 ? 0.0883883f : 0.125f) * 1.4426950f;
+      const float scale_log2 = kSoftmaxScaleLog2<kD>;
       for (int it = 0; stop == 0; ++it, ++iters) {
-#pragma unroll
-        for (int i = 0; i < kS / 2; ++i) s[i] = fmaf(s[i], 0.999f, 0.25f * static_cast<float>(it & 3));
+        refresh_scores<kS>(s, it);
         float alpha[2];
         attnsim::sm90::row_max<kS>(s, st, scale_log2, alpha);
         attnsim::sm90::exp_scores<kS>(s, st, scale_log2, alpha);
         attnsim::sm90::rescale<kD>(o, alpha);
         attnsim::sm90::pack_p<kS>(s, p);
-#pragma unroll
-        for (int i = 0; i < kS / 2; ++i) s[i] = __uint_as_float(p[i / 2] & 0x7FFF7FFFu) * 1e-30f + s[i] * 0.5f;
+        feed_back_p<kS>(s, p);
       }
       float x = st.sum[0] + st.sum[1];
 #pragma unroll
@@ -88,11 +83,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   uint64_t da[4], db[4];
   kstep_descs(base, da, db);
-  uint32_t a[4][4];  // RS: bf16 in [1, 2), as the SMEM tiles
-#pragma unroll
-  for (int k = 0; k < 4; ++k)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) a[k][i] = 0x3f803f80u ^ (hash32(threadIdx.x * 16 + k * 4 + i) & 0x007f007fu);
+  uint32_t a[4][4];
+  rs_a_fragments(a);
   constexpr int kAcc = kN > 0 ? kN / 2 : 1;  // kN = 0: no wgmma, the neighbour's loop alone
   float d[kAcc];
 #pragma unroll
@@ -105,17 +97,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int g = 0; g < groups; ++g) {
     fence_regs(d);
     const uint32_t t0 = clock32();
-    wgmma_fence();
-    if constexpr (kN > 0) {
-#pragma unroll
-      for (int k = 0; k < kGroupWgmmas; ++k) {
-        if constexpr (kRs)
-          Wgmma<kN>::rs(d, a[k & 3], db[k & 3], 1);
-        else
-          Wgmma<kN>::ss(d, da[k & 3], db[k & 3], 1);
-      }
-    }
-    wgmma_commit();
+    issue_wgmma_group<kRs, kN, kGroupWgmmas>(d, a, da, db);
     const uint32_t t1 = clock32();
     acc += t1 - t0;
     wgmma_wait<0>();

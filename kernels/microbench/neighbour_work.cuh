@@ -26,6 +26,25 @@ __device__ __forceinline__ void softmax_operands(float (&s)[kN / 2], float (&o)[
   for (int i = 0; i < kD / 2; ++i) o[i] = 1.0f;
 }
 
+/// softmax.cuh's scale_log2 at head_dim kD: 1 / sqrt(kD) x log2(e) (kD 64 or 128).
+template <int kD>
+constexpr float kSoftmaxScaleLog2 = (kD == 128 ? 0.0883883f : 0.125f) * 1.4426950f;
+
+/// A softmax neighbour loop's fresh scores for iteration `it`: each score moved a little, so
+/// that every iteration's row max and exponentials are computed anew.
+template <int kN>
+__device__ __forceinline__ void refresh_scores(float (&s)[kN / 2], int it) {
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) s[i] = fmaf(s[i], 0.999f, 0.25f * static_cast<float>(it & 3));
+}
+
+/// Feeds the packed P back into the scores (a dependence that keeps pack_p's work alive).
+template <int kN>
+__device__ __forceinline__ void feed_back_p(float (&s)[kN / 2], const uint32_t (&p)[kN / 4]) {
+#pragma unroll
+  for (int i = 0; i < kN / 2; ++i) s[i] = __uint_as_float(p[i / 2] & 0x7FFF7FFFu) * 1e-30f + s[i] * 0.5f;
+}
+
 /// FFMA in kChains independent chains (FFMA's dependent-issue latency is 4 cycles, so 1, 2 and 4
 /// chains ask for 1/4, 1/2 and all of the SMSP's issue slots), kFfmaPerPoll between polls of
 /// `stop`, until it is nonzero. Returns the polls (loop iterations); `sink` keeps the chains alive.

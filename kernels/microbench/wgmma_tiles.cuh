@@ -1,4 +1,5 @@
-// Shared by the microbenchmarks that run wgmma (mma.cu, latency.cu, softmax_block.cu, clock_mix.cu): operand tiles in
+// Shared by the microbenchmarks that run wgmma (mma.cu, latency.cu, softmax_block.cu, clock_mix.cu,
+// mma_issue_beside.cu, dispatch_window.cu): operand tiles in
 // shared memory, and a warpgroup that keeps its SMSPs' tensor cores busy while other warps are
 // timed beside it.
 #pragma once
@@ -64,6 +65,34 @@ __device__ __forceinline__ void kstep_descs(const uint8_t* base, uint64_t (&da)[
     da[k] = attnsim::hopper::smem_desc(a0 + 32 * k, 16, 1024, 1);
     db[k] = attnsim::hopper::smem_desc(b0 + 32 * k, 16, 1024, 1);
   }
+}
+
+/// RS A fragments for the 4 k-steps: bf16 in [1, 2) from a hash of (thread, k-step, register), as
+/// fill_wgmma_tiles' tiles.
+__device__ __forceinline__ void rs_a_fragments(uint32_t (&a)[4][4]) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[k][i] = 0x3f803f80u ^ (hash32(threadIdx.x * 16 + k * 4 + i) & 0x007f007fu);
+}
+
+/// One group of kWgmmas wgmma m64n{kN}k16 bf16 into `d` (kAcc = kN / 2 floats a thread), from
+/// wgmma.fence to commit_group, k-steps cycling through the tiles' 4: kRs with A from `a`, else SS
+/// on `da`; B on `db`. kN = 0: the fence and the commit only.
+template <bool kRs, int kN, int kWgmmas, int kAcc>
+__device__ __forceinline__ void issue_wgmma_group(float (&d)[kAcc], const uint32_t (&a)[4][4], const uint64_t (&da)[4],
+                                                  const uint64_t (&db)[4]) {
+  attnsim::hopper::wgmma_fence();
+  if constexpr (kN > 0) {
+#pragma unroll
+    for (int k = 0; k < kWgmmas; ++k) {
+      if constexpr (kRs)
+        attnsim::hopper::Wgmma<kN>::rs(d, a[k & 3], db[k & 3], 1);
+      else
+        attnsim::hopper::Wgmma<kN>::ss(d, da[k & 3], db[k & 3], 1);
+    }
+  }
+  attnsim::hopper::wgmma_commit();
 }
 
 /// True on every thread of warpgroup 0 when `v` is true on any of its 128 threads (bar.red.or on
