@@ -41,6 +41,7 @@ std::vector<Benchmark> registry() {
                     latency_benchmarks(), launch_benchmarks(), operand_benchmarks(), mma_queue_benchmarks(),
                     softmax_block_benchmarks(), softmax_pair_benchmarks(), gemm_turn_benchmarks(), ifetch_benchmarks(),
                     ldg_load_benchmarks(), tma_load_benchmarks(), mma_issue_beside_benchmarks(),
+                    dispatch_window_benchmarks(),
                     smem_beside_async_benchmarks(), warp_guard_benchmarks(), load_warp_benchmarks()})
     all.insert(all.end(), part.begin(), part.end());
   return all;
@@ -127,6 +128,8 @@ const Expect kExpect[] = {
     {"mma_issue_beside", "/results/ss_n128_beside_softmax_cycles_per_wgmma", 1, 1e4},
     {"mma_issue_beside", "/results/ss_dispatch_cycles_per_n", 0, 10},
     {"mma_issue_beside", "/results/rs_dispatch_cycles_per_n", 0, 10},
+    {"dispatch_window", "/results/dispatch_idle/ss_n128", 1, 1e4},
+    {"dispatch_window", "/results/dispatch_cycles/ss_n128_beside_softmax64", 1, 1e5},
     {"smem_beside_async", "/results/ld_shared_latency_idle_cycles", 1, 1e4},
     {"smem_beside_async", "/results/write_o_hd256_beside_ss_tma_cycles", 1, 1e6},
     {"smem_beside_async", "/results/write_o_hd128_beside_ss_tma_cycles", 1, 1e6},

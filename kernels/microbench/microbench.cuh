@@ -249,6 +249,7 @@ std::vector<Benchmark> load_warp_benchmarks();
 std::vector<Benchmark> ldg_load_benchmarks();
 std::vector<Benchmark> tma_load_benchmarks();
 std::vector<Benchmark> mma_issue_beside_benchmarks();
+std::vector<Benchmark> dispatch_window_benchmarks();
 std::vector<Benchmark> smem_beside_async_benchmarks();
 std::vector<Benchmark> warp_guard_benchmarks();
 
