@@ -4,9 +4,6 @@ import json, sys, gzip, collections, statistics as st
 path = sys.argv[1]
 op = gzip.open if path.endswith('.gz') else open
 ev = json.load(op(path, 'rt'))['traceEvents']
-names = {}
-for e in ev:
-    if e.get('ph') == 'M' and e['name'] == 'thread_name': names[(e['pid'], e['tid'])] = e['args']['name']
 starts = collections.defaultdict(dict)
 for e in ev:
     if e.get('ph') != 'X' or e['name'] not in ('mma_qk', 'mma_pv'): continue
@@ -24,4 +21,3 @@ for opn in ('mma_qk', 'mma_pv'):
     if sk:
         print(opn, 'groups', len(sk), 'skew ns median %.1f mean %.1f' % (st.median(sk), st.mean(sk)),
               'last warp smsp', dict(last), 'dur first-arriver %.1f last-arriver %.1f' % (st.median(durs_first), st.median(durs_last)))
-
