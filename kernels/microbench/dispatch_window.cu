@@ -186,7 +186,7 @@ CaseData run_case(ClockMeter& clock, int groups, int launches) {
       }
     for (int nw = 0; nw < kNeighbours; ++nw) {
       const int kept = std::min(n[nw], kMaxIterations);
-      const int smsp = (nw + 4) % 4;
+      const int smsp = nw % 4;  // neighbour warp nw is warp nw + 4
       for (int i = 0; i < kept; ++i) {
         const uint4 s = st[nw * kMaxIterations + i];
         cd.phases.push_back({rel(s.x), rel(s.y), 0, smsp});
