@@ -185,7 +185,7 @@ if(ATTNSIM_HAVE_CUDA)
     ARGS run ${FA3} --variant kv_stage_3 --head-dim 256)
   attnsim_cli_test(run_unsupported 2 "no_warp_specialization has no real kernel.*warp_specialization false"
     ARGS run ${FA3} --variant no_warp_specialization)
-  attnsim_cli_test(run_gpu 0 "correctness .*: pass.*measured .*TFLOPS.*predicted .*traced" GPU
+  attnsim_cli_test(run_gpu 0 "correctness .*: pass.*measured .*TFLOPS.*predicted .*traced.*warpgroup phase.*warps 4 -> 8: measured [-+][0-9]+ ns, predicted [-+][0-9]+ ns" GPU
     ARGS run ${FA3} --head-dim 128 --seqlen 2048 --batch 2 --check --trace ${OUTDIR}/run_measured.json
          --predicted-trace ${OUTDIR}/run_predicted.json)
   attnsim_cli_test(validate_gpu 0 "cases measured: MAPE.*per change against the base schedule.*per-op acceptance" GPU

@@ -3,7 +3,8 @@
 // B200) on the GPU at hand: measured time (median per-launch time of back-to-back launches) beside
 // the simulator's prediction, optionally a correctness check and a measured Chrome trace with the
 // same tracks and span names as `simulate --trace`, with the per-op table of predicted against
-// measured mean span durations (as `validate` prints for a case). Exits 77 with the reason when
+// measured mean span durations (as `validate` prints for a case) and the consumer warpgroups'
+// phase (measure/warpgroup_phase.hpp). Exits 77 with the reason when
 // the GPU at hand cannot run the kernel (none, or another architecture).
 #include <fmt/format.h>
 
@@ -17,6 +18,7 @@
 #include "measure/fidelity.hpp"
 #include "measure/measured_timeline.hpp"
 #include "measure/validate.hpp"
+#include "measure/warpgroup_phase.hpp"
 #include "report/chrome_trace.hpp"
 #include "report/window.hpp"
 
@@ -144,18 +146,38 @@ struct Run : Command {
         if (cta_recorded(rec, cta)) recorded.push_back(measured_cta(rec, cta, hardware.clock_ghz));
       std::vector<const Timeline*> tls;
       for (const auto& mc : recorded) tls.push_back(&mc.timeline);
-      // The critical CTA's tiles the kernel's trace sampling would record (under a sample not a
-      // CTA's first, nor a dynamic grid's last ones: trace_sampling.h).
-      const RecordedTiles rt = recorded_tiles(*s, pred, static_cast<int>(trace_sample));
+      // The spans are predicted from the traced kernel's twin where its code differs in what the
+      // model sees (Schedule::traced_twin, as `fidelity` compares them), at the plain prediction's
+      // clock; over the critical CTA's tiles the kernel's trace sampling would record (under a
+      // sample not a CTA's first, nor a dynamic grid's last ones: trace_sampling.h).
+      const auto twin = s->traced_twin(hardware, problem);
+      PredictOptions at_clock;
+      at_clock.clock_ghz = pred.clock_ghz;
+      const Prediction traced_pred = twin ? predict(*twin, hardware, problem, at_clock) : pred;
+      const RecordedTiles rt = recorded_tiles(twin ? *twin : *s, traced_pred, static_cast<int>(trace_sample));
+      const Timeline& predicted_tl = traced_pred.critical.timeline;
       // The predicted spans at the traced run's clock, which the measured ones ran at (ops_at_clock).
       const double trace_ghz = median_cta_clock_ghz(recorded);
       const std::string table = format_op_table(
-          ops_at_clock(op_means_of_warps(pred.critical.timeline, warps, rt.first, rt.end), pred.clock_ghz, trace_ghz),
+          ops_at_clock(op_means_of_warps(predicted_tl, warps, rt.first, rt.end), pred.clock_ghz, trace_ghz),
           op_means(tls));
       std::cout << fmt::format(
-          "\n  per op, mean span duration (predicted: critical CTA, its cycles at the traced run's clock {:.3f} GHz "
-          "(predicted {:.3f}); measured: {} CTAs that recorded, each at its own clock)\n{}",
-          trace_ghz, pred.clock_ghz, recorded.size(), table);
+          "\n  per op, mean span duration (predicted: {}critical CTA, its cycles at the traced run's clock {:.3f} "
+          "GHz (predicted {:.3f}); measured: {} CTAs that recorded, each at its own clock)\n{}",
+          twin ? "the traced kernel's twin, " : "", trace_ghz, pred.clock_ghz, recorded.size(), table);
+      // The consumer warpgroups' phase: the same kernel settles in different phases at the same
+      // speed, and its spans differ between them (measure/warpgroup_phase.hpp).
+      // The predicted cycles at the traced run's clock, as the table's.
+      std::vector<PhaseLink> predicted_phase = warpgroup_phase(predicted_tl, warps);
+      if (trace_ghz > 0)
+        for (PhaseLink& l : predicted_phase)
+          for (double& d : l.d_ns) d *= predicted_tl.clock_ghz / trace_ghz;
+      const std::string phase = format_phase_line(warpgroup_phase(tls, warps), predicted_phase);
+      if (!phase.empty())
+        std::cout << fmt::format(
+            "\n  warpgroup phase, from a consumer warpgroup's PV completing to the next one's QK (median over KV "
+            "steps, at the traced run's clock; negative: the QK went out while the PV ran): {}\n",
+            phase);
       std::cerr << fmt::format("wrote {} ({} CTAs; open in ui.perfetto.dev)\n", trace,
                                default_trace_ctas(rec, ctas).size());
     }
