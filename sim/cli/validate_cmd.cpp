@@ -163,6 +163,7 @@ struct Validate : Command {
       share_clock(hardware, together);
       for (size_t i : group) {
         ValidationCase& c = pending[i].c;
+        c.trace_warps = trace_warps == "first" ? 0 : warps;  // the predicted op means over the recorded warps
         Prediction pred = predict_case(*pending[i].schedule, hardware, c, c.predicted_clock_ghz);
         if (i == first_predicted && first_pred) first_pred = std::move(pred);
       }
@@ -281,11 +282,13 @@ struct Validate : Command {
         "How attnsim validate timed this folder's kernels; `attnsim fidelity` reads timed_together (problem: the "
         "kernels of each problem took turns of about 5 ms, so they shared one SM clock) and trace_rule with "
         "trace_sample (no_first_tile: the traced runs recorded about one work tile in trace_sample and no CTA's "
-        "first tile, kernels/sm90/trace_sampling.h; the predicted op means leave it out too)";
+        "first tile, kernels/sm90/trace_sampling.h; the predicted op means leave it out too) and trace_warps (the "
+        "warps that recorded, where not the first of each warpgroup; the predicted op means take the same)";
     timing_meta["timed_together"] = "problem";
     if (!no_ops) {
       timing_meta["trace_sample"] = trace_sample;
       timing_meta["trace_rule"] = kTraceRuleNoFirstTile;
+      if (trace_warps != "first") timing_meta["trace_warps"] = trace_warps;
     }
     std::ofstream(out_dir + "/timing.json") << timing_meta.dump(1) << "\n";
     std::cerr << fmt::format("wrote {0}/results.csv, {0}/ops.csv, {0}/results.json, {0}/timing.json{1}\n", out_dir,

@@ -17,6 +17,7 @@
 
 #include "lower/schedule.hpp"
 #include "model/json_reader.hpp"
+#include "sm90/fa3_api.h"  // parse_trace_warps
 #include "sm90/trace_sampling.h"
 
 namespace attnsim {
@@ -28,6 +29,14 @@ double thread_cpu_seconds() {
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
+
+namespace {
+/// The predicted op means over the warps case `c`'s traced runs recorded, on tiles `rec`.
+std::map<std::string, OpStat> case_op_means(const ValidationCase& c, const Timeline& tl, const RecordedTiles& rec) {
+  return c.trace_warps ? op_means_of_warps(tl, c.trace_warps, rec.first, rec.end)
+                       : op_means_first_warps(tl, rec.first, rec.end);
+}
+}  // namespace
 
 Prediction predict_case(const Schedule& schedule, const Hardware& hw, ValidationCase& c, double clock_ghz,
                         bool with_ops) {
@@ -50,10 +59,10 @@ Prediction predict_case(const Schedule& schedule, const Hardware& hw, Validation
     at_clock.clock_ghz = p.clock_ghz;
     const Prediction traced = predict(*twin, hw, c.problem, at_clock);
     const RecordedTiles rec = recorded_tiles(*twin, traced, c.trace_sample);  // its critical CTA's tiles
-    c.predicted_ops = op_means_first_warps(traced.critical.timeline, rec.first, rec.end);
+    c.predicted_ops = case_op_means(c, traced.critical.timeline, rec);
   } else {
     const RecordedTiles rec = recorded_tiles(schedule, p, c.trace_sample);
-    c.predicted_ops = op_means_first_warps(p.critical.timeline, rec.first, rec.end);
+    c.predicted_ops = case_op_means(c, p.critical.timeline, rec);
   }
   return p;
 }
@@ -690,6 +699,17 @@ ValidationData load_validation_data(const std::string& dir_arg) {
       const int sample = static_cast<int>(r.integer("trace_sample", 1, 1 << 20));
       for (auto& c : d.cases) c.trace_sample = sample;
     }
+    // The warps the traced runs recorded, where not the default first warp of each warpgroup.
+    if (r.has("trace_warps")) {
+      const std::string warps = r.string("trace_warps");
+      uint32_t mask = 0;
+      try {
+        mask = warps == "first" ? 0 : sm90::parse_trace_warps(warps);
+      } catch (const std::invalid_argument& e) {
+        throw InputError(timing.string(), "/trace_warps", e.what());
+      }
+      for (auto& c : d.cases) c.trace_warps = mask;
+    }
   }
   return d;
 }
@@ -831,6 +851,7 @@ std::vector<double> repredict(std::vector<ValidationCase>& cases, const Hardware
         std::string key = memo_key(hw, file, sets, variant, c.problem);
         if (at_case_clock) key += fmt::format("|at {:a} GHz", ghz);
         if (c.trace_sample > 1) key += fmt::format("|trace sample {}", c.trace_sample);  // its op means
+        if (c.trace_warps) key += fmt::format("|trace warps {:#x}", c.trace_warps);
         if (!with_ops) key += "|no ops";
         if (memo)  // a prediction an earlier folder made is copied, with the seconds it took then
           memo->get(key, c, [&](ValidationCase& into) { predict_case(*s, hw, into, ghz, with_ops); });

@@ -180,9 +180,11 @@ void attach_trace_clocks(const nlohmann::json& results, const std::string& origi
 /// Reads DIR/results.csv, DIR/ops.csv and DIR/timing.json (when present). DIR may also be the GPU
 /// folder (configs/validation/<gpu>), then its fa3_sm90_validate/ is read. timing.json's
 /// "trace_sample", where its "trace_rule" is kTraceRuleNoFirstTile, goes to every case
-/// (ValidationCase::trace_sample). Throws InputError naming the file and key on a timing.json whose
-/// "timed_together" is neither "problem" nor "kernel", whose "trace_rule" is another, or whose
-/// "trace_sample" is missing or not 1..2^20 beside that rule.
+/// (ValidationCase::trace_sample), and its "trace_warps" (`--trace-warps`; absent: "first") to every
+/// case (ValidationCase::trace_warps). Throws InputError naming the file and key on a timing.json
+/// whose "timed_together" is neither "problem" nor "kernel", whose "trace_rule" is another, whose
+/// "trace_sample" is missing or not 1..2^20 beside that rule, or whose "trace_warps" is not what
+/// `--trace-warps` takes.
 ValidationData load_validation_data(const std::string& dir);
 /// Every configs/validation/<gpu>/<folder> under `root` holding a results.csv (a `validate`
 /// output) and its baseline fidelity.json, sorted.

@@ -62,6 +62,11 @@ struct ValidationCase {
   /// "trace_rule"): the predicted op means then leave it out too (recorded_tiles). 1: every
   /// tile recorded, or a folder measured under an earlier rule.
   int trace_sample = 1;
+  /// The warps the traced runs recorded (bit w: warp w, `--trace-warps`; timing.json's
+  /// "trace_warps"), whose spans the predicted op means take too. 0: the default, the first warp of
+  /// each warpgroup (op_means_first_warps). Which warps record can move the kernel's consumer
+  /// warpgroups into another phase (measure/warpgroup_phase.hpp), so the two sides must match.
+  uint32_t trace_warps = 0;
   /// CPU seconds the prediction itself took (predict(), on its thread; fidelity's extra
   /// prediction of a traced twin's spans not counted): what `simulate` costs a user for this case.
   double predict_cpu_s = 0;

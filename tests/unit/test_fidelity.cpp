@@ -588,5 +588,13 @@ TEST_CASE("fidelity: timing.json says whether a folder's kernels were timed toge
                     Catch::Contains("/trace_rule") && Catch::Contains("no_first_tile"));
   std::ofstream(dir / "timing.json") << R"({"trace_rule": "no_first_tile", "trace_sample": 0})";
   CHECK_THROWS_WITH(load_validation_data(dir.string()), Catch::Contains("/trace_sample"));
+  // The recorded warps: the default (first of each warpgroup) unless timing.json names others.
+  std::ofstream(dir / "timing.json") << R"({"timed_together": "problem"})";
+  CHECK(load_validation_data(dir.string()).cases.at(0).trace_warps == 0);
+  std::ofstream(dir / "timing.json") << R"({"timed_together": "problem", "trace_warps": "0,5,9"})";
+  CHECK(load_validation_data(dir.string()).cases.at(0).trace_warps == ((1u << 0) | (1u << 5) | (1u << 9)));
+  std::ofstream(dir / "timing.json") << R"({"timed_together": "problem", "trace_warps": "0,5,"})";
+  CHECK_THROWS_WITH(load_validation_data(dir.string()),
+                    Catch::Contains("timing.json") && Catch::Contains("/trace_warps") && Catch::Contains("warp"));
   std::filesystem::remove_all(dir);
 }
