@@ -1,10 +1,10 @@
 // The relative phase of the consumer warpgroups that take turns at the tensor cores (FA3's pingpong),
 // read the same way from a predicted and from a measured timeline. Two runs of one kernel can settle
 // in different phases at the same speed: on an H200 the hd128 kernel's two warpgroups ran symmetric
-// (each QK about 170 ns after the other's PV completed) with warps 4 and 8 instrumented, and
-// asymmetric (-100 / +455 ns, as the model) with warps 5 and 9 (configs/validation/h200/
-// warpgroup_phase). The mean span durations differ between the two states by up to 40%, so a per-op
-// comparison names the phase it was taken in.
+// (each QK about 170 ns after the other's PV completed) exactly when warp 4 was instrumented, and
+// asymmetric (about -100 / +455 ns, as the model) with any other choice of recording warps
+// (configs/validation/h200/warpgroup_phase). The mean span durations differ between the two states
+// by up to 40%, so a per-op comparison names the phase it was taken in.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -32,9 +32,8 @@ struct PhaseLink {
 /// with the timeline's clock_ghz.
 std::vector<PhaseLink> warpgroup_phase(const Timeline& tl, uint32_t warp_mask = ~0u);
 
-/// The same over several timelines (the CTAs of a measured run): each link's steps pooled, in the
-/// order of the first timeline's links. A link that the timelines read through different warps
-/// (their recording warps differ) is left out.
+/// The same over several timelines (the CTAs of a measured run): the first timeline's links (the
+/// first with any), each with the steps of every timeline's link between the same two warps.
 std::vector<PhaseLink> warpgroup_phase(const std::vector<const Timeline*>& tls, uint32_t warp_mask = ~0u);
 
 /// Median of `link.d_ns` (0 when empty).
