@@ -6,14 +6,14 @@
 #include <map>
 
 #include "common/op_names.h"
+#include "common/trace_record.h"  // attnsim_wait_name: the wait labels measured and predicted timelines share
+#include "sm90/structure.h"       // kWarpsPerWarpgroup
 
 namespace attnsim {
 namespace {
 
-constexpr int kWarpsPerWarpgroup = 4;
-
 bool is_wgmma_wait(const Timeline& tl, const Span& s) {
-  return s.kind == SpanKind::Wait && tl.label_of(s) == "wgmma.wait_group";
+  return s.kind == SpanKind::Wait && tl.label_of(s) == attnsim_wait_name(ATTNSIM_WAIT_WGMMA);
 }
 
 /// For each KV step of `warp` (from one mma_qk span to the next) that has an mma_pv span and two
@@ -49,7 +49,7 @@ std::vector<PhaseLink> warpgroup_phase(const Timeline& tl, uint32_t warp_mask) {
     const bool has_qk = std::any_of(w.spans.begin(), w.spans.end(),
                                     [](const Span& s) { return s.op == ATTNSIM_OP_MMA_QK; });
     if (!has_qk) continue;
-    const int group = w.warp / kWarpsPerWarpgroup;
+    const int group = w.warp / sm90::kWarpsPerWarpgroup;
     if (!reader.count(group) || w.warp < reader[group]->warp) reader[group] = &w;
   }
   std::vector<PhaseLink> links;
